@@ -1,0 +1,9 @@
+"""Retrieval fabric: an async multi-lane federation engine.
+
+The engine lives in :mod:`fabric.engine`; shared types in :mod:`fabric.models`; errors in :mod:`fabric.errors`.
+Nothing is imported eagerly here, so ``import fabric`` stays cheap and does no I/O.
+"""
+
+__all__ = ["__version__"]
+
+__version__ = "0.1.0"

@@ -1,0 +1,9 @@
+"""CLI subcommands: one module each, exposing ``register(subparsers)`` which sets ``func(args) -> int``.
+
+Modules import their heavy dependencies inside ``run`` so that ``fabric --help`` stays fast.
+"""
+
+__all__ = ["COMMANDS"]
+
+COMMANDS = ("search", "ingest", "eval", "bench", "demo", "serve", "cite", "tune")
+"""Subcommand module names, in help order. A missing module is skipped (not yet built)."""

@@ -1,0 +1,426 @@
+"""Shared, typed data model of the fabric: requests, lane hits, lane outcomes, fused items, results.
+
+This module imports only the standard library. ``lanes/`` and ``fusion/`` build on it and on
+:mod:`fabric.errors`; neither imports the other.
+
+Conventions:
+- every dataclass is frozen: rescore with :func:`dataclasses.replace`, never mutate a hit another stage holds;
+- units are in names (``budget_ms``, ``latency_ms``);
+- timestamps are timezone-aware UTC :class:`~datetime.datetime` objects;
+- ranks are 1-based (the best hit of a lane has ``rank == 1``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any, Protocol, Self
+
+__all__ = [
+    "EMPTY_MAPPING",
+    "BoundConstraints",
+    "Constraints",
+    "Embedder",
+    "FusedItem",
+    "FusionMode",
+    "Hit",
+    "LaneKind",
+    "LaneOutcome",
+    "LaneRequest",
+    "LaneStatus",
+    "Mode",
+    "PreflightResult",
+    "SearchRequest",
+    "SearchResult",
+    "SourceKind",
+    "Trust",
+    "iso_utc",
+]
+
+EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
+
+
+class _ChoiceEnum(enum.StrEnum):
+    """A closed set of string values whose ``from_str`` names the valid ones on error."""
+
+    @classmethod
+    def from_str(cls, value: str) -> Self:
+        """Parse ``value`` (case-insensitive) or raise ``ValueError`` listing the valid values."""
+        try:
+            return cls(value.strip().lower())
+        except ValueError:
+            valid = ", ".join(m.value for m in cls)
+            raise ValueError(f"unknown {cls.__name__} {value!r}; valid: {valid}") from None
+
+
+class Mode(_ChoiceEnum):
+    """Query mode; it selects the per-lane budgets of ``config/modes.toml``."""
+
+    SIMPLE = "simple"
+    TECHNICAL = "technical"
+    RESEARCH = "research"
+    MULTIMEDIA = "multimedia"
+
+
+class LaneKind(_ChoiceEnum):
+    """What a lane retrieves from; the folder of its adapter under ``lanes/``."""
+
+    KEYWORD = "keyword"
+    VECTOR = "vector"
+    GRAPH = "graph"
+    WEB = "web"
+    NEWS = "news"
+    MARKETS = "markets"
+
+
+class LaneStatus(_ChoiceEnum):
+    """How one planned lane ended for one query."""
+
+    SUCCESS = "success"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    SUSPENDED = "suspended"
+    FALLBACK = "fallback"
+
+
+class SourceKind(_ChoiceEnum):
+    """Provenance class of a chunk (seed 002)."""
+
+    OPERATOR = "operator"
+    TOOL = "tool"
+    WEB = "web"
+    IMPORT = "import"
+    SYSTEM = "system"
+
+
+class Trust(_ChoiceEnum):
+    """Whether a source is trusted (operator-authored) or not (web, imports)."""
+
+    TRUSTED = "trusted"
+    UNTRUSTED = "untrusted"
+
+
+class FusionMode(_ChoiceEnum):
+    """How lane rankings are combined (see ``fusion/``)."""
+
+    RRF = "rrf"
+    APPEND_FILL = "append_fill"
+    SCORE_MINMAX = "score_minmax"
+    SCORE_DBSF = "score_dbsf"
+
+
+def iso_utc(value: datetime | None) -> str | None:
+    """Format a datetime as ``YYYY-MM-DDTHH:MM:SSZ`` in UTC, or None."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Constraints:
+    """User constraints from the guided-prompt step (seed 003, ConstraintBinder). None means unset."""
+
+    time_range: str | None = None
+    """``recent`` (2 years), ``5_years`` or ``all_time``."""
+    sources: str | None = None
+    """``academic``, ``news`` or ``both``."""
+    cost: str | None = None
+    """``low`` (budget × 0.5), ``medium`` (× 1.0) or ``high`` (× 2.0)."""
+    depth: str | None = None
+    """``simple``, ``technical`` or ``research``: max results and graph traversal depth."""
+    citations_required: bool = False
+    """Whether the caller will align citations against the answer set."""
+
+    TIME_RANGES = ("recent", "5_years", "all_time")
+    SOURCES = ("academic", "news", "both")
+    COSTS = ("low", "medium", "high")
+    DEPTHS = ("simple", "technical", "research")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BoundConstraints:
+    """Constraints turned into structured lane parameters (output of constraint binding)."""
+
+    date_from: datetime | None = None
+    """Inclusive lower bound on ``published_at``; None for no bound."""
+    date_to: datetime | None = None
+    """Inclusive upper bound on ``published_at``; None for no bound."""
+    preferred_domains: tuple[str, ...] = ()
+    """Domains (or suffixes such as ``edu``) to prefer; lanes that can filter may restrict to them."""
+    sites: tuple[str, ...] = ()
+    """Domains from ``site:`` operators: a hard filter where the lane supports it."""
+    phrases: tuple[str, ...] = ()
+    """Quoted phrases the user asked for verbatim."""
+    max_results: int | None = None
+    """Upper bound on hits a lane should return (from ``cost`` / ``depth``)."""
+    search_depth: int = 1
+    """Graph traversal depth in hops (from ``depth``)."""
+    budget_multiplier: float = 1.0
+    """Scales every lane budget and the total budget (from ``cost``)."""
+    citations_required: bool = False
+    """Carried through to the result so callers know to align citations."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaneRequest:
+    """What one lane is asked: the (refined) query text plus structured parameters."""
+
+    query: str
+    """Query text, already refined by pre-flight when it ran."""
+    top_k: int = 50
+    """How many hits the lane should return at most, best first."""
+    constraints: BoundConstraints = field(default_factory=BoundConstraints)
+    """Date bounds, domains, phrases and depth the lane should honour where it can."""
+    trace_id: str = ""
+    """The query's trace id, for the lane's own log lines."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hit:
+    """One lane result, best first within its lane."""
+
+    id: str
+    """Stable item id (a chunk id for embedded stores, a normalised URL for web items)."""
+    rank: int
+    """1-based rank within the lane."""
+    score: float
+    """The lane's native score (BM25, cosine, hop-decayed graph score, ...); larger is better."""
+    title: str = ""
+    """Document or section title."""
+    text: str = ""
+    """Passage text used for snippets, dedup content hashes, quality and citations."""
+    url: str = ""
+    """Canonical URL, or a ``doc:`` reference for local documents."""
+    domain: str = ""
+    """Host name without ``www.``; empty for local documents."""
+    published_at: datetime | None = None
+    """Publication time (UTC), when known."""
+    source_kind: SourceKind = SourceKind.IMPORT
+    """Provenance class (seed 002)."""
+    source_ref: str = ""
+    """Where the item came from (path, feed URL, collection)."""
+    trust: Trust = Trust.UNTRUSTED
+    """Trusted sources are operator-authored."""
+    doc_id: str = ""
+    """Id of the whole document a chunk belongs to."""
+    graph_hops: int | None = None
+    """Hops from a query entity to this chunk in the graph lane; None for other lanes."""
+    quality: float | None = None
+    """Content quality in [0, 1], computed once per document at ingest; None when unknown."""
+    metadata: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
+    """Backend-specific extras; never used for ranking."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaneOutcome:
+    """How one planned lane ended: always produced, whatever happened inside the lane."""
+
+    lane: str
+    """Lane name from ``config/lanes.toml``."""
+    kind: LaneKind
+    """Lane kind."""
+    provider: str
+    """Backend that answered (for a fallback: the fallback's provider)."""
+    status: LaneStatus
+    """success, timeout, error, skipped, suspended or fallback."""
+    latency_ms: float = 0.0
+    """Wall time spent on this lane (fallback included)."""
+    hits: tuple[Hit, ...] = ()
+    """Hits, best first; empty unless status is success or fallback."""
+    weight: float = 1.0
+    """Fusion weight: configured lane weight times the provider penalty factor."""
+    error: str | None = None
+    """Error text for timeout/error/suspended/skipped."""
+    fallback_for: str | None = None
+    """For status ``fallback``: the lane whose failure this one stands in for."""
+    health: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
+    """Provider health snapshot (state, failure rate, suspended_until, penalty)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The lane section of the result JSON."""
+        return {
+            "status": self.status.value,
+            "provider": self.provider,
+            "latency_ms": round(self.latency_ms, 3),
+            "hits": len(self.hits),
+            "weight": round(self.weight, 4),
+            "fallback_for": self.fallback_for,
+            "error": self.error,
+            "health": dict(self.health),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FusedItem:
+    """One item of the fused answer set, with every score that placed it."""
+
+    hit: Hit
+    """The representative hit (best-ranked occurrence)."""
+    score_total: float
+    """Final ranking score in [0, 1]."""
+    scores: Mapping[str, float]
+    """Every component: rrf, domain_diversity, recency, authority, quality, and lexical/semantic/graph."""
+    lanes: tuple[str, ...]
+    """Lanes that returned the item (or a duplicate merged into it)."""
+    ranks: Mapping[str, int]
+    """Best 1-based rank per lane."""
+    stage_priority: int = 0
+    """0 for stage-1 lanes, 1 for stage-2 fill (seed 000)."""
+    merged_ids: tuple[str, ...] = ()
+    """Ids of duplicates merged into this item."""
+
+    @property
+    def id(self) -> str:
+        """The item id."""
+        return self.hit.id
+
+    def to_dict(self) -> dict[str, Any]:
+        """The item shape of the result JSON (DESIGN.md)."""
+        h = self.hit
+        snippet = h.text if len(h.text) <= 300 else h.text[:297].rstrip() + "..."
+        return {
+            "id": h.id,
+            "title": h.title,
+            "url": h.url,
+            "domain": h.domain,
+            "snippet": snippet,
+            "source_kind": h.source_kind.value,
+            "source_ref": h.source_ref,
+            "trust": h.trust.value,
+            "published_at": iso_utc(h.published_at),
+            "score_total": round(self.score_total, 6),
+            "scores": {k: round(v, 6) for k, v in self.scores.items()},
+            "lanes": list(self.lanes),
+            "ranks": dict(self.ranks),
+            "graph_hops": h.graph_hops,
+            "merged_ids": list(self.merged_ids),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchRequest:
+    """A validated query to the engine (build it with :func:`fabric.validation.parse_request`)."""
+
+    query: str
+    """The user's query text (non-empty, bounded size)."""
+    mode: Mode = Mode.TECHNICAL
+    """Selects per-lane budgets."""
+    top_k: int = 10
+    """Items per page."""
+    cursor: str | None = None
+    """Opaque cursor from a previous page."""
+    constraints: Constraints = field(default_factory=Constraints)
+    """User constraints, bound into lane parameters by the engine."""
+    budget_ms: float | None = None
+    """Optional total budget overriding the mode's; lanes never run past it."""
+    strict: bool = False
+    """When true, a partial answer (any planned lane not successful) is an error."""
+    fusion: FusionMode | None = None
+    """Fusion mode override; None uses config."""
+    lanes: tuple[str, ...] | None = None
+    """Restrict to these lanes; None runs every enabled lane."""
+    preflight: bool = True
+    """Whether pre-flight refinement may run."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreflightResult:
+    """What pre-flight did to the query."""
+
+    bypassed: bool
+    """True when refinement did not run (or did not finish in its budget)."""
+    reason: str | None = None
+    """Why it was bypassed."""
+    refined_query: str = ""
+    """The query the lanes received."""
+    latency_ms: float = 0.0
+    """Time spent in pre-flight."""
+    years: tuple[int, int] | None = None
+    """Year range extracted from the query, if any."""
+    sites: tuple[str, ...] = ()
+    """Domains from ``site:`` operators."""
+    phrases: tuple[str, ...] = ()
+    """Quoted phrases."""
+    intent: str | None = None
+    """Scenario class: temporal, relational or factual."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The pre-flight section of the result JSON."""
+        return {
+            "bypassed": self.bypassed,
+            "reason": self.reason,
+            "refined_query": self.refined_query,
+            "latency_ms": round(self.latency_ms, 3),
+            "years": list(self.years) if self.years else None,
+            "sites": list(self.sites),
+            "phrases": list(self.phrases),
+            "intent": self.intent,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchResult:
+    """The engine's answer: items, per-lane outcomes, pre-flight, dedup counts, timings, receipt."""
+
+    query: str
+    mode: Mode
+    trace_id: str
+    items: tuple[FusedItem, ...]
+    lanes: Mapping[str, LaneOutcome]
+    preflight: PreflightResult
+    next_cursor: str | None = None
+    partial: bool = False
+    dedup: Mapping[str, int] = field(default_factory=lambda: EMPTY_MAPPING)
+    timings: Mapping[str, float] = field(default_factory=lambda: EMPTY_MAPPING)
+    stages: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
+    fusion_mode: FusionMode = FusionMode.RRF
+
+    def receipt(self, per_lane: int = 10) -> dict[str, Any]:
+        """Per-lane top-k ids with native scores, and the fused ranking with totals (seed 002 receipts)."""
+        return {
+            "lanes": {
+                name: [[h.id, round(h.score, 6)] for h in out.hits[:per_lane]] for name, out in self.lanes.items()
+            },
+            "fused": [[it.id, round(it.score_total, 6)] for it in self.items],
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result JSON shared by the CLI (``--json``) and ``POST /v1/search``."""
+        return {
+            "query": self.query,
+            "mode": self.mode.value,
+            "trace_id": self.trace_id,
+            "partial": self.partial,
+            "fusion_mode": self.fusion_mode.value,
+            "items": [it.to_dict() for it in self.items],
+            "next_cursor": self.next_cursor,
+            "lanes": {name: out.to_dict() for name, out in self.lanes.items()},
+            "preflight": self.preflight.to_dict(),
+            "dedup": dict(self.dedup),
+            "timings": {k: round(v, 3) for k, v in self.timings.items()},
+            "stages": dict(self.stages),
+            "receipt": self.receipt(),
+        }
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors. Implementations live in :mod:`fabric.embeddings`."""
+
+    name: str
+    """Model identifier, part of cache keys and point ids."""
+    dim: int
+    """Vector size."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed texts (blocking; call from a thread inside async code).
+
+        Raises:
+            fabric.errors.LaneUnavailable: the model or endpoint cannot be used.
+        """
+        ...

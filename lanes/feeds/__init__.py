@@ -1,0 +1,3 @@
+"""feeds lanes."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""graph lanes."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""keyword lanes."""
+
+__all__: list[str] = []

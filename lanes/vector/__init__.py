@@ -1,0 +1,3 @@
+"""vector lanes."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""web lanes."""
+
+__all__: list[str] = []

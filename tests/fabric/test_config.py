@@ -1,0 +1,99 @@
+"""Tests for fabric.config: loading, overlays, env overrides and clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fabric.config import default_config_dir, load_settings
+from fabric.errors import ConfigError
+from fabric.models import FusionMode, LaneKind, Mode
+
+
+def _copy_config(tmp_path: Path) -> Path:
+    dst = tmp_path / "config"
+    dst.mkdir()
+    for f in default_config_dir().glob("*.toml"):
+        (dst / f.name).write_text(f.read_text())
+    return dst
+
+
+class TestLoadSettings:
+    def test_project_config_has_seed_budgets(self) -> None:
+        """The shipped modes carry the seed's per-lane budgets."""
+        s = load_settings(env={})
+        assert s.mode(Mode.SIMPLE).lanes["keyword"] == 500
+        assert s.mode(Mode.TECHNICAL).lanes["vector"] == 1500
+        assert s.mode(Mode.RESEARCH).lanes["news"] == 800
+        assert s.mode(Mode.SIMPLE).total_budget_ms == 5000
+
+    def test_lanes_are_typed(self) -> None:
+        """Lanes load with their kind enum and fallbacks."""
+        s = load_settings(env={})
+        assert s.lanes["vector"].kind is LaneKind.VECTOR
+        assert s.lanes["vector"].fallback == "keyword"
+        assert s.fusion.mode is FusionMode.RRF
+        assert s.fusion.rrf_k == 60
+
+    def test_generic_env_override_parses_toml_literals(self) -> None:
+        """FABRIC__section__key overrides a setting with a typed value."""
+        s = load_settings(env={"FABRIC__fusion__rrf_k": "40", "FABRIC__lanes__vector__weight": "0.5"})
+        assert s.fusion.rrf_k == 40
+        assert s.lanes["vector"].weight == 0.5
+
+    def test_service_url_env_applies_to_backend(self) -> None:
+        """FABRIC_QDRANT_URL lands in the options of lanes using the qdrant backend."""
+        s = load_settings(env={"FABRIC_QDRANT_URL": "http://127.0.0.1:6333"})
+        assert s.lanes["vector"].options["url"] == "http://127.0.0.1:6333"
+
+    def test_home_from_env(self) -> None:
+        """FABRIC_HOME sets the store folder."""
+        assert load_settings(env={"FABRIC_HOME": "/tmp/x"}).home == Path("/tmp/x")
+
+    def test_user_file_overrides(self, tmp_path: Path) -> None:
+        """A user file overrides project values."""
+        user = tmp_path / "me.toml"
+        user.write_text("schema = 1\n[fusion]\nmode = 'score_minmax'\n")
+        assert load_settings(user_file=user, env={}).fusion.mode is FusionMode.SCORE_MINMAX
+
+
+class TestConfigErrors:
+    def test_bad_type_names_key(self) -> None:
+        """A wrongly typed value fails naming its dotted key."""
+        with pytest.raises(ConfigError, match=r"lanes\.vector\.weight"):
+            load_settings(env={"FABRIC__lanes__vector__weight": "'heavy'"})
+
+    def test_unknown_key_lists_valid(self) -> None:
+        """An unknown key fails and lists the valid ones."""
+        with pytest.raises(ConfigError, match="unknown key"):
+            load_settings(env={"FABRIC__fusion__rrf_kk": "1"})
+
+    def test_bad_schema(self, tmp_path: Path) -> None:
+        """A file with another schema version is refused."""
+        cdir = _copy_config(tmp_path)
+        (cdir / "fusion.toml").write_text("schema = 2\n")
+        with pytest.raises(ConfigError, match="schema"):
+            load_settings(cdir, env={})
+
+    def test_unknown_fallback(self) -> None:
+        """A fallback naming no lane fails at load."""
+        with pytest.raises(ConfigError, match=r"lanes\.vector\.fallback"):
+            load_settings(env={"FABRIC__lanes__vector__fallback": "'nowhere'"})
+
+    def test_invalid_toml(self, tmp_path: Path) -> None:
+        """Broken TOML names the file."""
+        cdir = _copy_config(tmp_path)
+        (cdir / "lanes.toml").write_text("[lanes\n")
+        with pytest.raises(ConfigError, match=r"lanes\.toml"):
+            load_settings(cdir, env={})
+
+    def test_negative_budget(self) -> None:
+        """A non-positive budget is refused."""
+        with pytest.raises(ConfigError, match=r"modes\.simple\.lanes\.web"):
+            load_settings(env={"FABRIC__modes__simple__lanes__web": "-1"})
+
+    def test_unknown_mode(self) -> None:
+        """An unknown mode table is refused with the valid values."""
+        with pytest.raises(ConfigError, match="valid"):
+            load_settings(env={"FABRIC__modes__turbo__total_budget_ms": "1"})
