@@ -15,6 +15,17 @@ __all__ = ["BACKENDS", "build_lane", "resolve"]
 
 BACKENDS: dict[str, str] = {
     "fake": "lanes.fake:FakeLane",
+    "sqlite_fts": "lanes.keyword.sqlite_fts:SqliteFtsKeywordLane",
+    "meilisearch": "lanes.keyword.meilisearch:MeilisearchKeywordLane",
+    "qdrant": "lanes.vector.qdrant:QdrantVectorLane",
+    "sqlite_graph": "lanes.graph.sqlite:SqliteGraphLane",
+    "arango": "lanes.graph.arango:ArangoGraphLane",
+    "searxng": "lanes.web.searxng:SearxngWebLane",
+    "wikipedia": "lanes.web.wikipedia:WikipediaWebLane",
+    "mdn": "lanes.web.mdn:MdnWebLane",
+    "web_cache": "lanes.web.cache:CachedWebLane",
+    "rss": "lanes.feeds.rss:RssNewsLane",
+    "quotes": "lanes.feeds.quotes:QuotesMarketsLane",
 }
 """``backend`` value in ``config/lanes.toml`` → ``module:Class``."""
 
@@ -31,7 +42,11 @@ def resolve(backend: str) -> LaneFactory:
         valid = ", ".join(sorted(BACKENDS))
         raise ConfigError(f"unknown backend {backend!r}; valid: {valid}", key="backend") from None
     module_name, _, attr = target.partition(":")
-    factory: LaneFactory = getattr(importlib.import_module(module_name), attr)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise ConfigError(f"backend {backend!r} cannot be loaded: {exc}", key="backend") from None
+    factory: LaneFactory = getattr(module, attr)
     return factory
 
 
