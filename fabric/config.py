@@ -195,6 +195,9 @@ class Settings:
     """Everything the engine reads from configuration."""
 
     home: Path = Path(".fabric")
+    """Root of the embedded stores (``FABRIC_HOME``)."""
+    cache_dir: Path = Path(".cache/fabric")
+    """Content-addressed caches (embeddings, built eval indexes) shared across homes (``FABRIC_CACHE_DIR``)."""
     modes: Mapping[Mode, ModeConfig] = field(default_factory=dict)
     lanes: Mapping[str, LaneConfig] = field(default_factory=dict)
     fusion: FusionConfig = field(default_factory=FusionConfig)
@@ -454,8 +457,10 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
     authority_default = _coerce(float, data.get("default", 0.5), src, "default")
 
     home = Path(env.get("FABRIC_HOME") or data.get("home") or ".fabric")
+    cache_dir = Path(env.get("FABRIC_CACHE_DIR") or data.get("cache_dir") or ".cache/fabric")
     return Settings(
         home=home,
+        cache_dir=cache_dir,
         modes=modes,
         lanes=lanes,
         fusion=fusion,
