@@ -127,7 +127,7 @@ def _print_tables(result: SearchResult, *, explain: bool) -> None:
         for i, it in enumerate(result.items, 1):
             comps = " ".join(f"{k}={v:.4f}" for k, v in sorted(it.scores.items()))
             ranks = " ".join(f"{lane}:{rank}" for lane, rank in sorted(it.ranks.items()))
-            console.print(f"{i:>3}. {it.id}  total={it.score_total:.4f}  {comps}  ranks {ranks}", overflow="fold")
+            print(f"{i:>3}. {it.id}  total={it.score_total:.4f}  ranks {ranks}\n     {comps}")
     lanes = Table(title="lanes")
     for col in ("lane", "status", "provider", "latency_ms", "hits", "weight", "error"):
         lanes.add_column(col)
