@@ -118,6 +118,7 @@ class Engine:
         """Open resources, build and warm up lanes, read the cursor secret. Idempotent."""
         if self._opened:
             return
+        self.executor.reserve_threads()
         if self.resources is None:
             self.resources = await open_resources(self.settings, embedder=self._needs_embedder())
         if self._given_lanes is not None:
@@ -210,13 +211,13 @@ class Engine:
         return [lc.name for lc in self.settings.enabled_lanes()]
 
     def _fingerprint(self, request: SearchRequest, names: list[str]) -> str:
-        fusion_mode = request.fusion or self.settings.fusion.mode
+        c = request.constraints
         return fingerprint(
             {
                 "query": request.query,
                 "mode": request.mode.value,
-                "constraints": dataclasses.asdict(request.constraints),
-                "fusion": fusion_mode.value,
+                "constraints": [c.time_range, c.sources, c.cost, c.depth, c.citations_required],
+                "fusion": (request.fusion or self.settings.fusion.mode).value,
                 "lanes": names,
                 "top_k": request.top_k,
             }
@@ -250,7 +251,7 @@ class Engine:
         multiplier = BUDGET_MULTIPLIERS.get(request.constraints.cost or "medium", 1.0)
         deadline = loop.time() + total_budget_ms(mode_cfg, request.budget_ms, multiplier) / 1000.0
         names = self._plan_names(request)
-        fp = self._fingerprint(request, names)
+        fp = self._fingerprint(request, names) if request.cursor else ""
         offset = decode_cursor(request.cursor, fp, self._secret) if request.cursor else 0
         plan: list[PlannedLane] = []
         for name in names:
@@ -311,8 +312,10 @@ class Engine:
         fused = fuse(outcomes, ctx)
         fusion_ms = (time.perf_counter() - t_fuse) * 1000.0
         end = offset + request.top_k
-        page = fused.items[offset:end]
-        next_cursor = encode_cursor(end, fp, self._secret) if end < len(fused.items) else None
+        page = tuple(fused.items[offset:end])
+        next_cursor = None
+        if end < len(fused.items):
+            next_cursor = encode_cursor(end, fp or self._fingerprint(request, names), self._secret)
         ordered = {p.name: outcomes[p.name] for p in plan}
         not_ok = {n: o.status.value for n, o in ordered.items() if o.status is not LaneStatus.SUCCESS}
         partial = any(n not in by_design for n in not_ok)
@@ -391,7 +394,7 @@ class Engine:
         m.observe_lanes(outcomes)
         m.observe_query(total_ms=total_ms, partial=partial, candidates=fused.candidates, removed=fused.removed)
         for out in outcomes.values():
-            m.suspended.labels(out.provider).set(1.0 if self.penalties.is_suspended(out.provider) else 0.0)
+            m.set_suspended(out.provider, self.penalties.is_suspended(out.provider))
 
     # ------------------------------------------------------------------ health
 

@@ -13,6 +13,7 @@ MODULES = [
     "fabric.penalties",
     "fabric.executor",
     "fabric.budgets",
+    "fabric.bulkhead",
     "fabric.engine",
     "fabric.resources",
     "fabric.logs",
