@@ -121,16 +121,20 @@ class Engine:
         self.executor.reserve_threads()
         if self.resources is None:
             self.resources = await open_resources(self.settings, embedder=self._needs_embedder())
-        if self._given_lanes is not None:
-            self.lanes = dict(self._given_lanes)
-        else:
-            self._build_lanes(self.resources)
-        self.executor.lanes = dict(self.lanes)
-        self.executor.unavailable = dict(self.build_errors)
-        self.preflight.http = self.resources.http
-        self._secret = _load_secret(self.settings.home)
-        self._unopened = set(self.lanes)
-        await self._warm_up(sorted(self.lanes), _OPEN_TIMEOUT_S)
+        try:
+            if self._given_lanes is not None:
+                self.lanes = dict(self._given_lanes)
+            else:
+                self._build_lanes(self.resources)
+            self.executor.lanes = dict(self.lanes)
+            self.executor.unavailable = dict(self.build_errors)
+            self.preflight.http = self.resources.http
+            self._secret = _load_secret(self.settings.home)
+            self._unopened = set(self.lanes)
+            await asyncio.gather(self._warm_up(sorted(self.lanes), _OPEN_TIMEOUT_S), self._warm_embedder())
+        except BaseException:
+            await self.aclose()
+            raise
         self.loop_lag.start()
         self._opened = True
         log.info("engine_opened", lanes=sorted(self.lanes), unavailable=sorted(self.build_errors))
@@ -171,6 +175,24 @@ class Engine:
                 log.warning("lane_open_failed", lane=name, error=f"{type(exc).__name__}: {exc}")
 
         await asyncio.gather(*(one(n) for n in names if n in self._unopened))
+
+    async def _warm_embedder(self) -> None:
+        """Load the embedding model now rather than inside the first query's vector-lane budget.
+
+        Uses the embedder's ``warm_up()`` when it has one, else embeds a short text (fail-open).
+        """
+        embedder = self.resources.embedder if self.resources is not None else None
+        if embedder is None or self._given_resources is not None:
+            return
+        warm = getattr(embedder, "warm_up", None)
+        try:
+            async with asyncio.timeout(_OPEN_TIMEOUT_S):
+                if callable(warm):
+                    await asyncio.to_thread(warm)
+                else:
+                    await asyncio.to_thread(embedder.embed, ["warm-up"])
+        except Exception as exc:  # the vector lane reports the embedder's failure per query; lexical lanes go on
+            log.warning("embedder_warm_up_failed", error=f"{type(exc).__name__}: {exc}")
 
     async def aclose(self) -> None:
         """Close lanes and the resources the engine opened."""
