@@ -22,7 +22,6 @@ created once under the home (``cursor.secret``), read when the engine opens.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import secrets
 import time
@@ -45,6 +44,7 @@ from fabric.models import LaneKind, LaneOutcome, LaneRequest, LaneStatus, Search
 from fabric.penalties import ProviderPenalties
 from fabric.preflight import LoopLagMonitor, Preflight
 from fabric.resources import close_resources, open_resources
+from fabric.stages import run_stage2
 from fusion.cursor import decode_cursor, encode_cursor, fingerprint
 from fusion.pipeline import FusionContext, FusionOutput, fuse
 from lanes.base import Lane, LaneResources, LaneSpec
@@ -326,7 +326,16 @@ class Engine:
         stages: dict[str, Any] = {}
         by_design: set[str] = set()
         if stage2:
-            stages = await self._stage2(stage2, outcomes, lane_request, deadline, ctx, by_design)
+            stages = await run_stage2(
+                stage2,
+                outcomes,
+                lane_request,
+                deadline=deadline,
+                ctx=ctx,
+                executor=self.executor,
+                config=s.fusion.stages,
+                by_design=by_design,
+            )
             stages["stage1_ms"] = round(lanes_ms, 3)
             lanes_ms += stages["stage2_ms"]
 
@@ -365,49 +374,6 @@ class Engine:
             stages=stages,
             fusion_mode=request.fusion or s.fusion.mode,
         )
-
-    async def _stage2(
-        self,
-        stage2: list[PlannedLane],
-        outcomes: dict[str, LaneOutcome],
-        lane_request: LaneRequest,
-        deadline: float,
-        ctx: FusionContext,
-        by_design: set[str],
-    ) -> dict[str, Any]:
-        """Run stage-2 lanes when stage 1 is short (seed 000); updates ``outcomes`` in place."""
-        cfg = self.settings.fusion.stages
-        first: FusionOutput = fuse(outcomes, ctx)
-        should = len(first.items) < cfg.min_must_count
-        info: dict[str, Any] = {
-            "stage1_count": len(first.items),
-            "min_must_count": cfg.min_must_count,
-            "stage2_should_trigger": should,
-            "stage2_used": False,
-            "stage2_skipped_budget": False,
-            "stage2_ms": 0.0,
-            "stage2_lanes": [p.name for p in stage2],
-        }
-        runnable: list[PlannedLane] = []
-        for p in stage2:
-            lane = self.lanes.get(p.name)
-            observed = self.penalties.latency_p50_ms(lane.provider) if lane is not None else None
-            if not should:
-                reason = f"stage 2 not triggered: stage 1 yielded {len(first.items)} >= {cfg.min_must_count} items"
-            elif observed is not None and observed > cfg.stage2_cap_ms:
-                reason = f"stage 2 skipped: observed p50 {observed:.0f} ms > stage2_cap_ms {cfg.stage2_cap_ms:g}"
-                info["stage2_skipped_budget"] = True
-            else:
-                runnable.append(dataclasses.replace(p, budget_ms=min(p.budget_ms, cfg.stage2_cap_ms)))
-                continue
-            by_design.add(p.name)
-            outcomes[p.name] = self.executor.outcome(p, LaneStatus.SKIPPED, 0.0, error=reason)
-        if runnable:
-            t = time.perf_counter()
-            outcomes.update(await self.executor.run(runnable, lane_request, deadline=deadline))
-            info["stage2_ms"] = round((time.perf_counter() - t) * 1000.0, 3)
-            info["stage2_used"] = True
-        return info
 
     def _observe(
         self, outcomes: Mapping[str, LaneOutcome], fused: FusionOutput, total_ms: float, partial: bool

@@ -15,6 +15,7 @@ MODULES = [
     "fabric.budgets",
     "fabric.bulkhead",
     "fabric.engine",
+    "fabric.stages",
     "fabric.resources",
     "fabric.logs",
     "fabric.metrics",
