@@ -154,6 +154,22 @@ class TestBuild:
         assert res.lanes["b"].status is LaneStatus.ERROR
         assert "no_such_backend" in (res.lanes["b"].error or "")
 
+    async def test_disabled_lane_requested_is_reported(self, tmp_path: Path) -> None:
+        """Asking for a lane disabled in configuration gives an error outcome that says so."""
+        settings = make_settings(tmp_path, {"a": {}, "off": {"enabled": False}})
+        async with Engine(settings) as engine:
+            res = await search(engine, lanes=["a", "off"])
+        assert res.lanes["off"].status is LaneStatus.ERROR
+        assert "enabled = false" in (res.lanes["off"].error or "")
+        assert res.lanes["a"].status is LaneStatus.SUCCESS
+
+    async def test_stage_metadata_present_without_stage2_lanes(self, tmp_path: Path) -> None:
+        """Stage keys are always reported, even with no stage-2 lanes configured."""
+        async with Engine(make_settings(tmp_path, {"a": {}}), lanes={"a": FakeLane(name="a")}) as engine:
+            res = await search(engine)
+        assert res.stages["stage2_used"] is False
+        assert res.stages["stage2_should_trigger"] is False
+
     async def test_search_before_open_is_programmer_error(self, tmp_path: Path) -> None:
         """search() before open() raises RuntimeError."""
         with pytest.raises(RuntimeError, match="open"):
