@@ -37,7 +37,7 @@ from fabric.budgets import lane_budget_ms, total_budget_ms
 from fabric.config import LaneConfig, Settings
 from fabric.constraints import BUDGET_MULTIPLIERS, bind_constraints
 from fabric.errors import ConfigError, PartialResultError
-from fabric.executor import LaneExecutor, PlannedLane
+from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.logs import new_trace_id
 from fabric.metrics import EngineMetrics
 from fabric.models import LaneKind, LaneOutcome, LaneRequest, LaneStatus, SearchRequest, SearchResult
@@ -329,15 +329,19 @@ class Engine:
         )
 
         t_lanes = time.perf_counter()
-        outcomes = await self.executor.run([p for p in plan if p.stage == 1], lane_request, deadline=deadline)
-        lanes_ms = (time.perf_counter() - t_lanes) * 1000.0
+        waited = RunStats()
+        outcomes = await self.executor.run(
+            [p for p in plan if p.stage == 1], lane_request, deadline=deadline, stats=waited
+        )
+        stage1_ms = (time.perf_counter() - t_lanes) * 1000.0
+        lanes_ms = waited.wait_ms
         stage2 = [p for p in plan if p.stage == 2]
         stages: dict[str, Any] = {
             "stage2_should_trigger": False,
             "stage2_used": False,
             "stage2_skipped_budget": False,
             "stage2_lanes": [],
-            "stage1_ms": round(lanes_ms, 3),
+            "stage1_ms": round(stage1_ms, 3),
             "stage2_ms": 0.0,
         }
         by_design: set[str] = set()
@@ -351,9 +355,10 @@ class Engine:
                 executor=self.executor,
                 config=s.fusion.stages,
                 by_design=by_design,
+                stats=(waited2 := RunStats()),
             )
-            stages["stage1_ms"] = round(lanes_ms, 3)
-            lanes_ms += stages["stage2_ms"]
+            stages["stage1_ms"] = round(stage1_ms, 3)
+            lanes_ms += waited2.wait_ms
 
         t_fuse = time.perf_counter()
         fused = fuse(outcomes, ctx)

@@ -43,7 +43,7 @@ from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus
 from fabric.penalties import ProviderPenalties
 from lanes.base import Lane
 
-__all__ = ["LaneExecutor", "PlannedLane"]
+__all__ = ["LaneExecutor", "PlannedLane", "RunStats"]
 
 log = structlog.get_logger(__name__)
 
@@ -62,6 +62,36 @@ class PlannedLane:
     """Lane run in this lane's remaining budget when it fails."""
     stage: int = 1
     """1 must-first, 2 fill."""
+
+
+@dataclass(slots=True)
+class RunStats:
+    """The window (loop time) in which one :meth:`LaneExecutor.run` waited on lane calls.
+
+    Everything outside it (planning, task setup, outcome building, fusion) is the engine's own overhead.
+    """
+
+    wait_start: float | None = None
+    wait_end: float | None = None
+
+    def mark(self, start: float, end: float) -> None:
+        """Widen the window to include ``[start, end]``."""
+        self.wait_start = start if self.wait_start is None else min(self.wait_start, start)
+        self.wait_end = end if self.wait_end is None else max(self.wait_end, end)
+
+    @property
+    def wait_ms(self) -> float:
+        """Length of the window in milliseconds (0 when no lane was called)."""
+        if self.wait_start is None or self.wait_end is None:
+            return 0.0
+        return (self.wait_end - self.wait_start) * 1000.0
+
+
+@dataclass(slots=True)
+class _Run:
+    tasks: dict[str, asyncio.Task[LaneOutcome]]
+    failed: set[str]
+    stats: RunStats
 
 
 @dataclass(slots=True)
@@ -134,7 +164,12 @@ class LaneExecutor:
     # ------------------------------------------------------------------ public
 
     async def run(
-        self, plan: Sequence[PlannedLane], request: LaneRequest, *, deadline: float
+        self,
+        plan: Sequence[PlannedLane],
+        request: LaneRequest,
+        *,
+        deadline: float,
+        stats: RunStats | None = None,
     ) -> dict[str, LaneOutcome]:
         """Run ``plan`` concurrently; return one outcome per planned lane, by the time ``deadline`` passes.
 
@@ -142,12 +177,13 @@ class LaneExecutor:
             plan: lanes to run.
             request: the lane request (refined query, bound constraints, trace id).
             deadline: absolute ``loop.time()`` by which every outcome must be known.
+            stats: filled with the window spent waiting on lane calls (for overhead accounting).
         """
         loop = asyncio.get_running_loop()
-        failed: set[str] = set()
         tasks: dict[str, asyncio.Task[LaneOutcome]] = {}
+        state = _Run(tasks=tasks, failed=set(), stats=stats if stats is not None else RunStats())
         for p in plan:
-            tasks[p.name] = loop.create_task(self._run_lane(p, request, deadline, tasks, failed))
+            tasks[p.name] = loop.create_task(self._run_lane(p, request, deadline, state))
         if not tasks:
             return {}
         # Wrappers end by their cut plus the grace; this backstop only matters if a lane blocks the loop itself.
@@ -215,40 +251,34 @@ class LaneExecutor:
             health=self.penalties.snapshot(provider),
         )
 
-    async def _run_lane(
-        self,
-        p: PlannedLane,
-        request: LaneRequest,
-        deadline: float,
-        tasks: Mapping[str, asyncio.Task[LaneOutcome]],
-        failed: set[str],
-    ) -> LaneOutcome:
+    async def _run_lane(self, p: PlannedLane, request: LaneRequest, deadline: float, state: _Run) -> LaneOutcome:
         loop = asyncio.get_running_loop()
         start = loop.time()
         cut_at = min(start + p.budget_ms / 1000.0, deadline)
         lane = self.lanes.get(p.name)
         if lane is None:
-            failed.add(p.name)
+            state.failed.add(p.name)
             why = self.unavailable.get(p.name, "lane not built")
-            return await self._fallback(p, start, cut_at, request, tasks, failed, LaneStatus.ERROR, why)
+            return await self._fallback(p, start, cut_at, request, state, LaneStatus.ERROR, why)
         if cut_at <= start:
-            failed.add(p.name)
+            state.failed.add(p.name)
             return self.outcome(p, LaneStatus.SKIPPED, 0.0, error="no time left before the deadline")
-        status, error = await self._attempt(lane, request, cut_at)
+        status, error = await self._attempt(lane, request, cut_at, state.stats)
         latency_ms = (loop.time() - start) * 1000.0
         if isinstance(status, list):
             outcome = self.outcome(p, LaneStatus.SUCCESS, latency_ms, hits=status)
         else:
-            failed.add(p.name)
-            outcome = await self._fallback(p, start, cut_at, request, tasks, failed, status, error)
+            state.failed.add(p.name)
+            outcome = await self._fallback(p, start, cut_at, request, state, status, error)
         log.debug("lane_finished", lane=p.name, status=outcome.status.value, latency_ms=round(outcome.latency_ms, 3))
         return outcome
 
     async def _attempt(
-        self, lane: Lane, request: LaneRequest, cut_at: float
+        self, lane: Lane, request: LaneRequest, cut_at: float, stats: RunStats
     ) -> tuple[list[Hit] | LaneStatus, str | None]:
         """Admit, call and record one lane; hits on success, else (status, error text)."""
         loop = asyncio.get_running_loop()
+        t_wait = loop.time()
         provider = lane.provider
         refusal = self.bulkhead.refusal(provider)
         if refusal is not None:
@@ -257,6 +287,7 @@ class LaneExecutor:
         if suspended is not None:
             return LaneStatus.SUSPENDED, suspended
         if not await self.bulkhead.acquire(provider, cut_at):
+            stats.mark(t_wait, loop.time())
             n = self.bulkhead.inflight(provider)
             return LaneStatus.TIMEOUT, f"no call slot within budget: {provider} is unproven with {n} calls in flight"
         admission = self.penalties.admit(provider, timeout_s=cut_at - loop.time())
@@ -265,6 +296,7 @@ class LaneExecutor:
             return LaneStatus.SUSPENDED, admission.reason
         t0 = loop.time()
         call = await self._call(lane, request, cut_at)
+        stats.mark(t_wait, loop.time())
         latency_ms = (loop.time() - t0) * 1000.0
         if call.hits is not None:
             self.penalties.record_success(provider, latency_ms)
@@ -344,8 +376,7 @@ class LaneExecutor:
         start: float,
         cut_at: float,
         request: LaneRequest,
-        tasks: Mapping[str, asyncio.Task[LaneOutcome]],
-        failed: set[str],
+        state: _Run,
         status: LaneStatus,
         error: str | None,
     ) -> LaneOutcome:
@@ -356,6 +387,7 @@ class LaneExecutor:
         def failure() -> LaneOutcome:
             return self.outcome(p, status, (loop.time() - start) * 1000.0, error=error)
 
+        tasks, failed = state.tasks, state.failed
         if not target or target in failed:
             return failure()
         fb_lane = self.lanes.get(target)
@@ -364,7 +396,9 @@ class LaneExecutor:
             # (its hits are fused once, under its own name, so they are not counted twice).
             other = tasks[target]
             if not other.done():
+                t_wait = loop.time()
                 await asyncio.wait({other}, timeout=max(0.0, cut_at - loop.time()))
+                state.stats.mark(t_wait, loop.time())
             if other.done() and other.result().status is LaneStatus.SUCCESS:
                 return self.outcome(
                     p,
@@ -377,7 +411,7 @@ class LaneExecutor:
             return failure()
         if fb_lane is None or cut_at - loop.time() <= 0.001:
             return failure()
-        result, fb_error = await self._attempt(fb_lane, request, cut_at)
+        result, fb_error = await self._attempt(fb_lane, request, cut_at, state.stats)
         if not isinstance(result, list):
             return self.outcome(
                 p, status, (loop.time() - start) * 1000.0, error=f"{error}; fallback {target!r}: {fb_error}"
