@@ -238,6 +238,7 @@ class LaneExecutor:
         lane = lane or self.lanes.get(p.name)
         provider = lane.provider if lane is not None else p.name
         kind = lane.kind if lane is not None else LaneKind.KEYWORD
+        health = self.penalties.snapshot(provider)
         return LaneOutcome(
             lane=p.name,
             kind=kind,
@@ -245,10 +246,10 @@ class LaneExecutor:
             status=status,
             latency_ms=latency_ms,
             hits=tuple(hits),
-            weight=p.weight * self.penalties.weight(provider),
+            weight=p.weight * float(health["penalty"]),
             error=error,
             fallback_for=fallback_for,
-            health=self.penalties.snapshot(provider),
+            health=health,
         )
 
     async def _run_lane(self, p: PlannedLane, request: LaneRequest, deadline: float, state: _Run) -> LaneOutcome:
