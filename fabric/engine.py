@@ -315,6 +315,7 @@ class Engine:
         else:
             pf = await pf_run
         preflight_ms = (time.perf_counter() - t_pf) * 1000.0
+        chat_preflight = bool(s.preflight.chat_url) and not (pf.reason or "").startswith(("disabled", "pressure"))
 
         bound = bind_constraints(request.constraints, now=now, preflight=pf)
         lane_top_k = s.engine.lane_top_k if bound.max_results is None else min(s.engine.lane_top_k, bound.max_results)
@@ -390,7 +391,8 @@ class Engine:
                 "preflight_ms": preflight_ms,
                 "lanes_ms": lanes_ms,
                 "fusion_ms": fusion_ms,
-                "overhead_ms": max(0.0, total_ms - lanes_ms - preflight_ms),
+                # A chat pre-flight is waiting on a remote lane; rule-based pre-flight is the engine's own work.
+                "overhead_ms": max(0.0, total_ms - lanes_ms - (preflight_ms if chat_preflight else 0.0)),
             },
             stages=stages,
             fusion_mode=request.fusion or s.fusion.mode,
