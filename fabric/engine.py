@@ -204,8 +204,10 @@ class Engine:
             log.warning("embedder_warm_up_failed", error=f"{type(exc).__name__}: {exc}")
 
     async def aclose(self) -> None:
-        """Close lanes and the resources the engine opened."""
+        """Close lanes and the resources the engine opened; abandoned calls are cancelled, not awaited."""
         await self.loop_lag.stop()
+        for task in list(self.executor.abandoned):
+            task.cancel()
         for name, lane in self.lanes.items():
             try:
                 await lane.aclose()
