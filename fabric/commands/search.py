@@ -120,6 +120,11 @@ def run_now(coro: Coroutine[Any, Any, T]) -> T:
     try:
         return loop.run_until_complete(coro)
     finally:
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        if pending:  # a brief chance to unwind; tasks that ignore cancellation are left behind
+            loop.run_until_complete(asyncio.wait(pending, timeout=0.05))
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
 
