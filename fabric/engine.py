@@ -376,6 +376,12 @@ class Engine:
         partial = any(n not in by_design for n in not_ok)
         total_ms = (time.perf_counter() - t0) * 1000.0
         self._observe(ordered, fused, total_ms, partial)
+        log.debug(
+            "search_finished",
+            total_ms=round(total_ms, 3),
+            partial=partial,
+            lanes={n: o.status.value for n, o in ordered.items()},
+        )
         if request.strict and partial:
             raise PartialResultError({n: v for n, v in not_ok.items() if n not in by_design})
         return SearchResult(

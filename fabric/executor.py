@@ -271,7 +271,6 @@ class LaneExecutor:
         else:
             state.failed.add(p.name)
             outcome = await self._fallback(p, start, cut_at, request, state, status, error)
-        log.debug("lane_finished", lane=p.name, status=outcome.status.value, latency_ms=round(outcome.latency_ms, 3))
         return outcome
 
     async def _attempt(

@@ -38,7 +38,7 @@ from fabric.errors import LaneRejected
 from fabric.logs import configure_logging
 from fabric.models import Hit, LaneKind, LaneRequest, LaneStatus, Mode, SearchRequest, SearchResult
 from fusion.simhash import simhash_many
-from lanes.base import BaseLane, Lane, LaneSpec
+from lanes.base import BaseLane, Lane, LaneResources, LaneSpec
 from lanes.fake import FakeLane, synthetic_hits
 
 __all__ = ["add_arguments", "run"]
@@ -84,7 +84,7 @@ class _JitterLane(BaseLane):
     """Healthy lane answering after a seeded random 1–20 ms delay."""
 
     def __init__(self, name: str, rng: random.Random, *, threaded: bool = False) -> None:
-        super().__init__(LaneSpec(name=name, kind=LaneKind.KEYWORD, backend="fake"), _resources())
+        super().__init__(LaneSpec(name=name, kind=LaneKind.KEYWORD, backend="fake"), LaneResources())
         self.provider = f"{name}_provider"
         self._rng = rng
         self.threaded = threaded
@@ -102,12 +102,6 @@ class _JitterLane(BaseLane):
         else:
             await asyncio.sleep(delay)
         return self._hits[: request.top_k]
-
-
-def _resources() -> Any:
-    from lanes.base import LaneResources
-
-    return LaneResources()
 
 
 def _settings(budget_ms: float, home: Path) -> Settings:
@@ -131,7 +125,7 @@ def _lanes(seed: int) -> dict[str, Lane]:
     lanes: dict[str, Lane] = {
         n: _JitterLane(n, random.Random(rng.random()), threaded=n == _HEALTHY[-1]) for n in _HEALTHY
     }
-    lanes["hung"] = _StubbornLane(LaneSpec(name="hung", kind=LaneKind.KEYWORD, backend="fake"), _resources())
+    lanes["hung"] = _StubbornLane(LaneSpec(name="hung", kind=LaneKind.KEYWORD, backend="fake"), LaneResources())
     lanes["crash"] = FakeLane(name="crash", provider="crash_provider", error=RuntimeError("backend crashed"))
     lanes["limited"] = FakeLane(
         name="limited", provider="limited_provider", error=LaneRejected("HTTP 429", suspend_s=0.5)
