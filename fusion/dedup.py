@@ -14,9 +14,11 @@ Two candidates are duplicates when any criterion holds (thresholds from ``[fusio
 Cost: exact criteria are dict lookups. Jaccard criteria use prefix filtering (tokens ordered rarest first; two
 sets can reach Jaccard t only if they share one of their first ``|x| - ⌈t·|x|⌉ + 1`` tokens), blocked by domain
 for titles; only group representatives are indexed, so a pile of copies costs one comparison each. SimHash:
-identical signatures are grouped with ``numpy.unique``; distinct ones are searched in ``d + 1`` bands for a
-distance budget ``d`` (pigeonhole: a pair within ``d`` bits agrees on a whole band), vectorised: per band, sort
-the band keys and compare only neighbours with equal keys. ``find_duplicates`` returns the comparison count.
+identical signatures are grouped with ``numpy.unique``; distinct ones are looked up in 28 exact-match tables
+keyed by a pair of the signature's 8 bytes (pigeonhole: a pair within ``d ≤ 6`` bits has at most 6 dirty bytes,
+so two clean bytes, so one table where the keys agree), vectorised: per table, sort the 16-bit keys and compare
+only neighbours with equal keys (≈ n² / 2¹⁷ random collisions per table). ``find_duplicates`` returns the
+comparison count.
 
 Merging (union-find): the representative is the candidate ahead by ``(stage, best rank, id)``; it keeps the
 union of lanes, the best rank per lane (with that rank's native score), the highest normalised score per lane,
@@ -28,7 +30,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
-from itertools import chain
+from itertools import chain, combinations
 
 import numpy as np
 from numpy.typing import NDArray
@@ -130,21 +132,28 @@ def _jaccard_join(items: list[tuple[int, str, frozenset[str]]], t: float, g: _Gr
     return comparisons
 
 
+def _tables(max_bits: int) -> list[tuple[int, ...]]:
+    """Byte positions forming each lookup table's key: every pair of 8 bytes when that is exact, else bands."""
+    if 8 - max_bits >= 2:  # ≤ 6 dirty bytes leave ≥ 2 clean ones, so some pair of bytes is clean
+        return list(combinations(range(8), 2))
+    if max_bits < 8:
+        return [(b,) for b in range(8)]
+    raise ValueError(f"near_duplicate threshold too low for SimHash blocking (max {max_bits} bits)")
+
+
 def _near_pairs(sigs: NDArray[np.uint64], max_bits: int) -> tuple[list[tuple[int, int]], int]:
-    """Index pairs within ``max_bits`` (banded: ``max_bits + 1`` bands), and how many pairs were compared."""
+    """Index pairs within ``max_bits``, found through exact-match tables on byte pairs, and the comparisons made."""
     n = len(sigs)
     if n < 2:
         return [], 0
-    bands = max_bits + 1
-    width = 64 // bands
-    shifts = np.array([width * b for b in range(bands)], dtype=np.uint64)[:, None]
-    masks = np.array([(1 << (64 - width * b if b == bands - 1 else width)) - 1 for b in range(bands)], np.uint64)
-    keys = (sigs[None, :] >> shifts) & masks[:, None]
+    octets = sigs.view(np.uint8).reshape(n, 8).astype(np.uint64)
+    keys = np.stack([sum((octets[:, p] << np.uint64(8 * k) for k, p in enumerate(t)), np.zeros(n, np.uint64))
+                     for t in _tables(max_bits)])  # fmt: skip
     order = np.argsort(keys, axis=1, kind="stable")
     ks = np.take_along_axis(keys, order, axis=1)
     found: set[tuple[int, int]] = set()
     comparisons = 0
-    for d in range(1, n):  # entries d apart in a band's sorted keys are candidates when their keys are equal
+    for d in range(1, n):  # entries d apart in a table's sorted keys are candidates when their keys are equal
         rows, cols = np.nonzero(ks[:, d:] == ks[:, :-d])
         if not len(rows):
             break
