@@ -2,12 +2,12 @@
 
 Hits are realistic and overlapping: a pool of documents over 24 domains (Wikipedia, GitHub, news sites, ...),
 titles, ~50-word bodies, URLs with tracking parameters, dates spread over two years, ingest-time quality and
-SimHash, ~6 % near-duplicate copies under other URLs; each lane draws 50 of them from a shared relevant set
-plus its own tail, best first. Every figure comes from the same run: ``floor_*`` is a plain 15-line RRF
-(ids → ``Σ 1/(60 + rank)`` → sort) over the same outcomes. The timed call is ``fuse(...)`` plus reading the first page of 10 items (items are frozen
-lazily);
-``p50_us_*_all_items`` freezes every item. ``dedup_2000_ms`` deduplicates 2,000 candidates
-whose SimHash was stored at ingest; ``dedup_2000_cold_ms`` computes every SimHash in the call.
+SimHash, ~6 % near-duplicate copies and ~6 % same-page copies under tracking URLs; each lane draws 50 of them
+from a shared relevant set plus its own tail, best first. Every figure comes from the same run: ``floor_*`` is a
+plain 15-line RRF (ids → ``Σ 1/(60 + rank)`` → sort) over the same outcomes. The timed call is ``fuse(...)``
+plus reading the first page of 10 items (items are frozen lazily); ``p50_us_*_all_items`` freezes every item.
+``dedup_2000_ms`` deduplicates 2,000 distinct candidates whose SimHash was stored at ingest;
+``dedup_2000_cold_ms`` computes every SimHash in the call.
 """
 
 from __future__ import annotations
