@@ -206,8 +206,11 @@ def find_duplicates(cands: list[Candidate], cfg: DedupConfig) -> tuple[_Groups, 
         missing = [i for i, s in enumerate(raw) if s is None and hits[i].text]
         for i, s in zip(missing, simhash_many([hits[i].text for i in missing]), strict=True):
             raw[i] = s
-    idx = np.flatnonzero(np.fromiter((s is not None for s in raw), dtype=bool, count=len(raw)))
-    sigs = np.array([raw[i] for i in idx.tolist()], dtype=np.uint64)
+    if None in raw:
+        idx = np.flatnonzero(np.fromiter((s is not None for s in raw), dtype=bool, count=len(raw)))
+        sigs = np.array([raw[i] for i in idx.tolist()], dtype=np.uint64)
+    else:
+        idx, sigs = np.arange(len(raw)), np.array(raw, dtype=np.uint64)
     # Identical signatures first (a pile of copies costs one step each), then the table search over distinct ones.
     uniq, first, inverse = np.unique(sigs, return_index=True, return_inverse=True)
     reps = idx[first[inverse]]
@@ -246,13 +249,10 @@ class Deduplicator:
     def __call__(self, cands: list[Candidate], run: FusionRun) -> list[Candidate]:
         """Return the representatives, each carrying its merged duplicates."""
         groups, _ = find_duplicates(cands, self.cfg)
-        out: list[Candidate] = []
-        for i, c in enumerate(cands):
-            root = groups.find(i)
-            if root == i:
-                out.append(c)
-                continue
-            _merge(cands[root], c)
+        if not groups.why:
+            return cands
+        for i in sorted(groups.why):  # members that lost to a root, in candidate order
+            _merge(cands[groups.find(i)], cands[i])
             if self.on_merge is not None:
                 self.on_merge(groups.why[i])
-        return out
+        return [c for i, c in enumerate(cands) if i not in groups.why]

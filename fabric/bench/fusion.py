@@ -5,7 +5,8 @@ titles, ~50-word bodies, URLs with tracking parameters, dates spread over two ye
 SimHash, ~6 % near-duplicate copies and ~6 % same-page copies under tracking URLs; each lane draws 50 of them
 from a shared relevant set plus its own tail, best first. Every figure comes from the same run: ``floor_*`` is a
 plain 15-line RRF (ids → ``Σ 1/(60 + rank)`` → sort) over the same outcomes. The timed call is ``fuse(...)``
-plus reading the first page of 10 items (items are frozen lazily); ``p50_us_*_all_items`` freezes every item.
+plus reading the first page of 10 items (items are frozen lazily); ``p50_us_*_all_items`` freezes every item,
+``p50_us_*_no_dedup`` skips cross-lane deduplication (fusion + ranking only).
 ``dedup_2000_ms`` deduplicates 2,000 distinct candidates whose SimHash was stored at ingest;
 ``dedup_2000_cold_ms`` computes every SimHash in the call.
 """
@@ -13,6 +14,7 @@ plus reading the first page of 10 items (items are frozen lazily); ``p50_us_*_al
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import statistics
 import time
@@ -140,6 +142,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         settings = Settings()
     cfg: FusionConfig = settings.fusion
     ctx = FusionContext(config=cfg, now=NOW, authority=settings.authority, authority_default=settings.authority_default)
+    plain = dataclasses.replace(ctx, dedup=False)
     repeat = max(20, int(args.repeat))
     figures: dict[str, Any] = {}
     for lanes in (6, 2):
@@ -153,6 +156,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         figures[f"p99_us_{tag}"] = _pct(fused, 0.99)
         figures[f"floor_p50_us_{tag}"] = _pct(floor, 0.5)
         figures[f"p50_us_{tag}_all_items"] = _pct(full, 0.5)
+        figures[f"p50_us_{tag}_no_dedup"] = _pct(
+            _time_us(lambda o=outcomes: fuse(o, plain).items[:10], repeat // 4), 0.5
+        )  # type: ignore[misc]
         figures[f"ratio_to_floor_{tag}"] = round(_pct(fused, 0.5) / max(_pct(floor, 0.5), 1e-9), 2)
         figures[f"items_{tag}"] = len(out.items)
         figures[f"duplicates_merged_{tag}"] = sum(out.duplicates.values())
