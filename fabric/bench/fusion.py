@@ -20,6 +20,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -129,6 +130,14 @@ def _dedup_ms(ctx: FusionContext, cold: bool, repeat: int) -> float:
     return round(statistics.median(times), 2)
 
 
+def _page(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> object:
+    return fuse(outcomes, ctx).items[:10]
+
+
+def _all_items(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> object:
+    return tuple(fuse(outcomes, ctx).items)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``--repeat N`` fusion calls per configuration."""
     parser.add_argument("--repeat", type=int, default=2000, help="fusion calls per configuration (default 2000)")
@@ -147,18 +156,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for lanes in (6, 2):
         outcomes = make_outcomes(lanes, 50)
-        fused = _time_us(lambda o=outcomes: fuse(o, ctx).items[:10], repeat)  # type: ignore[misc]
-        full = _time_us(lambda o=outcomes: tuple(fuse(o, ctx).items), repeat // 4)  # type: ignore[misc]
-        floor = _time_us(lambda o=outcomes: plain_rrf(o), repeat)  # type: ignore[misc]
+        fused = _time_us(partial(_page, outcomes, ctx), repeat)
+        full = _time_us(partial(_all_items, outcomes, ctx), repeat // 4)
+        no_dedup = _time_us(partial(_page, outcomes, plain), repeat // 4)
+        floor = _time_us(partial(plain_rrf, outcomes), repeat)
         out = fuse(outcomes, ctx)
         tag = f"{lanes}x50"
         figures[f"p50_us_{tag}"] = _pct(fused, 0.5)
         figures[f"p99_us_{tag}"] = _pct(fused, 0.99)
         figures[f"floor_p50_us_{tag}"] = _pct(floor, 0.5)
         figures[f"p50_us_{tag}_all_items"] = _pct(full, 0.5)
-        figures[f"p50_us_{tag}_no_dedup"] = _pct(
-            _time_us(lambda o=outcomes: fuse(o, plain).items[:10], repeat // 4), 0.5
-        )  # type: ignore[misc]
+        figures[f"p50_us_{tag}_no_dedup"] = _pct(no_dedup, 0.5)
         figures[f"ratio_to_floor_{tag}"] = round(_pct(fused, 0.5) / max(_pct(floor, 0.5), 1e-9), 2)
         figures[f"items_{tag}"] = len(out.items)
         figures[f"duplicates_merged_{tag}"] = sum(out.duplicates.values())
