@@ -22,12 +22,9 @@ created once under the home (``cursor.secret``), read when the engine opens.
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -36,6 +33,7 @@ import structlog
 from fabric.budgets import lane_budget_ms, total_budget_ms
 from fabric.config import LaneConfig, Settings
 from fabric.constraints import BUDGET_MULTIPLIERS, bind_constraints
+from fabric.cursor_secret import CURSOR_SECRET_ENV, load_cursor_secret
 from fabric.errors import ConfigError, PartialResultError
 from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.logs import new_trace_id
@@ -54,33 +52,7 @@ __all__ = ["CURSOR_SECRET_ENV", "Engine"]
 
 log = structlog.get_logger(__name__)
 
-CURSOR_SECRET_ENV = "FABRIC_CURSOR_SECRET"
-"""Environment variable holding the cursor HMAC secret (shared by every replica behind one API)."""
-
 _OPEN_TIMEOUT_S = 60.0
-
-
-def _load_secret(home: Path) -> bytes:
-    env = os.environ.get(CURSOR_SECRET_ENV)
-    if env:
-        return env.encode("utf-8")
-    path = home / "cursor.secret"
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-        secret = secrets.token_hex(32).encode("ascii")
-        try:  # exclusive create: concurrent first starts on one home agree on the winner's secret
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            existing = path.read_bytes().strip()
-            if existing:
-                return existing
-            raise OSError(f"{path} is empty") from None
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(secret)
-        return secret
-    except OSError as exc:
-        log.warning("cursor_secret_ephemeral", path=str(path), error=str(exc))
-        return secrets.token_hex(32).encode("ascii")
 
 
 class Engine:
@@ -138,7 +110,7 @@ class Engine:
                     why = f"lane disabled in configuration (lanes.{lc.name}.enabled = false)"
                     self.executor.unavailable[lc.name] = why
             self.preflight.http = self.resources.http
-            self._secret = _load_secret(self.settings.home)
+            self._secret = load_cursor_secret(self.settings.home)
             self._unopened = set(self.lanes)
             await asyncio.gather(self._warm_up(sorted(self.lanes), _OPEN_TIMEOUT_S), self._warm_embedder())
         except BaseException:

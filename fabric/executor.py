@@ -14,8 +14,8 @@ Every lane ends as a :class:`~fabric.models.LaneOutcome` (success, timeout, erro
 fallback). Provider penalties decide admission (suspended / half-open probe) and the weight factor. Failed or
 suspended lanes run their configured fallback inside their own remaining budget; a fallback target already
 planned in the same query is not run twice: its answer is reused (counted once, under its own name).
-Retries (tenacity) happen only on :class:`~fabric.errors.LaneUnavailable`, only while budget is left and
-only within the provider's retry budget; ``except Exception`` appears only in :meth:`LaneExecutor._call`.
+Retries (:mod:`fabric.retries`) happen only on ``LaneUnavailable``, only while budget is left and only
+within the provider's retry budget; ``except Exception`` appears only in :meth:`LaneExecutor._call`.
 """
 
 from __future__ import annotations
@@ -26,21 +26,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception_type,
-    stop_after_attempt,
-    stop_any,
-    wait_exponential,
-)
-from tenacity.stop import stop_base
 
 from fabric.bulkhead import Bulkhead, reserve_threads
-from fabric.errors import LaneError, LaneRejected, LaneUnavailable
+from fabric.errors import LaneError, LaneRejected
 from fabric.metrics import EngineMetrics
 from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus
 from fabric.penalties import ProviderPenalties
+from fabric.retries import search_with_retries
 from lanes.base import Lane
 
 __all__ = ["LaneExecutor", "PlannedLane", "RunStats"]
@@ -99,24 +91,6 @@ class _Call:
     hits: list[Hit] | None = None
     error: BaseException | None = None
     timed_out: bool = False
-    retries: int = 0
-
-
-class _RetryBudgetStop(stop_base):
-    """Stop retrying when the lane's time is (nearly) up or the provider's retry budget is spent."""
-
-    def __init__(self, penalties: ProviderPenalties, provider: str, cut_at: float, call: _Call) -> None:
-        self.penalties = penalties
-        self.provider = provider
-        self.cut_at = cut_at
-        self.call = call
-
-    def __call__(self, retry_state: RetryCallState | None) -> bool:
-        if self.cut_at - asyncio.get_running_loop().time() < 0.005:
-            return True
-        granted = self.penalties.try_acquire_retry(self.provider)
-        self.call.retries += int(granted)
-        return not granted
 
 
 class LaneExecutor:
@@ -314,7 +288,9 @@ class LaneExecutor:
         """Call ``lane.search`` in an inner task cut at ``cut_at``; never waits past ``cut_at`` + grace."""
         loop = asyncio.get_running_loop()
         call = _Call()
-        inner = loop.create_task(self._search_with_retries(lane, request, cut_at, call))
+        inner = loop.create_task(
+            search_with_retries(lane, request, cut_at=cut_at, max_attempts=self.max_attempts, penalties=self.penalties)
+        )
         provider = lane.provider
         inner.add_done_callback(lambda _: self.bulkhead.release(provider))
         done, _ = await asyncio.wait({inner}, timeout=max(0.0, cut_at - loop.time()))
@@ -339,24 +315,6 @@ class LaneExecutor:
         if call.hits is None and call.error is None:
             call.timed_out = True
         return call
-
-    async def _search_with_retries(self, lane: Lane, request: LaneRequest, cut_at: float, call: _Call) -> list[Hit]:
-        try:  # the common case stays off tenacity's machinery: one plain await
-            return list(await lane.search(request))
-        except LaneUnavailable:
-            stop = _RetryBudgetStop(self.penalties, lane.provider, cut_at, call)
-            if self.max_attempts < 2 or stop(None):
-                raise
-        retrying = AsyncRetrying(
-            retry=retry_if_exception_type(LaneUnavailable),
-            stop=stop_any(stop_after_attempt(self.max_attempts - 1), stop),
-            wait=wait_exponential(multiplier=0.002, max=0.02),
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                return list(await lane.search(request))
-        raise AssertionError("unreachable")  # pragma: no cover
 
     def _abandon(self, task: asyncio.Task[Any], provider: str) -> None:
         def changed() -> None:
