@@ -136,6 +136,7 @@ async def _write(
     writer: StoreWriter, chunks: list[Chunk], gone: list[str], progress: Progress, report: IngestReport
 ) -> bool:
     """Write ``chunks`` and delete ``gone`` in one store; False (and reported) when the store failed."""
+    t0 = time.perf_counter()
     try:
         await writer.open()
         for start in range(0, len(chunks), BATCH):
@@ -148,6 +149,7 @@ async def _write(
         log.warning("ingest_store_failed", store=writer.store, error=str(exc))
         return False
     report.stores[writer.store] = "ok"
+    report.seconds[f"write.{writer.store}"] = time.perf_counter() - t0
     return True
 
 
@@ -201,7 +203,7 @@ async def ingest(
 
         progress.stage("write", sum(len([1 for _, _, st in todo if w.store in st]) for w in writers))
         held: dict[str, set[str]] = {c.id: set() for c, _, _ in todo}
-        deleted_ok = True
+        jobs = []
         for w in writers:
             mine = [c for c, _, st in todo if w.store in st]
             if w.needs_vectors:
@@ -211,11 +213,14 @@ async def ingest(
                 for c, action, st in todo
                 if action == "update" and w.store not in st and w.store in entries[c.id].stores
             ]
-            if await _write(w, mine, [e.id for e in gone] + stale, progress, report):
+            jobs.append((w, mine, [e.id for e in gone] + stale))
+        # stores are independent: write them concurrently (SQLite stores work in threads)
+        oks = await asyncio.gather(*(_write(w, mine, dels, progress, report) for w, mine, dels in jobs))
+        for (w, mine, _), ok in zip(jobs, oks, strict=True):
+            if ok:
                 for c in mine:
                     held[c.id].add(w.store)
-            else:
-                deleted_ok = False
+        deleted_ok = all(oks)
         t4 = time.perf_counter()
 
         done = []
@@ -229,7 +234,7 @@ async def ingest(
             report.deleted = await asyncio.to_thread(ledger.remove, gone, all_stores)
     finally:
         await asyncio.to_thread(ledger.close)
-    report.seconds = {"load": t1 - t0, "chunk": t2 - t1, "embed": t3 - t2, "write": t4 - t3}
+    report.seconds.update({"load": t1 - t0, "chunk": t2 - t1, "embed": t3 - t2, "write": t4 - t3})
     report.seconds["total"] = time.perf_counter() - t0
     log.info("ingest_finished", **{k: v for k, v in report.to_dict().items() if isinstance(v, int | str)})
     return report
