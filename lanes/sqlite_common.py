@@ -139,23 +139,20 @@ def row_hit(row: Sequence[Any], *, rank: int, score: float, **extra: Any) -> Hit
 def filter_sql(constraints: BoundConstraints, *, alias: str = "c", trust: str | None = None) -> tuple[str, list[Any]]:
     """A SQL condition (``"1"`` when unconstrained) and its parameters for date, site and trust filters.
 
-    Dates: a chunk with ``published_at`` must fall in the range; one without must mention a year in it;
-    a chunk with neither is excluded when a range is set (seed 004 year filter).
+    Dates (seed 004 year filter): a chunk passes when its ``published_at`` is in the range or a year it mentions
+    (``years``, which includes the publication year) is in the range's years; a chunk with neither is excluded.
     """
     parts: list[str] = []
     params: list[Any] = []
     lo, hi = constraints.date_from, constraints.date_to
     if lo is not None or hi is not None:
-        lo_ts = lo.timestamp() if lo else float("-inf")
-        hi_ts = hi.timestamp() if hi else float("inf")
-        lo_y = lo.year if lo else 0
-        hi_y = hi.year if hi else 9999
+        lo_ts = lo.timestamp() if lo else -1e18
+        hi_ts = hi.timestamp() if hi else 1e18
         parts.append(
-            f"(({alias}.published_at IS NOT NULL AND {alias}.published_at BETWEEN ? AND ?) OR "
-            f"({alias}.published_at IS NULL AND EXISTS "
-            f"(SELECT 1 FROM json_each({alias}.years) WHERE value BETWEEN ? AND ?)))"
+            f"(({alias}.published_at BETWEEN ? AND ?) OR "
+            f"EXISTS (SELECT 1 FROM json_each({alias}.years) WHERE value BETWEEN ? AND ?))"
         )
-        params += [lo_ts, hi_ts, lo_y, hi_y]
+        params += [lo_ts, hi_ts, lo.year if lo else 0, hi.year if hi else 9999]
     if constraints.sites:
         ors = []
         for site in constraints.sites:

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_cli_settings", "register", "run_ingest"]
+__all__ = ["register", "run_ingest"]
 
 
 def register(sub: Any) -> None:
@@ -24,19 +23,6 @@ def register(sub: Any) -> None:
     parser.add_argument("--format", choices=("beir", "markdown", "jsonl"), help="source format (default: detect)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(func=_run)
-
-
-def load_cli_settings(args: argparse.Namespace) -> Any:
-    """Settings from ``--config``/``--profile``/``--home`` and the environment."""
-    from fabric.config import load_settings
-
-    settings = load_settings(
-        user_file=Path(args.config) if getattr(args, "config", None) else None,
-        profile=getattr(args, "profile", None),
-    )
-    if getattr(args, "home", None):
-        settings = dataclasses.replace(settings, home=Path(args.home))
-    return settings
 
 
 class _RichProgress:
@@ -89,6 +75,8 @@ def _run(args: argparse.Namespace) -> int:
     if not path.exists():
         raise IngestError(f"path: {path} does not exist")
     fmt = args.format or detect_format(path)
+    from fabric.commands.search import load_cli_settings
+
     settings = load_cli_settings(args)
     if args.json:
         report = asyncio.run(run_ingest(settings, path, fmt))

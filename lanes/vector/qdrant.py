@@ -5,9 +5,11 @@ Local mode on disk by default (``<home>/qdrant``), a Qdrant server when ``option
 injected ``resources.embedder`` in a worker thread; without an embedder the lane raises
 :class:`~fabric.errors.LaneUnavailable` and the executor falls back to the keyword lane.
 
-Filters: ``trust`` (lane option) and the year range run inside Qdrant; exact ``published_at`` bounds and
-``site:`` domains are checked on the returned payloads, and the lane pages deeper (seed 004 temporal deep fill)
-until ``top_k`` hits pass or the candidates run out.
+Filters: ``trust`` (lane option) and the date range run inside Qdrant — a chunk passes when a year it mentions
+(``years``, which includes its publication year) falls in the range's years (seed 004 year filter), so the ANN
+search itself fills ``top_k`` from as deep as needed. ``site:`` domains (with sub-domains) cannot be expressed
+as a Qdrant condition: they are checked on returned payloads and the lane pages deeper until ``top_k`` hits pass
+or the candidates run out (the deep fill of seed 004's FAISS note).
 
 Options (``lanes.toml``)::
 
@@ -44,12 +46,7 @@ def _native_filter(c: BoundConstraints, trust: str | None) -> models.Filter | No
 
 
 def _exact(c: BoundConstraints, payload: dict[str, Any]) -> bool:
-    ts = payload.get("published_ts")
-    if ts is not None and (c.date_from or c.date_to):
-        lo = c.date_from.timestamp() if c.date_from else float("-inf")
-        hi = c.date_to.timestamp() if c.date_to else float("inf")
-        if not lo <= ts <= hi:
-            return False
+    """Filters Qdrant cannot express: ``site:`` domains and their sub-domains."""
     if c.sites:
         domain = str(payload.get("domain") or "")
         if not any(domain == s or domain.endswith("." + s) for s in (x.lower() for x in c.sites)):
@@ -81,9 +78,12 @@ class QdrantVectorLane(BaseLane):
         self._client: tuple[str, AsyncQdrantClient] | None = None
 
     async def open(self) -> None:
-        """Acquire the (shared, per path) Qdrant client."""
+        """Acquire the (shared, per path) Qdrant client and load the embedding model off the event loop."""
         if self._client is None:
             self._client = acquire_client(self.spec, self.resources)
+            warm = getattr(self.resources.embedder, "warm", None)
+            if callable(warm):
+                await asyncio.to_thread(warm)
 
     async def search(self, request: LaneRequest) -> list[Hit]:
         """Nearest chunks to the embedded query that pass the request's filters, best first."""
@@ -98,7 +98,7 @@ class QdrantVectorLane(BaseLane):
         client = self._client[1]
         collection = collection_name(self.spec, embedder.name)
         c = request.constraints
-        post = bool(c.sites) or c.date_from is not None or c.date_to is not None
+        post = bool(c.sites)
         page = max(request.top_k * 4, 64) if post else request.top_k
         flt = _native_filter(c, self.trust)
         hits: list[Hit] = []
