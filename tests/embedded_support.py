@@ -63,7 +63,7 @@ def chunk(
             source_ref="test",
             trust=trust,
             **kw,
-        )  # fmt: skip
+        )
     )
 
 
