@@ -1,0 +1,219 @@
+"""Drives an evaluation: the scratch home keyed by corpus hash, the engine, the passes and calibration.
+
+``fabric eval`` and ``fabric tune`` share this module; both stay thin argument-parsing layers.
+
+Scratch homes live under ``settings.cache_dir / "eval-homes" / <dataset>-<key>`` where the key hashes the
+corpus content and the embedding model: a second run on the same data reuses the built indexes, and a changed
+corpus or model builds a fresh home. A home is used only once its ``ready.json`` marker exists, so an
+interrupted ingestion is redone rather than trusted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from fabric.config import Settings
+from fabric.errors import ConfigError, QueryError
+from fabric.eval.calibration import CalibrationClock
+from fabric.eval.dataset import Dataset
+from fabric.eval.runner import FUSED, PassResult, SearchEngine, run_pass
+from fabric.models import FusionMode, LaneKind, Mode
+
+__all__ = [
+    "OFFLINE_KINDS",
+    "EvalPlan",
+    "IngestFn",
+    "artifact_config",
+    "check_lanes",
+    "default_lanes",
+    "eval_settings",
+    "home_key",
+    "ingest_dataset",
+    "open_engine",
+    "prepare_home",
+    "run_plan",
+]
+
+log = structlog.get_logger(__name__)
+
+OFFLINE_KINDS = (LaneKind.KEYWORD, LaneKind.VECTOR, LaneKind.GRAPH)
+"""Lane kinds that search the ingested corpus (web, news and markets cannot be judged by qrels)."""
+
+IngestFn = Callable[[Settings, Dataset], Awaitable[None]]
+"""Ingests a dataset's corpus into ``settings.home``."""
+
+_READY = "ready.json"
+
+
+def default_lanes(settings: Settings) -> list[str]:
+    """Enabled lanes whose kind searches the local corpus, in config order."""
+    return [lane.name for lane in settings.enabled_lanes() if lane.kind in OFFLINE_KINDS]
+
+
+def check_lanes(settings: Settings, lanes: Sequence[str]) -> list[str]:
+    """Validate lane names against the configuration.
+
+    Raises:
+        QueryError: naming the unknown lane and the valid ones.
+    """
+    for lane in lanes:
+        if lane not in settings.lanes:
+            raise QueryError("lanes", f"unknown lane {lane!r}; valid: {', '.join(settings.lanes)}")
+    if not lanes:
+        raise QueryError("lanes", "no lane selected")
+    return list(lanes)
+
+
+def eval_settings(settings: Settings, *, home: Path, top_k: int, lanes: Sequence[str]) -> Settings:
+    """Settings for an eval run: the scratch home, lanes asked for ``top_k`` hits, the selected lanes enabled."""
+    lane_cfgs = {
+        name: dataclasses.replace(cfg, enabled=cfg.enabled or name in lanes) for name, cfg in settings.lanes.items()
+    }
+    engine = dataclasses.replace(
+        settings.engine,
+        lane_top_k=max(settings.engine.lane_top_k, top_k),
+        max_top_k=max(settings.engine.max_top_k, top_k),
+    )
+    return dataclasses.replace(settings, home=home, engine=engine, lanes=lane_cfgs)
+
+
+def home_key(settings: Settings, corpus_hash: str) -> str:
+    """Cache key of a scratch home: corpus content plus the embedding model that indexed it."""
+    emb = settings.embeddings
+    raw = json.dumps([corpus_hash, emb.backend, emb.model, emb.url], sort_keys=True)
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+async def prepare_home(
+    settings: Settings, dataset: Dataset, corpus_hash: str, ingest: IngestFn, *, home: Path | None = None
+) -> Path:
+    """Return a home holding the dataset's corpus, ingesting it only when no ready home matches.
+
+    Args:
+        settings: loaded settings (``cache_dir`` locates scratch homes).
+        dataset: the dataset whose corpus is ingested.
+        corpus_hash: :meth:`Dataset.corpus_hash`.
+        ingest: the ingestion function.
+        home: an explicit home (``--home``); ingestion into it is idempotent, no marker is kept.
+    """
+    if home is not None:
+        await ingest(dataclasses.replace(settings, home=home), dataset)
+        return home
+    key = home_key(settings, corpus_hash)
+    path = settings.cache_dir / "eval-homes" / f"{dataset.name}-{key}"
+    marker = path / _READY
+    if marker.exists():
+        log.info("eval_home_reused", home=str(path), key=key)
+        return path
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    log.info("eval_home_building", home=str(path), key=key, corpus=str(dataset.corpus))
+    await ingest(dataclasses.replace(settings, home=path), dataset)
+    marker.write_text(json.dumps({"key": key, "corpus_hash": corpus_hash, "dataset": dataset.name}))
+    return path
+
+
+@asynccontextmanager
+async def open_engine(settings: Settings) -> AsyncIterator[SearchEngine]:
+    """Open the real engine (:class:`fabric.engine.Engine`) for the duration of the block."""
+    from fabric.engine import Engine  # imported here: heavy, and `fabric --help` must stay fast
+
+    engine = Engine(settings)
+    async with engine:
+        yield engine
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalPlan:
+    """What to run."""
+
+    lanes: tuple[str, ...]
+    """Lanes of the fused pass; each also runs alone when ``lane_passes``."""
+    fusion: FusionMode | None = None
+    mode: Mode = Mode.RESEARCH
+    top_k: int = 100
+    concurrency: int = 1
+    lane_passes: bool = True
+    keep_lane_hits: bool = False
+    calibrate_every: int = 10
+
+
+async def run_plan(
+    engine: SearchEngine,
+    dataset: Dataset,
+    plan: EvalPlan,
+    *,
+    on_pass: Callable[[str, int], Callable[[], None]] | None = None,
+) -> tuple[dict[str, PassResult], CalibrationClock]:
+    """Warm the engine up, then run the fused pass and each lane alone, sampling calibration throughout.
+
+    Args:
+        engine: an opened engine.
+        dataset: judged queries.
+        plan: lanes, fusion mode, budgets mode, concurrency.
+        on_pass: called with (pass name, query count) before each pass; returns the per-query callback.
+    """
+    clock = CalibrationClock(every=plan.calibrate_every)
+    if dataset.queries:  # first query loads models and opens stores: keep that out of the latencies
+        await run_pass(engine, dataset.limited(1), name="warmup", lanes=plan.lanes, fusion=plan.fusion, mode=plan.mode)
+    clock.sample(3)
+    names: list[tuple[str, tuple[str, ...]]] = [(FUSED, plan.lanes)]
+    if plan.lane_passes and len(plan.lanes) > 1:
+        names += [(lane, (lane,)) for lane in plan.lanes]
+    passes: dict[str, PassResult] = {}
+    for name, lanes in names:
+        callback = on_pass(name, len(dataset.queries)) if on_pass else None
+        passes[name] = await run_pass(
+            engine,
+            dataset,
+            name=name,
+            lanes=lanes,
+            fusion=plan.fusion,
+            mode=plan.mode,
+            top_k=plan.top_k,
+            concurrency=plan.concurrency,
+            keep_lane_hits=plan.keep_lane_hits and name == FUSED,
+            clock=clock,
+            on_query=callback,
+        )
+    if plan.lane_passes and len(plan.lanes) == 1:
+        only = plan.lanes[0]
+        passes[only] = dataclasses.replace(passes[FUSED], name=only)
+    clock.sample(3)
+    return passes, clock
+
+
+def artifact_config(settings: Settings, plan: EvalPlan) -> dict[str, Any]:
+    """The ``config`` section of the artifact."""
+    fusion = plan.fusion or settings.fusion.mode
+    return {
+        "fusion_mode": fusion.value,
+        "rrf_k": settings.fusion.rrf_k,
+        "weights": {lane: settings.lanes[lane].weight for lane in plan.lanes},
+        "lanes": list(plan.lanes),
+        "mode": plan.mode.value,
+        "top_k": plan.top_k,
+        "lane_top_k": settings.engine.lane_top_k,
+        "concurrency": plan.concurrency,
+        "embeddings": f"{settings.embeddings.backend}:{settings.embeddings.model}",
+    }
+
+
+async def ingest_dataset(settings: Settings, dataset: Dataset) -> None:
+    """Ingest the dataset's corpus into ``settings.home`` with :mod:`fabric.ingest`."""
+    try:
+        from fabric import ingest
+    except ModuleNotFoundError as exc:  # the ingestion package lands from the `embedded` branch
+        raise ConfigError("fabric.ingest is not available in this build", key="ingest") from exc
+    await ingest.ingest_path(settings, dataset.corpus, fmt=dataset.corpus_format)  # type: ignore[attr-defined]

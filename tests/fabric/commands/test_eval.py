@@ -1,0 +1,108 @@
+"""``fabric eval`` end to end on the tiny BEIR fixture, with the engine and ingestion swapped for fakes."""
+
+from __future__ import annotations
+
+import json
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+
+from fabric.cli import main
+from fabric.eval import harness
+from tests.fabric.eval.fake_engine import FakeEngine
+
+TINY = Path(__file__).resolve().parents[2] / "fixtures" / "beir_tiny"
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> dict[str, list]:
+    """Replace the real engine and ingestion; record what was ingested."""
+    seen: dict[str, list] = {"ingested": [], "engines": []}
+
+    async def ingest(settings, dataset):
+        seen["ingested"].append(settings.home)
+
+    @asynccontextmanager
+    async def open_engine(settings):
+        engine = FakeEngine(TINY / "corpus.jsonl")
+        seen["engines"].append(settings)
+        yield engine
+
+    monkeypatch.setattr(harness, "ingest_dataset", ingest)
+    monkeypatch.setattr(harness, "open_engine", open_engine)
+    monkeypatch.setenv("FABRIC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    return seen
+
+
+def _eval(*extra: str) -> int:
+    return main(["eval", str(TINY), "--lanes", "keyword", "vector", *extra])
+
+
+class TestEvalCommand:
+    def test_writes_artifact_and_markdown(self, fake, tmp_path: Path) -> None:
+        """A run writes evals/artifacts/retrieval.json and retrieval.md beside it."""
+        assert _eval() == 0
+        art = json.loads((tmp_path / "evals/artifacts/retrieval.json").read_text())
+        assert set(art["metrics"]["lanes"]) == {"keyword", "vector"}
+        assert (tmp_path / "evals/artifacts/retrieval.md").read_text().startswith("# Retrieval eval")
+
+    def test_json_prints_the_artifact(self, fake, capsys) -> None:
+        """--json prints the artifact to stdout."""
+        assert _eval("--json") == 0
+        art = json.loads(capsys.readouterr().out)
+        assert art["metrics"]["fused"]["hit_at_5"] > 0
+        assert art["config"]["lanes"] == ["keyword", "vector"]
+
+    def test_second_run_reuses_the_scratch_home(self, fake) -> None:
+        """Ingestion happens once per corpus content."""
+        _eval()
+        _eval()
+        assert len(fake["ingested"]) == 1
+
+    def test_eval_settings_ask_lanes_for_top_k(self, fake) -> None:
+        """The engine is opened with lanes asked for as many hits as the eval scores."""
+        _eval("--top-k", "100")
+        assert fake["engines"][0].engine.lane_top_k >= 100
+
+    def test_limit_and_split(self, fake, capsys) -> None:
+        """--split and --limit select the judged queries."""
+        _eval("--split", "train", "--limit", "2", "--json")
+        art = json.loads(capsys.readouterr().out)
+        assert (art["split"], art["dataset"]["queries"]) == ("train", 2)
+
+    def test_gate_passes_against_own_baseline(self, fake, tmp_path: Path) -> None:
+        """A run gated against the baseline it just wrote passes quality checks (exit 0 unless latency noise)."""
+        base = tmp_path / "evals/baselines/retrieval.json"
+        assert _eval("--write-baseline", str(base)) == 0
+        data = json.loads(base.read_text())
+        data["metrics"]["fused"]["latency_p95_ms"] *= 100  # make latency irrelevant for this test
+        base.write_text(json.dumps(data))
+        assert _eval("--gate", str(base)) == 0
+        art = json.loads((tmp_path / "evals/artifacts/retrieval.json").read_text())
+        assert art["gate"]["passed"] is True
+        assert art["baseline_revision"] == data["git_revision"]
+
+    def test_gate_fails_on_worse_config(self, fake, tmp_path: Path) -> None:
+        """Keyword alone gated against the fused keyword+vector baseline exits 1 on nDCG@10."""
+        base = tmp_path / "base.json"
+        _eval("--write-baseline", str(base))
+        assert main(["eval", str(TINY), "--lanes", "keyword", "--gate", str(base)]) == 1
+        art = json.loads((tmp_path / "evals/artifacts/retrieval.json").read_text())
+        assert art["gate"]["checks"]["ndcg_at_10"]["passed"] is False
+
+    def test_bad_dataset_dir_exits_2(self, fake, capsys) -> None:
+        """A folder that is not a dataset gives a clear error and exit 2."""
+        assert main(["eval", "/nonexistent/dataset"]) == 2
+        assert "dataset folder not found" in capsys.readouterr().err
+
+    def test_unknown_lane_exits_2(self, fake, capsys) -> None:
+        """An unknown lane name is a clear error naming the valid ones."""
+        assert main(["eval", str(TINY), "--lanes", "sonar"]) == 2
+        assert "unknown lane 'sonar'" in capsys.readouterr().err
+
+    def test_missing_baseline_exits_2(self, fake, capsys) -> None:
+        """--gate with a missing baseline file says how to create one."""
+        assert _eval("--gate", "missing.json") == 2
+        assert "--write-baseline" in capsys.readouterr().err
