@@ -22,7 +22,7 @@ from typing import Any
 from fabric.errors import ConfigError
 from fabric.models import FusionMode, Mode
 
-__all__ = ["add_common_arguments", "configure_logging", "execute", "load_cli_settings", "register", "run"]
+__all__ = ["add_common_arguments", "execute", "load_cli_settings", "register", "run"]
 
 DEFAULT_OUT = Path("evals/artifacts/retrieval.json")
 
@@ -53,10 +53,11 @@ def register(sub: Any) -> None:
 
 
 def load_cli_settings(args: argparse.Namespace) -> Any:
-    """Settings from the global ``--config`` / ``--profile`` flags."""
+    """Settings from the global ``--config`` / ``--profile`` flags (``--home`` is handled by the harness)."""
     from fabric.config import load_settings
 
-    return load_settings(user_file=Path(args.config) if args.config else None, profile=args.profile)
+    config = getattr(args, "config", None)
+    return load_settings(user_file=Path(config) if config else None, profile=getattr(args, "profile", None))
 
 
 def _split_lanes(values: list[str] | None) -> list[str] | None:
@@ -87,27 +88,12 @@ def _load_baseline(path: Path) -> dict[str, Any]:
     return data
 
 
-def configure_logging(verbose: bool) -> None:
-    """Send structlog to stderr (stdout carries ``--json``), at debug with ``-v`` else warnings only."""
-    import logging
-
-    import structlog
-
-    if structlog.is_configured():
-        return
-    structlog.configure(
-        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG if verbose else logging.WARNING),
-        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
-    )
-
-
 def execute(args: argparse.Namespace, *, keep_lane_hits: bool = False) -> tuple[dict[str, Any], Any, Any]:
     """Load, ingest (or reuse), run the plan; returns (artifact, dataset, passes). Shared with ``tune``."""
     from fabric.eval import harness
     from fabric.eval.dataset import load_dataset
     from fabric.eval.report import build_artifact, git_revision
 
-    configure_logging(bool(getattr(args, "verbose", False)))
     started = time.perf_counter()
     dataset = load_dataset(args.dataset, args.split, corpus=args.corpus).limited(args.limit)
     settings = load_cli_settings(args)
