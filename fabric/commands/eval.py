@@ -111,7 +111,8 @@ def execute(args: argparse.Namespace, *, keep_lane_hits: bool = False) -> tuple[
     explicit_home = Path(args.home) if getattr(args, "home", None) else None
 
     async def go() -> tuple[Any, Any, Any]:
-        home = await harness.prepare_home(settings, dataset, corpus_hash, harness.ingest_dataset, home=explicit_home)
+        build = harness.ingest_settings(settings, plan.lanes)
+        home = await harness.prepare_home(build, dataset, corpus_hash, harness.ingest_dataset, home=explicit_home)
         run_settings = harness.eval_settings(settings, home=home, top_k=plan.top_k, lanes=plan.lanes)
         with _progress(getattr(args, "json", False)) as progress:
 

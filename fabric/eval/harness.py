@@ -23,7 +23,7 @@ from typing import Any
 import structlog
 
 from fabric.config import Settings
-from fabric.errors import ConfigError, QueryError
+from fabric.errors import QueryError
 from fabric.eval.calibration import CalibrationClock
 from fabric.eval.dataset import Dataset
 from fabric.eval.runner import FUSED, PassResult, SearchEngine, run_pass
@@ -39,6 +39,7 @@ __all__ = [
     "eval_settings",
     "home_key",
     "ingest_dataset",
+    "ingest_settings",
     "open_engine",
     "prepare_home",
     "run_plan",
@@ -88,9 +89,10 @@ def eval_settings(settings: Settings, *, home: Path, top_k: int, lanes: Sequence
 
 
 def home_key(settings: Settings, corpus_hash: str) -> str:
-    """Cache key of a scratch home: corpus content plus the embedding model that indexed it."""
+    """Cache key of a scratch home: corpus content, the embedding model and the stores that indexed it."""
     emb = settings.embeddings
-    raw = json.dumps([corpus_hash, emb.backend, emb.model, emb.url], sort_keys=True)
+    stores = sorted((lc.name, lc.backend) for lc in settings.enabled_lanes() if lc.kind in OFFLINE_KINDS)
+    raw = json.dumps([corpus_hash, emb.backend, emb.model, emb.url, stores], sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
@@ -210,10 +212,34 @@ def artifact_config(settings: Settings, plan: EvalPlan) -> dict[str, Any]:
     }
 
 
+def ingest_settings(settings: Settings, lanes: Sequence[str] = ()) -> Settings:
+    """Settings for building an eval home: every offline lane enabled (plus ``lanes``), so one home serves all."""
+    wanted = set(default_lanes(settings)) | set(lanes)
+    wanted |= {lc.name for lc in settings.lanes.values() if lc.kind in OFFLINE_KINDS and lc.enabled}
+    return dataclasses.replace(
+        settings,
+        lanes={n: dataclasses.replace(c, enabled=n in wanted) for n, c in settings.lanes.items()},
+    )
+
+
 async def ingest_dataset(settings: Settings, dataset: Dataset) -> None:
-    """Ingest the dataset's corpus into ``settings.home`` with :mod:`fabric.ingest`."""
+    """Ingest the dataset's corpus into ``settings.home`` with every enabled store writer and the embedder."""
+    from fabric.ingest.pipeline import ingest
+    from fabric.ingest.writers import build_writers
+    from fabric.resources import close_resources, open_resources
+
+    settings.home.mkdir(parents=True, exist_ok=True)
+    resources = await open_resources(settings, embedder=True)
+    writers = []
     try:
-        from fabric import ingest
-    except ModuleNotFoundError as exc:  # the ingestion package lands from the `embedded` branch
-        raise ConfigError("fabric.ingest is not available in this build", key="ingest") from exc
-    await ingest.ingest_path(settings, dataset.corpus, fmt=dataset.corpus_format)  # type: ignore[attr-defined]
+        writers = build_writers(settings, resources)
+        for writer in writers:
+            await writer.open()
+        report = await ingest(
+            dataset.corpus, home=settings.home, writers=writers, embedder=resources.embedder, fmt=dataset.corpus_format
+        )
+        log.info("eval_home_ingested", **{k: v for k, v in report.to_dict().items() if isinstance(v, int | str)})
+    finally:
+        for writer in writers:
+            await writer.aclose()
+        await close_resources(resources)
