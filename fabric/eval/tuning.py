@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from fabric.eval.metrics import dedupe, query_metrics
 from fabric.eval.runner import LaneHit
 from fusion.rrf import fuse_rrf
+from fusion.score import NORMALISERS, fuse_scores
 
 __all__ = [
     "K_GRID",
@@ -100,8 +101,6 @@ def fuse_offline(lanes: Mapping[str, Sequence[LaneHit]], choice: FusionChoice) -
     if choice.mode == "rrf":
         scores = fuse_rrf({lane: [h[0] for h in hits] for lane, hits in lanes.items()}, k=choice.k, weights=weights)
     else:
-        from fusion.score import NORMALISERS, fuse_scores  # from the fusion branch
-
         normalise = NORMALISERS[choice.mode]
         norm: dict[str, dict[str, float]] = {}
         for lane, hits in lanes.items():

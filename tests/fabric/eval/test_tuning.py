@@ -44,7 +44,6 @@ class TestFuseOffline:
     @pytest.mark.parametrize("mode", ["score_minmax", "score_dbsf"])
     def test_score_modes_use_native_scores(self, mode: str) -> None:
         """Score fusion follows normalised native scores, not ranks."""
-        pytest.importorskip("fusion.score")
         lanes = {"a": (("x", "x", 10.0), ("y", "y", 9.9), ("z", "z", 0.0)), "b": (("y", "y", 1.0), ("x", "x", 0.0))}
         assert fuse_offline(lanes, FusionChoice(mode=mode))[0] == "y"
 
