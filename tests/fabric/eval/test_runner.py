@@ -179,3 +179,25 @@ class TestPrepareHome:
         a = load_settings(env={})
         b = load_settings(env={"FABRIC__embeddings__model": '"other"'})
         assert harness.home_key(a, "h") != harness.home_key(b, "h")
+
+
+class TestEvalSettings:
+    def test_ingest_settings_enable_every_offline_lane(self) -> None:
+        """A home is built with keyword, vector and graph stores whatever lanes this run scores."""
+        settings = harness.ingest_settings(load_settings(env={}), ["keyword"])
+        enabled = {lc.name for lc in settings.enabled_lanes()}
+        assert {"keyword", "vector", "graph"} <= enabled
+        assert "web" not in enabled
+
+    def test_eval_settings_enable_selected_lanes_and_raise_top_k(self, tmp_path) -> None:
+        """Run settings point at the scratch home, enable the selected lanes and ask lanes for top_k hits."""
+        base = load_settings(env={"FABRIC__lanes__graph__enabled": "false"})
+        settings = harness.eval_settings(base, home=tmp_path, top_k=100, lanes=["graph"])
+        assert settings.home == tmp_path
+        assert settings.lanes["graph"].enabled
+        assert settings.engine.lane_top_k == 100
+
+    def test_default_lanes_skip_online_kinds(self) -> None:
+        """Web, news and markets lanes cannot be judged by qrels and are not evaluated by default."""
+        settings = load_settings(env={"FABRIC__lanes__web__enabled": "true"})
+        assert harness.default_lanes(settings) == ["keyword", "vector", "graph"]
