@@ -130,6 +130,7 @@ def execute(args: argparse.Namespace, *, keep_lane_hits: bool = False) -> tuple[
         passes,
         config=harness.artifact_config(run_settings, plan),
         calibration_ms=clock.unit_ms,
+        calibration_samples=len(clock.samples),
         corpus_hash=corpus_hash,
         wall_time_s=time.perf_counter() - started,
         revision=git_revision(),
@@ -143,9 +144,10 @@ def _print_summary(artifact: dict[str, Any]) -> None:
 
     table = Table(title=f"{artifact['dataset']['name']} {artifact['split']} ({artifact['dataset']['queries']} queries)")
     keys = ("ndcg_at_10", "mrr_at_10", "recall_at_20", "recall_at_100", "hit_at_1", "hit_at_5", "latency_p95_ms")
+    heads = ("nDCG@10", "MRR@10", "R@20", "R@100", "Hit@1", "Hit@5", "p95 ms")
     table.add_column("run")
-    for key in keys:
-        table.add_column(key, justify="right")
+    for head in heads:
+        table.add_column(head, justify="right")
     rows = {"fused": artifact["metrics"]["fused"], **artifact["metrics"]["lanes"]}
     for name, m in rows.items():
         table.add_row(name, *(f"{m[k]:.4f}" if k != "latency_p95_ms" else f"{m[k]:.1f}" for k in keys))

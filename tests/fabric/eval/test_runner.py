@@ -78,7 +78,7 @@ class TestRunPlan:
         """A one-lane plan reports the lane from the fused pass without running it twice."""
         passes, _ = await run_plan(engine, dataset, EvalPlan(lanes=("keyword",)))
         assert set(passes) == {FUSED, "keyword"}
-        assert len(engine.requests) == 1 + len(dataset.queries)  # warm-up + one pass
+        assert len(engine.requests) == 2 * len(dataset.queries)  # untimed warm-up + one timed pass
 
 
 class TestArtifact:
