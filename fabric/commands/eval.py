@@ -153,6 +153,8 @@ def _print_summary(artifact: dict[str, Any]) -> None:
         table.add_row(name, *(f"{m[k]:.4f}" if k != "latency_p95_ms" else f"{m[k]:.1f}" for k in keys))
     console = Console()
     console.print(table)
+    for warning in artifact.get("warnings", []):
+        console.print(f"[yellow]warning[/yellow]: {warning}")
     gate = artifact.get("gate")
     if gate:
         verdict = "[green]PASS[/green]" if gate["passed"] else "[red]FAIL[/red]"

@@ -5,15 +5,15 @@
 Scratch homes live under ``settings.cache_dir / "eval-homes" / <dataset>-<key>`` where the key hashes the
 corpus content and the embedding model: a second run on the same data reuses the built indexes, and a changed
 corpus or model builds a fresh home. A home is used only once its ``ready.json`` marker exists, so an
-interrupted ingestion is redone rather than trusted.
+interrupted ingestion is resumed (ingestion is idempotent) rather than trusted.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import json
-import shutil
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -117,9 +117,8 @@ async def prepare_home(
     if marker.exists():
         log.info("eval_home_reused", home=str(path), key=key)
         return path
-    if path.exists():
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
+    # An interrupted build is resumed, not wiped: ingestion is idempotent and repairs what is missing.
+    path.mkdir(parents=True, exist_ok=True)
     log.info("eval_home_building", home=str(path), key=key, corpus=str(dataset.corpus))
     await ingest(dataclasses.replace(settings, home=path), dataset)
     marker.write_text(json.dumps({"key": key, "corpus_hash": corpus_hash, "dataset": dataset.name}))
@@ -133,6 +132,11 @@ async def open_engine(settings: Settings) -> AsyncIterator[SearchEngine]:
 
     engine = Engine(settings)
     async with engine:
+        # Load the embedding model before the first query: a lazy load takes seconds, the first queries would
+        # time out, and provider penalties would then suspend the vector lane for the whole eval.
+        embedder = engine.resources.embedder if engine.resources is not None else None
+        if embedder is not None:
+            await asyncio.to_thread(embedder.embed, ["warm-up"])
         yield engine
 
 

@@ -101,6 +101,18 @@ def _lane_status(p: PassResult) -> dict[str, dict[str, int]]:
     return {lane: dict(sorted(c.items())) for lane, c in sorted(out.items())}
 
 
+def _warnings(passes: Mapping[str, PassResult]) -> list[str]:
+    """One line per lane that did not answer every query itself: its figures then measure something else."""
+    out = []
+    for name, p in passes.items():
+        for lane, counts in _lane_status(p).items():
+            bad = {status: n for status, n in counts.items() if status != "success"}
+            if bad:
+                detail = ", ".join(f"{status} {n}/{len(p.runs)}" for status, n in sorted(bad.items()))
+                out.append(f"{name} pass: lane {lane} {detail}")
+    return out
+
+
 def _worst(dataset: Dataset, fused: PassResult, per_query: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
     texts = {q.id: q.text for q in dataset.queries}
     order = sorted(dataset.query_ids, key=lambda q: (per_query.get(q, {}).get("ndcg_at_10", 0.0), q))
@@ -177,6 +189,7 @@ def build_artifact(
             "calibration_samples": calibration_samples,
             "p95_normalised": round(p95 / calibration_ms, 6) if calibration_ms else None,
         },
+        "warnings": _warnings(passes),
         "worst_queries": _worst(dataset, fused, per_query),
         "wall_time_s": round(wall_time_s, 2),
         "gate": None,
@@ -199,6 +212,7 @@ def render_markdown(artifact: Mapping[str, Any]) -> str:
         f"weights {cfg.get('weights')}",
         f"- wall time {artifact['wall_time_s']} s; latency: {artifact['latency']['measured']}, "
         f"calibration unit {artifact['latency']['calibration_ms']} ms",
+        *(f"- **warning**: {w}" for w in artifact.get("warnings", [])),
         "",
         "| run | " + " | ".join(METRIC_KEYS) + " | p50 ms | p95 ms |",
         "| --- |" + " ---: |" * (len(METRIC_KEYS) + 2),

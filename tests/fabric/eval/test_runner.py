@@ -157,8 +157,8 @@ class TestPrepareHome:
         assert first == second
         assert calls == [first]
 
-    async def test_interrupted_ingest_is_redone(self, tmp_path, dataset) -> None:
-        """A home without its ready marker (ingest failed) is rebuilt."""
+    async def test_interrupted_ingest_is_resumed(self, tmp_path, dataset) -> None:
+        """A home without its ready marker (ingest failed) is ingested again, then marked ready."""
         settings = load_settings(env={"FABRIC_CACHE_DIR": str(tmp_path)})
 
         async def broken(s, ds):
@@ -201,3 +201,23 @@ class TestEvalSettings:
         """Web, news and markets lanes cannot be judged by qrels and are not evaluated by default."""
         settings = load_settings(env={"FABRIC__lanes__web__enabled": "true"})
         assert harness.default_lanes(settings) == ["keyword", "vector", "graph"]
+
+
+class TestWarnings:
+    async def test_lane_not_answering_is_warned(self, dataset) -> None:
+        """A lane that timed out or fell back on some queries is named in the artifact's warnings."""
+        import dataclasses
+
+        from fabric.models import LaneStatus
+
+        class Flaky(FakeEngine):
+            async def search(self, request):
+                result = await super().search(request)
+                lanes = {n: dataclasses.replace(o, status=LaneStatus.FALLBACK) for n, o in result.lanes.items()}
+                return dataclasses.replace(result, lanes=lanes)
+
+        passes, _ = await run_plan(Flaky(TINY / "corpus.jsonl"), dataset, EvalPlan(lanes=("vector",)))
+        art = build_artifact(
+            dataset, passes, config={}, calibration_ms=None, corpus_hash="h", wall_time_s=0, revision="r"
+        )
+        assert "fused pass: lane vector fallback 6/6" in art["warnings"]
