@@ -121,6 +121,7 @@ def execute(args: argparse.Namespace, *, keep_lane_hits: bool = False) -> tuple[
                 return lambda: progress.advance(task)
 
             async with harness.open_engine(run_settings) as engine:
+                await harness.prewarm_embeddings(engine, [q.text for q in dataset.queries])
                 passes, clock = await harness.run_plan(engine, dataset, plan, on_pass=on_pass)
         return run_settings, passes, clock
 

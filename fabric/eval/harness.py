@@ -42,6 +42,7 @@ __all__ = [
     "ingest_settings",
     "open_engine",
     "prepare_home",
+    "prewarm_embeddings",
     "run_plan",
 ]
 
@@ -76,16 +77,20 @@ def check_lanes(settings: Settings, lanes: Sequence[str]) -> list[str]:
 
 
 def eval_settings(settings: Settings, *, home: Path, top_k: int, lanes: Sequence[str]) -> Settings:
-    """Settings for an eval run: the scratch home, lanes asked for ``top_k`` hits, the selected lanes enabled."""
+    """Settings for an eval run: the scratch home, lanes asked for ``top_k`` hits, the selected lanes enabled,
+    and no rate-based provider suspension."""
     lane_cfgs = {
         name: dataclasses.replace(cfg, enabled=cfg.enabled or name in lanes) for name, cfg in settings.lanes.items()
     }
+    # Provider suspension is for production traffic; in an eval one slow moment would suspend a lane for
+    # minutes and silently turn the rest of the run into a fallback measurement. `fabric bench` covers it.
+    penalties = dataclasses.replace(settings.penalties, failure_rate_suspend=2.0)
     engine = dataclasses.replace(
         settings.engine,
         lane_top_k=max(settings.engine.lane_top_k, top_k),
         max_top_k=max(settings.engine.max_top_k, top_k),
     )
-    return dataclasses.replace(settings, home=home, engine=engine, lanes=lane_cfgs)
+    return dataclasses.replace(settings, home=home, engine=engine, lanes=lane_cfgs, penalties=penalties)
 
 
 def home_key(settings: Settings, corpus_hash: str) -> str:
@@ -140,6 +145,16 @@ async def open_engine(settings: Settings) -> AsyncIterator[SearchEngine]:
         yield engine
 
 
+async def prewarm_embeddings(engine: Any, texts: Sequence[str], batch: int = 64) -> None:
+    """Embed ``texts`` once through the engine's (caching) embedder, if it has one, before anything is timed."""
+    resources = getattr(engine, "resources", None)
+    embedder = getattr(resources, "embedder", None)
+    if embedder is None:
+        return
+    for start in range(0, len(texts), batch):
+        await asyncio.to_thread(embedder.embed, list(texts[start : start + batch]))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EvalPlan:
     """What to run."""
@@ -187,7 +202,7 @@ async def run_plan(
             fusion=plan.fusion,
             mode=plan.mode,
             top_k=plan.top_k,
-            concurrency=max(plan.concurrency, 4),
+            concurrency=plan.concurrency,
             on_query=callback,
         )
     clock.sample(3)
@@ -229,6 +244,7 @@ def artifact_config(settings: Settings, plan: EvalPlan) -> dict[str, Any]:
         "top_k": plan.top_k,
         "lane_top_k": settings.engine.lane_top_k,
         "concurrency": plan.concurrency,
+        "provider_suspension": "off (eval)",
         "embeddings": f"{settings.embeddings.backend}:{settings.embeddings.model}",
     }
 
