@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from fabric.cli import main
 from tests.fabric.commands.conftest import TINY
 
@@ -79,3 +81,16 @@ class TestEvalCommand:
         """--gate with a missing baseline file says how to create one."""
         assert _eval("--gate", "missing.json") == 2
         assert "--write-baseline" in capsys.readouterr().err
+
+
+class TestEvalRealEngine:
+    def test_keyword_lane_end_to_end(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:
+        """The real ingest + engine + SQLite FTS5 lane find the judged docs of the tiny fixture."""
+        monkeypatch.setenv("FABRIC_CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.setenv("FABRIC__embeddings__backend", '"none"')  # lexical only: no model load in unit tests
+        monkeypatch.chdir(tmp_path)
+        assert main(["eval", str(TINY), "--lanes", "keyword", "--json"]) == 0
+        art = json.loads(capsys.readouterr().out)
+        assert art["lane_status"] == {"keyword": {"success": 6}}
+        assert art["metrics"]["fused"]["hit_at_5"] >= 5 / 6
+        assert len(list((tmp_path / "cache" / "eval-homes").glob("*/ready.json"))) == 1
