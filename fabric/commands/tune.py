@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"  nDCG@10 fit {s['default']['fit']:.4f}  held-out {s['default']['heldout']:.4f}")
     print(f"best    {json.dumps(report.best.to_dict())}")
     print(f"  nDCG@10 fit {s['best']['fit']:.4f}  held-out {s['best']['heldout']:.4f}")
+    for mode, u in report.untuned.items():
+        print(f"  {mode:13} equal weights, k=60: fit {u['fit']:.4f}  held-out {u['heldout']:.4f}  all {u['all']:.4f}")
     for mode, m in report.by_mode.items():
         print(f"  best {mode:13} fit {m['fit']:.4f}  held-out {m['heldout']:.4f}  {json.dumps(m['config'])}")
     if args.write:

@@ -67,6 +67,8 @@ class TuneReport:
     """``default`` / ``best`` → ``fit`` / ``heldout`` / ``all`` → nDCG@10."""
     by_mode: Mapping[str, Mapping[str, object]]
     """Best configuration found per mode → its nDCG@10 (fit and held-out)."""
+    untuned: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Each mode with equal weights and k = 60 → nDCG@10 (fit, held-out, all): the modes compared as shipped."""
     fit_queries: int
     heldout_queries: int
     evaluated: int
@@ -79,6 +81,7 @@ class TuneReport:
             "best": self.best.to_dict(),
             "ndcg_at_10": {k: dict(v) for k, v in self.scores.items()},
             "by_mode": {k: dict(v) for k, v in self.by_mode.items()},
+            "untuned": {k: dict(v) for k, v in self.untuned.items()},
             "fit_queries": self.fit_queries,
             "heldout_queries": self.heldout_queries,
             "configurations_evaluated": self.evaluated,
@@ -189,6 +192,7 @@ def tune(
         best=best,
         scores={"default": both(default), "best": both(best)},
         by_mode={mode: {**both(c), "config": c.to_dict()} for mode, (_, c) in best_per_mode.items()},
+        untuned={mode: both(FusionChoice(mode=mode, k=60, weights=dict.fromkeys(lanes, 1.0))) for mode in modes},
         fit_queries=len(fit),
         heldout_queries=len(held),
         evaluated=evaluated,
