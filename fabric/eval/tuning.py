@@ -97,35 +97,64 @@ def split_queries(query_ids: Sequence[str]) -> tuple[list[str], list[str]]:
     return fit, held
 
 
-def fuse_offline(lanes: Mapping[str, Sequence[LaneHit]], choice: FusionChoice) -> list[str]:
-    """Fuse one query's lane hits with ``choice`` and return document ids, best first, deduplicated."""
+def _normalised(lanes: Mapping[str, Sequence[LaneHit]], mode: str) -> dict[str, dict[str, float]]:
+    """Hit id → lane → the lane's normalised score (a lane's repeated hit ids count once, first kept)."""
+    normalise = NORMALISERS[mode]
+    norm: dict[str, dict[str, float]] = {}
+    for lane, hits in lanes.items():
+        first: dict[str, float] = {}
+        for hit_id, _, score in hits:
+            first.setdefault(hit_id, score)
+        for hit_id, value in zip(first, normalise(list(first.values())), strict=True):
+            norm.setdefault(hit_id, {})[lane] = value
+    return norm
+
+
+def fuse_offline(
+    lanes: Mapping[str, Sequence[LaneHit]],
+    choice: FusionChoice,
+    *,
+    cache: dict[tuple[int, str], dict[str, dict[str, float]]] | None = None,
+) -> list[str]:
+    """Fuse one query's lane hits with ``choice`` and return document ids, best first, deduplicated.
+
+    Args:
+        lanes: lane → hits, best first.
+        choice: fusion mode, k and weights.
+        cache: reused across calls on the same ``lanes`` object to normalise each lane once per mode.
+    """
     doc_of = {hit_id: doc_id for hits in lanes.values() for hit_id, doc_id, _ in hits}
     weights = {lane: choice.weights.get(lane, 1.0) for lane in lanes}
     if choice.mode == "rrf":
         scores = fuse_rrf({lane: [h[0] for h in hits] for lane, hits in lanes.items()}, k=choice.k, weights=weights)
     else:
-        normalise = NORMALISERS[choice.mode]
-        norm: dict[str, dict[str, float]] = {}
-        for lane, hits in lanes.items():
-            first: dict[str, float] = {}
-            for hit_id, _, score in hits:
-                first.setdefault(hit_id, score)
-            for hit_id, value in zip(first, normalise(list(first.values())), strict=True):
-                norm.setdefault(hit_id, {})[lane] = value
+        key = (id(lanes), choice.mode)
+        norm = cache.get(key) if cache is not None else None
+        if norm is None:
+            norm = _normalised(lanes, choice.mode)
+            if cache is not None:
+                cache[key] = norm
         scores = {hit_id: fuse_scores(parts, weights) for hit_id, parts in norm.items()}
     order = sorted(scores, key=lambda i: (-scores[i], i))
     return dedupe([doc_of[i] for i in order])
 
 
 def score_choice(
-    rankings: Rankings, qrels: Mapping[str, Mapping[str, int]], query_ids: Sequence[str], choice: FusionChoice
+    rankings: Rankings,
+    qrels: Mapping[str, Mapping[str, int]],
+    query_ids: Sequence[str],
+    choice: FusionChoice,
+    *,
+    cache: dict[tuple[int, str], dict[str, dict[str, float]]] | None = None,
 ) -> float:
-    """Mean nDCG@10 of ``choice`` over ``query_ids``."""
+    """Mean nDCG@10 of ``choice`` over ``query_ids`` (``cache``: see :func:`fuse_offline`)."""
     if not query_ids:
         return 0.0
+    empty: Mapping[str, Sequence[LaneHit]] = {}
     total = 0.0
     for qid in query_ids:
-        total += query_metrics(fuse_offline(rankings.get(qid, {}), choice), qrels[qid])["ndcg_at_10"]
+        ranking = fuse_offline(rankings.get(qid, empty), choice, cache=cache)
+        total += query_metrics(ranking, qrels[qid])["ndcg_at_10"]
     return total / len(query_ids)
 
 
@@ -152,13 +181,14 @@ def tune(
     lanes = sorted({lane for per in rankings.values() for lane in per})
     evaluated = 0
     cache: dict[tuple[str, int, tuple[float, ...]], float] = {}
+    norm_cache: dict[tuple[int, str], dict[str, dict[str, float]]] = {}
 
     def objective(c: FusionChoice) -> float:
         nonlocal evaluated
         key = (c.mode, c.k, tuple(c.weights.get(lane, 1.0) for lane in lanes))
         if key not in cache:
             evaluated += 1
-            cache[key] = score_choice(rankings, qrels, fit, c)
+            cache[key] = score_choice(rankings, qrels, fit, c, cache=norm_cache)
         return cache[key]
 
     best_per_mode: dict[str, tuple[float, FusionChoice]] = {}
@@ -182,9 +212,9 @@ def tune(
 
     def both(c: FusionChoice) -> dict[str, float]:
         return {
-            "fit": round(score_choice(rankings, qrels, fit, c), 6),
-            "heldout": round(score_choice(rankings, qrels, held, c), 6),
-            "all": round(score_choice(rankings, qrels, list(query_ids), c), 6),
+            "fit": round(score_choice(rankings, qrels, fit, c, cache=norm_cache), 6),
+            "heldout": round(score_choice(rankings, qrels, held, c, cache=norm_cache), 6),
+            "all": round(score_choice(rankings, qrels, list(query_ids), c, cache=norm_cache), 6),
         }
 
     return TuneReport(
