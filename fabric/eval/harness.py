@@ -3,9 +3,10 @@
 ``fabric eval`` and ``fabric tune`` share this module; both stay thin argument-parsing layers.
 
 Scratch homes live under ``settings.cache_dir / "eval-homes" / <dataset>-<key>`` where the key hashes the
-corpus content and the embedding model: a second run on the same data reuses the built indexes, and a changed
-corpus or model builds a fresh home. A home is used only once its ``ready.json`` marker exists, so an
-interrupted ingestion is resumed (ingestion is idempotent) rather than trusted.
+corpus content, the embedding model, the stores and the source of the indexing code: a second run on the same
+data reuses the built indexes; a changed corpus, model or ingestion code builds a fresh home. A home is used
+only once its ``ready.json`` marker exists, so an interrupted ingestion is resumed (ingestion is idempotent)
+rather than trusted.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ __all__ = [
     "default_lanes",
     "eval_settings",
     "home_key",
+    "index_code_fingerprint",
     "ingest_dataset",
     "ingest_settings",
     "open_engine",
@@ -93,11 +95,26 @@ def eval_settings(settings: Settings, *, home: Path, top_k: int, lanes: Sequence
     return dataclasses.replace(settings, home=home, engine=engine, lanes=lane_cfgs, penalties=penalties)
 
 
+_INDEX_CODE = ("fabric/ingest/**/*.py", "lanes/**/*store*.py", "lanes/**/extract*.py", "lanes/sqlite_common.py")
+"""Source files that decide what an index holds (loaders, chunking, store writers, entity extraction)."""
+
+
+def index_code_fingerprint(root: Path | None = None) -> str:
+    """SHA-256 over the source of the indexing code, so a home built by older ingestion code is not reused."""
+    base = root or Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    files = sorted({p for pattern in _INDEX_CODE for p in base.glob(pattern) if p.is_file()})
+    for path in files:
+        digest.update(path.relative_to(base).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def home_key(settings: Settings, corpus_hash: str) -> str:
-    """Cache key of a scratch home: corpus content, the embedding model and the stores that indexed it."""
+    """Cache key of a scratch home: corpus content, embedding model, stores and the indexing code's source."""
     emb = settings.embeddings
     stores = sorted((lc.name, lc.backend) for lc in settings.enabled_lanes() if lc.kind in OFFLINE_KINDS)
-    raw = json.dumps([corpus_hash, emb.backend, emb.model, emb.url, stores], sort_keys=True)
+    raw = json.dumps([corpus_hash, emb.backend, emb.model, emb.url, stores, index_code_fingerprint()], sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 

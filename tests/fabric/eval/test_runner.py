@@ -221,3 +221,21 @@ class TestWarnings:
             dataset, passes, config={}, calibration_ms=None, corpus_hash="h", wall_time_s=0, revision="r"
         )
         assert "fused pass: lane vector fallback 6/6" in art["warnings"]
+
+
+class TestIndexFingerprint:
+    def test_changes_with_indexing_code(self, tmp_path) -> None:
+        """Editing a store writer or loader changes the fingerprint (and so the home key)."""
+        (tmp_path / "fabric" / "ingest").mkdir(parents=True)
+        loader = tmp_path / "fabric" / "ingest" / "loaders.py"
+        loader.write_text("A = 1\n")
+        before = harness.index_code_fingerprint(tmp_path)
+        loader.write_text("A = 2\n")
+        assert harness.index_code_fingerprint(tmp_path) != before
+
+    def test_ignores_unrelated_code(self, tmp_path) -> None:
+        """Editing code that does not index (the CLI) keeps the fingerprint."""
+        (tmp_path / "fabric").mkdir()
+        before = harness.index_code_fingerprint(tmp_path)
+        (tmp_path / "fabric" / "cli.py").write_text("X = 1\n")
+        assert harness.index_code_fingerprint(tmp_path) == before
