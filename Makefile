@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint gate bench compose-up compose-test clean
+.PHONY: setup demo test lint gate baseline bench compose-up compose-test clean
 
 setup: $(STAMP)
 
@@ -21,6 +21,17 @@ demo: setup
 
 test: setup
 	$(PY) -m pytest -q
+
+# Retrieval quality gate vs the committed baseline (SciFact train when ../shared/datasets/scifact exists).
+gate: setup
+	PY=$(PY) .ci/eval
+
+# Refresh the baseline deliberately, then commit it with the reason in the message.
+EVAL_DATA := $(if $(wildcard ../shared/datasets/scifact),../shared/datasets/scifact,evals/queries/demo)
+EVAL_SPLIT := $(if $(wildcard ../shared/datasets/scifact),train,test)
+EVAL_BASELINE := $(if $(wildcard ../shared/datasets/scifact),evals/baselines/retrieval.json,evals/baselines/retrieval-demo.json)
+baseline: setup
+	$(PY) -m fabric.cli eval $(EVAL_DATA) --split $(EVAL_SPLIT) --write-baseline $(EVAL_BASELINE)
 
 lint: setup
 	$(VENV)/bin/ruff check .

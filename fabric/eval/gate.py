@@ -1,0 +1,139 @@
+"""The regression gate (US-004-004): compare an eval artifact with the committed baseline.
+
+A metric fails when it moves the wrong way by more than its relative threshold:
+
+=================  =========  ==========
+metric             direction  threshold
+=================  =========  ==========
+``ndcg_at_10``     drop       2 %
+``mrr_at_10``      drop       2 %
+``recall_at_20``   drop       1 %
+``latency_p95_ms`` rise       10 %
+=================  =========  ==========
+
+Latency is compared *normalised*: each run divides its p95 by the median of calibration samples taken in the
+same process during the run (:mod:`fabric.eval.calibration`), so a slower or busier machine does not fail the
+gate and a genuinely slower engine does. When either side lacks a calibration figure, raw p95s are compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["THRESHOLDS", "GateCheck", "GateResult", "evaluate_gate"]
+
+THRESHOLDS: Mapping[str, tuple[str, float]] = {
+    "ndcg_at_10": ("drop", 0.02),
+    "mrr_at_10": ("drop", 0.02),
+    "recall_at_20": ("drop", 0.01),
+    "latency_p95_ms": ("rise", 0.10),
+}
+"""Metric → (bad direction, relative threshold)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateCheck:
+    """The decision for one metric."""
+
+    metric: str
+    baseline: float
+    current: float
+    change: float
+    """Relative change (current - baseline) / baseline; positive is a rise."""
+    threshold: float
+    direction: str
+    passed: bool
+    compared: str = "raw"
+    """``raw`` or ``normalised`` (latency divided by the calibration unit)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape of the check."""
+        return {
+            "baseline": round(self.baseline, 6),
+            "current": round(self.current, 6),
+            "change": round(self.change, 6),
+            "threshold": self.threshold,
+            "direction": self.direction,
+            "compared": self.compared,
+            "passed": self.passed,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateResult:
+    """All checks and the overall decision."""
+
+    checks: tuple[GateCheck, ...]
+    problems: tuple[str, ...] = ()
+    """Reasons the comparison itself is invalid (different dataset or split); any problem fails the gate."""
+
+    @property
+    def passed(self) -> bool:
+        """True when every check passed and the runs are comparable."""
+        return not self.problems and all(c.passed for c in self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON shape of the gate section of the artifact."""
+        return {
+            "passed": self.passed,
+            "problems": list(self.problems),
+            "checks": {c.metric: c.to_dict() for c in self.checks},
+        }
+
+
+def _relative(current: float, baseline: float) -> float:
+    if baseline == 0.0:
+        return 0.0 if current == 0.0 else float("inf") if current > 0 else float("-inf")
+    return (current - baseline) / baseline
+
+
+def _comparability(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> list[str]:
+    problems = []
+    cur, base = current.get("dataset", {}), baseline.get("dataset", {})
+    for key in ("name", "split", "queries", "corpus_hash"):
+        if key in cur and key in base and cur[key] != base[key]:
+            problems.append(f"dataset.{key} differs: baseline {base[key]!r}, current {cur[key]!r}")
+    return problems
+
+
+def evaluate_gate(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> GateResult:
+    """Compare the fused metrics of two artifacts.
+
+    Args:
+        current: the artifact of this run.
+        baseline: the committed baseline artifact.
+
+    Returns:
+        one check per metric of :data:`THRESHOLDS`, plus comparability problems.
+    """
+    problems = _comparability(current, baseline)
+    cur_m = current["metrics"]["fused"]
+    base_m = baseline["metrics"]["fused"]
+    cur_unit = current.get("latency", {}).get("calibration_ms")
+    base_unit = baseline.get("latency", {}).get("calibration_ms")
+    checks = []
+    for metric, (direction, threshold) in THRESHOLDS.items():
+        if metric not in base_m:
+            problems.append(f"baseline has no metrics.fused.{metric}")
+            continue
+        cur_v, base_v = float(cur_m[metric]), float(base_m[metric])
+        compared = "raw"
+        if metric.startswith("latency") and cur_unit and base_unit:
+            cur_v, base_v, compared = cur_v / float(cur_unit), base_v / float(base_unit), "normalised"
+        change = _relative(cur_v, base_v)
+        passed = change >= -threshold if direction == "drop" else change <= threshold
+        checks.append(
+            GateCheck(
+                metric=metric,
+                baseline=base_v,
+                current=cur_v,
+                change=change,
+                threshold=threshold,
+                direction=direction,
+                passed=passed,
+                compared=compared,
+            )
+        )
+    return GateResult(checks=tuple(checks), problems=tuple(problems))

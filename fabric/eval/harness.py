@@ -1,0 +1,285 @@
+"""Drives an evaluation: the scratch home keyed by corpus hash, the engine, the passes and calibration.
+
+``fabric eval`` and ``fabric tune`` share this module; both stay thin argument-parsing layers.
+
+Scratch homes live under ``settings.cache_dir / "eval-homes" / <dataset>-<key>`` where the key hashes the
+corpus content, the embedding model, the stores and the source of the indexing code: a second run on the same
+data reuses the built indexes; a changed corpus, model or ingestion code builds a fresh home. A home is used
+only once its ``ready.json`` marker exists, so an interrupted ingestion is resumed (ingestion is idempotent)
+rather than trusted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import hashlib
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from fabric.config import Settings
+from fabric.errors import QueryError
+from fabric.eval.calibration import CalibrationClock
+from fabric.eval.dataset import Dataset
+from fabric.eval.runner import FUSED, PassResult, SearchEngine, run_pass
+from fabric.models import FusionMode, LaneKind, Mode
+
+__all__ = [
+    "OFFLINE_KINDS",
+    "EvalPlan",
+    "IngestFn",
+    "artifact_config",
+    "check_lanes",
+    "default_lanes",
+    "eval_settings",
+    "home_key",
+    "index_code_fingerprint",
+    "ingest_dataset",
+    "ingest_settings",
+    "open_engine",
+    "prepare_home",
+    "prewarm_embeddings",
+    "run_plan",
+]
+
+log = structlog.get_logger(__name__)
+
+OFFLINE_KINDS = (LaneKind.KEYWORD, LaneKind.VECTOR, LaneKind.GRAPH)
+"""Lane kinds that search the ingested corpus (web, news and markets cannot be judged by qrels)."""
+
+IngestFn = Callable[[Settings, Dataset], Awaitable[None]]
+"""Ingests a dataset's corpus into ``settings.home``."""
+
+_READY = "ready.json"
+
+
+def default_lanes(settings: Settings) -> list[str]:
+    """Enabled lanes whose kind searches the local corpus, in config order."""
+    return [lane.name for lane in settings.enabled_lanes() if lane.kind in OFFLINE_KINDS]
+
+
+def check_lanes(settings: Settings, lanes: Sequence[str]) -> list[str]:
+    """Validate lane names against the configuration.
+
+    Raises:
+        QueryError: naming the unknown lane and the valid ones.
+    """
+    for lane in lanes:
+        if lane not in settings.lanes:
+            raise QueryError("lanes", f"unknown lane {lane!r}; valid: {', '.join(settings.lanes)}")
+    if not lanes:
+        raise QueryError("lanes", "no lane selected")
+    return list(lanes)
+
+
+def eval_settings(settings: Settings, *, home: Path, top_k: int, lanes: Sequence[str]) -> Settings:
+    """Settings for an eval run: the scratch home, lanes asked for ``top_k`` hits, the selected lanes enabled,
+    and no rate-based provider suspension."""
+    lane_cfgs = {
+        name: dataclasses.replace(cfg, enabled=cfg.enabled or name in lanes) for name, cfg in settings.lanes.items()
+    }
+    # Provider suspension is for production traffic; in an eval one slow moment would suspend a lane for
+    # minutes and silently turn the rest of the run into a fallback measurement. `fabric bench` covers it.
+    penalties = dataclasses.replace(settings.penalties, failure_rate_suspend=2.0)
+    engine = dataclasses.replace(
+        settings.engine,
+        lane_top_k=max(settings.engine.lane_top_k, top_k),
+        max_top_k=max(settings.engine.max_top_k, top_k),
+    )
+    return dataclasses.replace(settings, home=home, engine=engine, lanes=lane_cfgs, penalties=penalties)
+
+
+_INDEX_CODE = ("fabric/ingest/**/*.py", "lanes/**/*store*.py", "lanes/**/extract*.py", "lanes/sqlite_common.py")
+"""Source files that decide what an index holds (loaders, chunking, store writers, entity extraction)."""
+
+
+def index_code_fingerprint(root: Path | None = None) -> str:
+    """SHA-256 over the source of the indexing code, so a home built by older ingestion code is not reused."""
+    base = root or Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    files = sorted({p for pattern in _INDEX_CODE for p in base.glob(pattern) if p.is_file()})
+    for path in files:
+        digest.update(path.relative_to(base).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def home_key(settings: Settings, corpus_hash: str) -> str:
+    """Cache key of a scratch home: corpus content, embedding model, stores and the indexing code's source."""
+    emb = settings.embeddings
+    stores = sorted((lc.name, lc.backend) for lc in settings.enabled_lanes() if lc.kind in OFFLINE_KINDS)
+    raw = json.dumps([corpus_hash, emb.backend, emb.model, emb.url, stores, index_code_fingerprint()], sort_keys=True)
+    return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+
+async def prepare_home(
+    settings: Settings, dataset: Dataset, corpus_hash: str, ingest: IngestFn, *, home: Path | None = None
+) -> Path:
+    """Return a home holding the dataset's corpus, ingesting it only when no ready home matches.
+
+    Args:
+        settings: loaded settings (``cache_dir`` locates scratch homes).
+        dataset: the dataset whose corpus is ingested.
+        corpus_hash: :meth:`Dataset.corpus_hash`.
+        ingest: the ingestion function.
+        home: an explicit home (``--home``); ingestion into it is idempotent, no marker is kept.
+    """
+    if home is not None:
+        await ingest(dataclasses.replace(settings, home=home), dataset)
+        return home
+    key = home_key(settings, corpus_hash)
+    path = settings.cache_dir / "eval-homes" / f"{dataset.name}-{key}"
+    marker = path / _READY
+    if marker.exists():
+        log.info("eval_home_reused", home=str(path), key=key)
+        return path
+    # An interrupted build is resumed, not wiped: ingestion is idempotent and repairs what is missing.
+    path.mkdir(parents=True, exist_ok=True)
+    log.info("eval_home_building", home=str(path), key=key, corpus=str(dataset.corpus))
+    await ingest(dataclasses.replace(settings, home=path), dataset)
+    marker.write_text(json.dumps({"key": key, "corpus_hash": corpus_hash, "dataset": dataset.name}))
+    return path
+
+
+@asynccontextmanager
+async def open_engine(settings: Settings) -> AsyncIterator[SearchEngine]:
+    """Open the real engine (:class:`fabric.engine.Engine`) for the duration of the block."""
+    from fabric.engine import Engine  # imported here: heavy, and `fabric --help` must stay fast
+
+    engine = Engine(settings)
+    async with engine:
+        # Load the embedding model before the first query: a lazy load takes seconds, the first queries would
+        # time out, and provider penalties would then suspend the vector lane for the whole eval.
+        embedder = engine.resources.embedder if engine.resources is not None else None
+        if embedder is not None:
+            await asyncio.to_thread(embedder.embed, ["warm-up"])
+        yield engine
+
+
+async def prewarm_embeddings(engine: Any, texts: Sequence[str], batch: int = 64) -> None:
+    """Embed ``texts`` once through the engine's (caching) embedder, if it has one, before anything is timed."""
+    resources = getattr(engine, "resources", None)
+    embedder = getattr(resources, "embedder", None)
+    if embedder is None:
+        return
+    for start in range(0, len(texts), batch):
+        await asyncio.to_thread(embedder.embed, list(texts[start : start + batch]))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalPlan:
+    """What to run."""
+
+    lanes: tuple[str, ...]
+    """Lanes of the fused pass; each also runs alone when ``lane_passes``."""
+    fusion: FusionMode | None = None
+    mode: Mode = Mode.RESEARCH
+    top_k: int = 100
+    concurrency: int = 1
+    lane_passes: bool = True
+    keep_lane_hits: bool = False
+    calibrate_every: int = 10
+    warm_all: bool = True
+    """Run every query once untimed before the timed passes (see :func:`run_plan`)."""
+
+
+async def run_plan(
+    engine: SearchEngine,
+    dataset: Dataset,
+    plan: EvalPlan,
+    *,
+    on_pass: Callable[[str, int], Callable[[], None]] | None = None,
+) -> tuple[dict[str, PassResult], CalibrationClock]:
+    """Warm the engine up, then run the fused pass and each lane alone, sampling calibration throughout.
+
+    Args:
+        engine: an opened engine.
+        dataset: judged queries.
+        plan: lanes, fusion mode, budgets mode, concurrency.
+        on_pass: called with (pass name, query count) before each pass; returns the per-query callback.
+    """
+    clock = CalibrationClock(every=plan.calibrate_every)
+    if dataset.queries:
+        # Untimed warm-up: loads models, opens stores and fills the content-hash embedding cache for every
+        # (refined) query, so every timed pass measures the same warm path whether or not an earlier run
+        # already cached the query vectors (a cold first run would otherwise look slower than later ones).
+        warm = dataset if plan.warm_all else dataset.limited(1)
+        callback = on_pass("warmup", len(warm.queries)) if on_pass else None
+        await run_pass(
+            engine,
+            warm,
+            name="warmup",
+            lanes=plan.lanes,
+            fusion=plan.fusion,
+            mode=plan.mode,
+            top_k=plan.top_k,
+            concurrency=plan.concurrency,
+            on_query=callback,
+        )
+    clock.sample(3)
+    names: list[tuple[str, tuple[str, ...]]] = [(FUSED, plan.lanes)]
+    if plan.lane_passes and len(plan.lanes) > 1:
+        names += [(lane, (lane,)) for lane in plan.lanes]
+    passes: dict[str, PassResult] = {}
+    for name, lanes in names:
+        callback = on_pass(name, len(dataset.queries)) if on_pass else None
+        passes[name] = await run_pass(
+            engine,
+            dataset,
+            name=name,
+            lanes=lanes,
+            fusion=plan.fusion,
+            mode=plan.mode,
+            top_k=plan.top_k,
+            concurrency=plan.concurrency,
+            keep_lane_hits=plan.keep_lane_hits and name == FUSED,
+            clock=clock,
+            on_query=callback,
+        )
+    if plan.lane_passes and len(plan.lanes) == 1:
+        only = plan.lanes[0]
+        passes[only] = dataclasses.replace(passes[FUSED], name=only)
+    clock.sample(3)
+    return passes, clock
+
+
+def artifact_config(settings: Settings, plan: EvalPlan) -> dict[str, Any]:
+    """The ``config`` section of the artifact."""
+    fusion = plan.fusion or settings.fusion.mode
+    return {
+        "fusion_mode": fusion.value,
+        "rrf_k": settings.fusion.rrf_k,
+        "weights": {lane: settings.lanes[lane].weight for lane in plan.lanes},
+        "lanes": list(plan.lanes),
+        "mode": plan.mode.value,
+        "top_k": plan.top_k,
+        "lane_top_k": settings.engine.lane_top_k,
+        "concurrency": plan.concurrency,
+        "provider_suspension": "off (eval)",
+        "embeddings": f"{settings.embeddings.backend}:{settings.embeddings.model}",
+    }
+
+
+def ingest_settings(settings: Settings, lanes: Sequence[str] = ()) -> Settings:
+    """Settings for building an eval home: every offline lane enabled (plus ``lanes``), so one home serves all."""
+    wanted = set(default_lanes(settings)) | set(lanes)
+    wanted |= {lc.name for lc in settings.lanes.values() if lc.kind in OFFLINE_KINDS and lc.enabled}
+    return dataclasses.replace(
+        settings,
+        lanes={n: dataclasses.replace(c, enabled=n in wanted) for n, c in settings.lanes.items()},
+    )
+
+
+async def ingest_dataset(settings: Settings, dataset: Dataset) -> None:
+    """Ingest the dataset's corpus into ``settings.home`` the way ``fabric ingest`` does (same stores, embedder)."""
+    from fabric.commands.ingest import run_ingest
+
+    settings.home.mkdir(parents=True, exist_ok=True)
+    report = await run_ingest(settings, dataset.corpus, dataset.corpus_format)
+    log.info("eval_home_ingested", **{k: v for k, v in report.to_dict().items() if isinstance(v, int | str)})

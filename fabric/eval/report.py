@@ -1,0 +1,257 @@
+"""Eval artifact (``evals/artifacts/retrieval.json``) and its Markdown summary (``retrieval.md``).
+
+The artifact holds the git revision, the baseline's revision, the dataset, the config, metrics under
+``metrics.fused`` and ``metrics.lanes.<lane>``, the breakdown by scenario class, stage-usage and lane-status
+counters, the calibration figure of the latency gate, the worst queries and, when gated, the per-metric
+decisions under ``gate``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from fabric.eval.dataset import Dataset
+from fabric.eval.metrics import METRIC_KEYS, average, query_metrics
+from fabric.eval.runner import FUSED, PassResult
+
+__all__ = ["ARTIFACT_SCHEMA", "build_artifact", "git_revision", "percentile", "render_markdown"]
+
+ARTIFACT_SCHEMA = 1
+_WORST = 10
+
+
+def git_revision(cwd: Path | None = None) -> str:
+    """``HEAD``'s commit id (with ``-dirty`` when the tree has changes), or ``unknown`` outside git."""
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return f"{rev}-dirty" if dirty else rev
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0–100) with linear interpolation; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def _pass_metrics(dataset: Dataset, p: PassResult) -> tuple[dict[str, float], dict[str, dict[str, float]]]:
+    per_query = {qid: query_metrics(run.doc_ids, dataset.qrels[qid]) for qid, run in p.runs.items()}
+    metrics = average(per_query, dataset.query_ids)
+    latencies = [run.latency_ms for run in p.runs.values()]
+    metrics["latency_p50_ms"] = percentile(latencies, 50)
+    metrics["latency_p95_ms"] = percentile(latencies, 95)
+    overheads = [run.overhead_ms for run in p.runs.values() if run.overhead_ms is not None]
+    if overheads:
+        metrics["overhead_p95_ms"] = percentile(overheads, 95)
+    return {k: round(v, 6) for k, v in metrics.items()}, per_query
+
+
+def _scenarios(dataset: Dataset, fused: PassResult, per_query: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
+    classes: dict[str, list[str]] = {}
+    for q in dataset.queries:
+        run = fused.runs.get(q.id)
+        label = q.scenario or (run.intent if run else None) or "unclassified"
+        classes.setdefault(label, []).append(q.id)
+    return {
+        label: {"queries": len(qids), **{k: round(v, 6) for k, v in average(per_query, qids).items()}}
+        for label, qids in sorted(classes.items())
+    }
+
+
+def _stage_counters(p: PassResult) -> dict[str, float]:
+    """Sum numbers, count true flags and ``key=value`` strings of every query's ``stages``."""
+    counts: dict[str, float] = {}
+    for run in p.runs.values():
+        for key, value in run.stages.items():
+            if isinstance(value, bool):
+                counts[key] = counts.get(key, 0) + int(value)
+            elif isinstance(value, int | float):
+                counts[key] = counts.get(key, 0) + value
+            elif isinstance(value, str):
+                counts[f"{key}={value}"] = counts.get(f"{key}={value}", 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _lane_status(p: PassResult) -> dict[str, dict[str, int]]:
+    out: dict[str, Counter[str]] = {}
+    for run in p.runs.values():
+        for lane, status in run.lane_status.items():
+            out.setdefault(lane, Counter())[status] += 1
+    return {lane: dict(sorted(c.items())) for lane, c in sorted(out.items())}
+
+
+def _warnings(passes: Mapping[str, PassResult]) -> list[str]:
+    """One line per lane that did not answer every query itself: its figures then measure something else."""
+    out = []
+    for name, p in passes.items():
+        for lane, counts in _lane_status(p).items():
+            bad = {status: n for status, n in counts.items() if status != "success"}
+            if bad:
+                detail = ", ".join(f"{status} {n}/{len(p.runs)}" for status, n in sorted(bad.items()))
+                out.append(f"{name} pass: lane {lane} {detail}")
+    return out
+
+
+def _worst(dataset: Dataset, fused: PassResult, per_query: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
+    texts = {q.id: q.text for q in dataset.queries}
+    order = sorted(dataset.query_ids, key=lambda q: (per_query.get(q, {}).get("ndcg_at_10", 0.0), q))
+    out = []
+    for qid in order[:_WORST]:
+        run = fused.runs.get(qid)
+        out.append(
+            {
+                "query_id": qid,
+                "query": texts[qid],
+                "ndcg_at_10": round(per_query.get(qid, {}).get("ndcg_at_10", 0.0), 6),
+                "expected": {d: g for d, g in dataset.qrels[qid].items() if g > 0},
+                "returned": list(run.doc_ids[:5]) if run else [],
+            }
+        )
+    return out
+
+
+def build_artifact(
+    dataset: Dataset,
+    passes: Mapping[str, PassResult],
+    *,
+    config: Mapping[str, Any],
+    calibration_ms: float | None,
+    calibration_samples: int = 0,
+    corpus_hash: str,
+    wall_time_s: float,
+    revision: str,
+) -> dict[str, Any]:
+    """Assemble the artifact from the fused pass (required) and the per-lane passes.
+
+    Args:
+        dataset: the judged queries.
+        passes: pass name → result; ``fused`` must be present.
+        config: fusion mode, k, weights, lanes, mode, top_k, ... as run.
+        calibration_ms: median calibration sample of the run (None when not measured).
+        calibration_samples: how many samples the median is over.
+        corpus_hash: the dataset's corpus hash.
+        wall_time_s: the eval's wall time.
+        revision: the git revision evaluated.
+    """
+    fused = passes[FUSED]
+    fused_metrics, per_query = _pass_metrics(dataset, fused)
+    lanes = {name: _pass_metrics(dataset, p)[0] for name, p in passes.items() if name != FUSED}
+    p95 = fused_metrics["latency_p95_ms"]
+    return {
+        "schema": ARTIFACT_SCHEMA,
+        "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "git_revision": revision,
+        "baseline_revision": None,
+        "dataset": {
+            "name": dataset.name,
+            "path": str(dataset.root),
+            "split": dataset.split,
+            "queries": len(dataset.queries),
+            "corpus": str(dataset.corpus),
+            "corpus_hash": corpus_hash,
+        },
+        "split": dataset.split,
+        "config": dict(config),
+        "metrics": {"fused": fused_metrics, "lanes": lanes},
+        "breakdown": {
+            "lane": {name: {k: m[k] for k in ("ndcg_at_10", "mrr_at_10", "recall_at_20")} for name, m in lanes.items()},
+            "scenario": _scenarios(dataset, fused, per_query),
+        },
+        "stages": _stage_counters(fused),
+        "lane_status": _lane_status(fused),
+        "latency": {
+            "measured": (
+                f"wall time around engine.search, {config.get('concurrency', 1)} query in flight, "
+                "after an untimed warm-up pass (embedding cache warm)"
+            ),
+            "calibration_ms": round(calibration_ms, 4) if calibration_ms else None,
+            "calibration_samples": calibration_samples,
+            "p95_normalised": round(p95 / calibration_ms, 6) if calibration_ms else None,
+        },
+        "warnings": _warnings(passes),
+        "worst_queries": _worst(dataset, fused, per_query),
+        "wall_time_s": round(wall_time_s, 2),
+        "gate": None,
+    }
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def render_markdown(artifact: Mapping[str, Any]) -> str:
+    """The human summary: metrics table, scenario breakdown, gate, counters and the worst queries."""
+    ds = artifact["dataset"]
+    cfg = artifact["config"]
+    lines = [
+        f"# Retrieval eval: {ds['name']} ({ds['split']}, {ds['queries']} queries)",
+        "",
+        f"- revision `{artifact['git_revision']}`, baseline `{artifact.get('baseline_revision')}`",
+        f"- fusion `{cfg.get('fusion_mode')}` k={cfg.get('rrf_k')}, lanes {', '.join(cfg.get('lanes', []))}, "
+        f"weights {cfg.get('weights')}",
+        f"- wall time {artifact['wall_time_s']} s; latency: {artifact['latency']['measured']}, "
+        f"calibration unit {artifact['latency']['calibration_ms']} ms",
+        *(f"- **warning**: {w}" for w in artifact.get("warnings", [])),
+        "",
+        "| run | " + " | ".join(METRIC_KEYS) + " | p50 ms | p95 ms |",
+        "| --- |" + " ---: |" * (len(METRIC_KEYS) + 2),
+    ]
+    rows = {"fused": artifact["metrics"]["fused"], **artifact["metrics"]["lanes"]}
+    for name, m in rows.items():
+        cells = [_fmt(m.get(k)) for k in (*METRIC_KEYS, "latency_p50_ms", "latency_p95_ms")]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## By scenario class (fused)",
+        "",
+        "| class | queries | ndcg_at_10 | mrr_at_10 | hit_at_1 | hit_at_5 |",
+    ]
+    lines.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for label, m in artifact["breakdown"]["scenario"].items():
+        cells = [_fmt(m[k]) for k in ("ndcg_at_10", "mrr_at_10", "hit_at_1", "hit_at_5")]
+        lines.append(f"| {label} | {m['queries']} | " + " | ".join(cells) + " |")
+    gate = artifact.get("gate")
+    if gate:
+        lines += ["", f"## Gate: {'PASS' if gate['passed'] else 'FAIL'}", ""]
+        lines += [f"- problem: {p}" for p in gate["problems"]]
+        lines += [
+            "| metric | baseline | current | change | threshold | result |",
+            "| --- | ---: | ---: | ---: | ---: | --- |",
+        ]
+        for metric, c in gate["checks"].items():
+            lines.append(
+                f"| {metric} ({c['compared']}) | {c['baseline']:.4f} | {c['current']:.4f} | {c['change']:+.2%} | "
+                f"{c['direction']} > {c['threshold']:.0%} | {'pass' if c['passed'] else 'FAIL'} |"
+            )
+    lines += ["", "## Stage usage and lane status (fused pass)", ""]
+    lines += [f"- `{k}`: {_fmt(v)}" for k, v in artifact["stages"].items()] or ["- no stage counters reported"]
+    lines += [f"- lane `{lane}`: {c}" for lane, c in artifact["lane_status"].items()]
+    lines += ["", f"## Worst {len(artifact['worst_queries'])} queries (fused nDCG@10)", ""]
+    for w in artifact["worst_queries"]:
+        expected = ", ".join(f"`{d}`" for d in w["expected"])
+        got = ", ".join(f"`{d}`{' ✓' if d in w['expected'] else ''}" for d in w["returned"]) or "nothing"
+        lines.append(
+            f"- **{w['query_id']}** {w['query']!r} (nDCG@10 {w['ndcg_at_10']:.3f}): expected {expected}; got {got}"
+        )
+    return "\n".join(lines) + "\n"

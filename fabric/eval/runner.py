@@ -1,0 +1,150 @@
+"""Runs every judged query of a dataset through a search engine: one fused pass, one pass per lane alone.
+
+The engine is anything with ``async search(SearchRequest) -> SearchResult`` (:class:`SearchEngine`), so the
+harness is unit-tested with an in-memory engine and runs :class:`fabric.engine.Engine` for real.
+
+Rankings are scored by ``Hit.doc_id`` (the dataset's document id), duplicates dropped keeping the first.
+Latency is the wall time around ``engine.search`` measured with at most ``concurrency`` queries in flight
+(default 1, so figures are per-query latencies, not queueing), with calibration samples interleaved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from fabric.eval.calibration import CalibrationClock
+from fabric.eval.dataset import Dataset
+from fabric.eval.metrics import dedupe
+from fabric.models import FusionMode, Mode, SearchRequest, SearchResult
+
+__all__ = ["FUSED", "LaneHit", "PassResult", "QueryRun", "SearchEngine", "run_pass"]
+
+FUSED = "fused"
+"""Name of the pass that runs every selected lane together."""
+
+LaneHit = tuple[str, str, float]
+"""(hit id, document id, native score) of one lane hit, best first."""
+
+
+class SearchEngine(Protocol):
+    """What the harness needs of an engine."""
+
+    async def search(self, request: SearchRequest) -> SearchResult:
+        """Answer one request."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueryRun:
+    """What one query returned in one pass."""
+
+    query_id: str
+    doc_ids: tuple[str, ...]
+    """Document ids, best first, deduplicated."""
+    latency_ms: float
+    """Wall time around ``engine.search``."""
+    overhead_ms: float | None = None
+    """The engine's own overhead (``timings['overhead_ms']``), when reported."""
+    intent: str | None = None
+    """Pre-flight scenario class (temporal / relational / factual)."""
+    stages: Mapping[str, Any] = field(default_factory=dict)
+    """``SearchResult.stages``."""
+    lane_status: Mapping[str, str] = field(default_factory=dict)
+    """Lane → status."""
+    lane_hits: Mapping[str, tuple[LaneHit, ...]] = field(default_factory=dict)
+    """Lane → its hits (kept for offline fusion tuning)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PassResult:
+    """One pass over the dataset."""
+
+    name: str
+    """``fused`` or the lane name."""
+    lanes: tuple[str, ...]
+    """Lanes the requests were restricted to."""
+    runs: Mapping[str, QueryRun]
+    """Query id → run."""
+    calibration_ms: tuple[float, ...] = ()
+    """Calibration samples taken during the pass."""
+
+
+def _to_run(query_id: str, result: SearchResult, latency_ms: float, keep_lane_hits: bool) -> QueryRun:
+    lane_hits: dict[str, tuple[LaneHit, ...]] = {}
+    if keep_lane_hits:
+        lane_hits = {
+            name: tuple((h.id, h.doc_id or h.id, h.score) for h in out.hits) for name, out in result.lanes.items()
+        }
+    overhead = result.timings.get("overhead_ms")
+    return QueryRun(
+        query_id=query_id,
+        doc_ids=tuple(dedupe([it.hit.doc_id or it.hit.id for it in result.items])),
+        latency_ms=latency_ms,
+        overhead_ms=float(overhead) if overhead is not None else None,
+        intent=result.preflight.intent,
+        stages=dict(result.stages),
+        lane_status={name: out.status.value for name, out in result.lanes.items()},
+        lane_hits=lane_hits,
+    )
+
+
+async def run_pass(
+    engine: SearchEngine,
+    dataset: Dataset,
+    *,
+    name: str,
+    lanes: Sequence[str],
+    fusion: FusionMode | None = None,
+    mode: Mode = Mode.RESEARCH,
+    top_k: int = 100,
+    concurrency: int = 1,
+    keep_lane_hits: bool = False,
+    clock: CalibrationClock | None = None,
+    on_query: Callable[[], None] | None = None,
+) -> PassResult:
+    """Run every judged query once with ``lanes`` and return the per-query rankings and latencies.
+
+    Args:
+        engine: the engine to query (already opened).
+        dataset: the judged queries.
+        name: pass name (``fused`` or a lane name).
+        lanes: lanes the requests are restricted to.
+        fusion: fusion mode override (None: the engine's configured mode).
+        mode: query mode (selects budgets).
+        top_k: items asked of the engine per query.
+        concurrency: queries in flight at once (1 measures un-queued latency).
+        keep_lane_hits: keep each lane's raw hits (for ``fabric tune``).
+        clock: calibration clock ticked after each query (only when ``concurrency == 1``).
+        on_query: called after each query (progress bars).
+    """
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    gate = asyncio.Semaphore(concurrency)
+    runs: dict[str, QueryRun] = {}
+    before = len(clock.samples) if clock else 0
+
+    async def one(qid: str, text: str) -> None:
+        request = SearchRequest(query=text, mode=mode, top_k=top_k, fusion=fusion, lanes=tuple(lanes))
+        async with gate:
+            start = time.perf_counter()
+            result = await engine.search(request)
+            latency_ms = (time.perf_counter() - start) * 1000.0
+            if clock is not None and concurrency == 1:
+                clock.tick()
+        runs[qid] = _to_run(qid, result, latency_ms, keep_lane_hits)
+        if on_query is not None:
+            on_query()
+
+    if concurrency == 1:
+        for q in dataset.queries:
+            await one(q.id, q.text)
+    else:
+        async with asyncio.TaskGroup() as tg:
+            for q in dataset.queries:
+                tg.create_task(one(q.id, q.text))
+    samples = tuple(clock.samples[before:]) if clock else ()
+    return PassResult(name=name, lanes=tuple(lanes), runs=runs, calibration_ms=samples)

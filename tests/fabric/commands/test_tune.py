@@ -1,0 +1,36 @@
+"""``fabric tune`` on the tiny BEIR fixture with the engine and ingestion swapped for fakes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fabric.cli import main
+from tests.fabric.commands.conftest import TINY
+
+
+class TestTuneCommand:
+    def test_reports_default_and_best_with_heldout(self, fake, capsys) -> None:
+        """--json prints default and best nDCG@10 on the fit and held-out halves."""
+        assert (
+            main(["tune", str(TINY), "--split", "test", "--lanes", "keyword", "vector", "--modes", "rrf", "--json"])
+            == 0
+        )
+        out = json.loads(capsys.readouterr().out)
+        assert {"fit", "heldout", "all"} <= set(out["ndcg_at_10"]["best"])
+        assert out["ndcg_at_10"]["best"]["fit"] >= out["ndcg_at_10"]["default"]["fit"]
+
+    def test_write_produces_a_loadable_config(self, fake, tmp_path: Path) -> None:
+        """--write stores the choice where `fabric --config` can read it."""
+        target = tmp_path / "config" / "fusion.local.toml"
+        args = ["tune", str(TINY), "--split", "test", "--lanes", "keyword", "vector", "--modes", "rrf"]
+        assert main([*args, "--write", str(target)]) == 0
+        from fabric.config import load_settings
+
+        settings = load_settings(user_file=target, env={})
+        assert settings.fusion.mode.value == "rrf"
+
+    def test_unknown_mode_exits_2(self, fake, capsys) -> None:
+        """An unknown fusion mode is a clear error."""
+        assert main(["tune", str(TINY), "--modes", "borda"]) == 2
+        assert "unknown fusion mode 'borda'" in capsys.readouterr().err

@@ -1,0 +1,86 @@
+"""Offline fusion tuning: fusion of cached lane hits, the search, the held-out split and the TOML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fabric.config import load_settings
+from fabric.eval.tuning import FusionChoice, fuse_offline, split_queries, to_toml, tune
+
+
+def _hits(*doc_ids: str) -> tuple[tuple[str, str, float], ...]:
+    return tuple((f"{d}#0", d, 10.0 - i) for i, d in enumerate(doc_ids))
+
+
+def _world() -> tuple[dict, dict]:
+    """40 queries: the 'good' lane ranks the relevant doc first, the 'noisy' lane ranks it last."""
+    rankings, qrels = {}, {}
+    for i in range(40):
+        rel = f"r{i}"
+        noise = [f"n{i}_{j}" for j in range(12)]
+        rankings[f"q{i}"] = {"good": _hits(*noise[:2], rel, *noise[2:6]), "noisy": _hits(*noise, rel)}
+        qrels[f"q{i}"] = {rel: 1}
+    return rankings, qrels
+
+
+class TestFuseOffline:
+    def test_rrf_orders_by_summed_reciprocal_ranks(self) -> None:
+        """A doc ranked well by both lanes beats one ranked first by a single lane."""
+        lanes = {"a": _hits("x", "y"), "b": _hits("y", "z")}
+        assert fuse_offline(lanes, FusionChoice(mode="rrf", k=60))[0] == "y"
+
+    def test_zero_weight_silences_a_lane(self) -> None:
+        """A lane with weight 0 contributes nothing."""
+        lanes = {"a": _hits("x"), "b": _hits("y")}
+        assert fuse_offline(lanes, FusionChoice(weights={"a": 0.0, "b": 1.0}))[0] == "y"
+
+    def test_chunks_collapse_to_documents(self) -> None:
+        """Two chunks of one document yield one doc id."""
+        lanes = {"a": (("d#0", "d", 2.0), ("d#1", "d", 1.0), ("e#0", "e", 0.5))}
+        assert fuse_offline(lanes, FusionChoice()) == ["d", "e"]
+
+    @pytest.mark.parametrize("mode", ["score_minmax", "score_dbsf"])
+    def test_score_modes_use_native_scores(self, mode: str) -> None:
+        """Score fusion follows normalised native scores, not ranks."""
+        lanes = {"a": (("x", "x", 10.0), ("y", "y", 9.9), ("z", "z", 0.0)), "b": (("y", "y", 1.0), ("x", "x", 0.0))}
+        assert fuse_offline(lanes, FusionChoice(mode=mode))[0] == "y"
+
+
+class TestTune:
+    def test_finds_weights_that_beat_the_default(self) -> None:
+        """The search down-weights the noisy lane and beats equal weights on both halves."""
+        rankings, qrels = _world()
+        report = tune(rankings, qrels, list(qrels), FusionChoice(mode="rrf", k=60), modes=("rrf",))
+        assert report.best.weights["noisy"] < report.best.weights["good"]
+        assert report.scores["best"]["fit"] > report.scores["default"]["fit"]
+        assert report.scores["best"]["heldout"] > report.scores["default"]["heldout"]
+
+    def test_reports_both_halves(self) -> None:
+        """Fit and held-out counts add up to the queries."""
+        rankings, qrels = _world()
+        report = tune(rankings, qrels, list(qrels), FusionChoice(), modes=("rrf",), rounds=1)
+        assert report.fit_queries + report.heldout_queries == 40
+        assert report.fit_queries > 0
+        assert report.heldout_queries > 0
+
+    def test_split_is_deterministic_and_disjoint(self) -> None:
+        """The same ids always split the same way, into disjoint halves."""
+        ids = [f"q{i}" for i in range(50)]
+        fit, held = split_queries(ids)
+        assert (fit, held) == split_queries(ids)
+        assert not set(fit) & set(held)
+
+
+class TestToml:
+    def test_written_file_is_read_by_the_config_loader(self, tmp_path: Path) -> None:
+        """The TOML sets fusion mode, k and lane weights through --config."""
+        rankings, qrels = _world()
+        report = tune(rankings, qrels, list(qrels), FusionChoice(), modes=("rrf",), rounds=1)
+        choice = FusionChoice(mode="rrf", k=40, weights={"keyword": 0.5, "vector": 1.5})
+        path = tmp_path / "fusion.local.toml"
+        path.write_text(to_toml(choice, report))
+        settings = load_settings(user_file=path, env={})
+        assert (settings.fusion.mode.value, settings.fusion.rrf_k) == ("rrf", 40)
+        assert (settings.lanes["keyword"].weight, settings.lanes["vector"].weight) == (0.5, 1.5)
