@@ -1,0 +1,48 @@
+"""The web lane's fallback: answers from the shared web response cache (seed 003, "Cached results").
+
+Reads the :class:`fabric.webcache.WebCache` the app injects as ``resources.extras["web_cache"]``, which every
+successful web lane call (SearXNG, Wikipedia, MDN) fills. It contacts nothing, so it answers within any budget.
+Cached answers of several providers are interleaved round-robin (freshest provider first), deduplicated by id
+and re-ranked; each hit's metadata records ``cached_from`` and ``cache_age_s``. A miss is an empty answer.
+
+Options (``lanes.toml``): none. The executor builds it for ``fallback = "web_cache"``::
+
+    [lanes.web]
+    backend = "searxng"
+    fallback = "web_cache"
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from itertools import zip_longest
+
+from fabric.models import Hit, LaneRequest
+from fabric.webcache import WEB_CACHE_KEY, WebCache
+from lanes.base import BaseLane
+from lanes.web._common import site_allowed
+
+__all__ = ["CachedWebLane"]
+
+
+class CachedWebLane(BaseLane):
+    """Serves cached web answers for the normalised query."""
+
+    provider = "web_cache"
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        """Interleave fresh cached answers for ``request.query``."""
+        cache = self.resources.extras.get(WEB_CACHE_KEY)
+        if not isinstance(cache, WebCache):
+            return []
+        entries = cache.lookup(request.query)
+        out: list[Hit] = []
+        seen: set[str] = set()
+        for row in zip_longest(*(e.hits for e in entries)):
+            for entry, hit in zip(entries, row, strict=True):
+                if hit is None or hit.id in seen or not site_allowed(hit.domain, request.constraints):
+                    continue
+                seen.add(hit.id)
+                meta = {**hit.metadata, "cached_from": entry.provider, "cache_age_s": round(entry.age_s, 3)}
+                out.append(dataclasses.replace(hit, rank=len(out) + 1, metadata=meta))
+        return out[: request.top_k]
