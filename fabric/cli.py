@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from fabric import __version__
 from fabric.commands import COMMANDS
 from fabric.errors import FabricError
+from fabric.logs import configure_logging
 
 __all__ = ["build_parser", "main"]
 
@@ -48,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    configure_logging(level="DEBUG" if args.verbose else "WARNING")
     try:
         code: int = args.func(args)
     except FabricError as exc:

@@ -1,0 +1,189 @@
+"""Budget benchmark: never late, never lost, with a hung, a crashing and a rate-limited provider.
+
+Six lanes per query: ``hung`` blocks a worker thread and ignores cancellation (a hung synchronous SDK call),
+``crash`` raises, ``limited`` answers 429 with Retry-After (``LaneRejected.suspend_s``), and three healthy
+lanes answer in 1–20 ms (seeded random delays). Queries run concurrently under a short request budget.
+
+Figures: p50/p99 total latency against the budget; ``healthy_hits_share`` (hits of the healthy lanes present
+in the answer; must be 1.0); ``overhead_p50_ms`` (the engine's own time per query, everything but waiting
+on lanes); ``hung_admitted_max_ms`` (the slowest query in which the hung lane was actually called, so cut
+and abandoned); ``suspended_query_p50_ms`` (a query's total time while the hung, crashing and rate-limited
+providers are all suspended) and ``suspended_skip_p50_ms`` (the time spent on a suspended lane).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from fabric.config import LaneConfig, ModeConfig, PenaltyConfig, PreflightConfig, Settings
+from fabric.errors import LaneRejected
+from fabric.logs import configure_logging
+from fabric.models import Hit, LaneKind, LaneRequest, LaneStatus, Mode, SearchRequest, SearchResult
+from lanes.base import BaseLane, Lane, LaneSpec
+from lanes.fake import FakeLane, synthetic_hits
+
+__all__ = ["add_arguments", "run"]
+
+_HEALTHY = ("alpha", "beta", "gamma")
+_HITS = 10
+_BLOCK_S = 1.5
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``fabric bench budget``."""
+    parser.add_argument("--queries", type=int, default=1000, help="number of queries (default 1000)")
+    parser.add_argument("--budget-ms", dest="budget_ms", type=float, default=100.0, help="request budget")
+    parser.add_argument("--concurrency", type=int, default=8, help="queries in flight at once")
+    parser.add_argument("--seed", type=int, default=7, help="random seed of the healthy lanes' delays")
+
+
+class _StubbornLane(BaseLane):
+    """Blocks a worker thread and swallows every cancellation until the thread returns."""
+
+    provider = "hung_provider"
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        """Never answers within any sane budget, and ignores cancellation while waiting."""
+        done = threading.Event()
+        fut = asyncio.ensure_future(asyncio.to_thread(done.wait, _BLOCK_S))
+        while not fut.done():
+            try:
+                await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                continue  # deliberately ignore cancellation, as a badly written SDK wrapper would
+        return []
+
+
+class _JitterLane(BaseLane):
+    """Healthy lane answering after a seeded random 1–20 ms delay."""
+
+    def __init__(self, name: str, rng: random.Random) -> None:
+        super().__init__(LaneSpec(name=name, kind=LaneKind.KEYWORD, backend="fake"), _resources())
+        self.provider = f"{name}_provider"
+        self._rng = rng
+        self._hits = synthetic_hits(name, _HITS)
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        """Answer ten hits after 1–20 ms."""
+        await asyncio.sleep(self._rng.uniform(0.001, 0.020))
+        return self._hits[: request.top_k]
+
+
+def _resources() -> Any:
+    from lanes.base import LaneResources
+
+    return LaneResources()
+
+
+def _settings(budget_ms: float, home: Path) -> Settings:
+    names = (*_HEALTHY, "hung", "crash", "limited")
+    lanes = {n: LaneConfig(name=n, kind=LaneKind.KEYWORD, backend="fake") for n in names}
+    mode = ModeConfig(total_budget_ms=budget_ms, preflight_ms=500.0, lanes=dict.fromkeys(names, budget_ms))
+    return Settings(
+        home=home,
+        modes={Mode.TECHNICAL: mode},
+        lanes=lanes,
+        # Short suspensions so the hung provider is probed again (half-open) every second or so.
+        penalties=PenaltyConfig(base_suspend_s=0.25, max_suspend_s=1.0),
+        preflight=PreflightConfig(),
+    )
+
+
+def _lanes(seed: int) -> dict[str, Lane]:
+    rng = random.Random(seed)
+    lanes: dict[str, Lane] = {n: _JitterLane(n, random.Random(rng.random())) for n in _HEALTHY}
+    lanes["hung"] = _StubbornLane(LaneSpec(name="hung", kind=LaneKind.KEYWORD, backend="fake"), _resources())
+    lanes["crash"] = FakeLane(name="crash", provider="crash_provider", error=RuntimeError("backend crashed"))
+    lanes["limited"] = FakeLane(
+        name="limited", provider="limited_provider", error=LaneRejected("HTTP 429", suspend_s=0.5)
+    )
+    return lanes
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _bench(args: argparse.Namespace) -> dict[str, Any]:
+    import tempfile
+
+    from fabric.engine import Engine
+
+    with tempfile.TemporaryDirectory(prefix="fabric-bench-") as tmp:
+        settings = _settings(args.budget_ms, Path(tmp))
+        totals: list[float] = []
+        overheads: list[float] = []
+        suspended_totals: list[float] = []
+        hung_totals: list[float] = []
+        skips: list[float] = []
+        present = expected = 0
+        sem = asyncio.Semaphore(max(1, args.concurrency))
+        request = SearchRequest(query="budget bench", top_k=50, mode=Mode.TECHNICAL)
+
+        async def one(engine: Engine) -> SearchResult:
+            async with sem:
+                return await engine.search(request)
+
+        t0 = time.perf_counter()
+        async with Engine(settings, lanes=_lanes(args.seed)) as engine:
+            results = await asyncio.gather(*(one(engine) for _ in range(args.queries)))
+            health = engine.health()
+        wall_s = time.perf_counter() - t0
+        for res in results:
+            totals.append(res.timings["total_ms"])
+            overheads.append(res.timings["overhead_ms"])
+            ids = {it.id for it in res.items}
+            for name in _HEALTHY:
+                expected += _HITS
+                present += sum(1 for i in range(_HITS) if f"{name}-{i}" in ids)
+            statuses = {n: o.status for n, o in res.lanes.items()}
+            if all(statuses[n] is LaneStatus.SUSPENDED for n in ("hung", "crash", "limited")):
+                suspended_totals.append(res.timings["total_ms"])
+            if statuses["hung"] is LaneStatus.TIMEOUT:
+                hung_totals.append(res.timings["total_ms"])
+            skips += [o.latency_ms for o in res.lanes.values() if o.status is LaneStatus.SUSPENDED]
+        statuses_count: dict[str, int] = {}
+        for res in results:
+            for n, o in res.lanes.items():
+                key = f"{n}:{o.status.value}"
+                statuses_count[key] = statuses_count.get(key, 0) + 1
+    return {
+        "queries": args.queries,
+        "concurrency": args.concurrency,
+        "budget_ms": args.budget_ms,
+        "p50_ms": round(_pct(totals, 0.50), 3),
+        "p99_ms": round(_pct(totals, 0.99), 3),
+        "max_ms": round(max(totals), 3),
+        "p99_within_budget_plus_25ms": _pct(totals, 0.99) <= args.budget_ms + 25.0,
+        "healthy_hits_share": round(present / expected, 6) if expected else 0.0,
+        "overhead_p50_ms": round(statistics.median(overheads), 4),
+        "overhead_p99_ms": round(_pct(overheads, 0.99), 4),
+        "suspended_query_p50_ms": round(_pct(suspended_totals, 0.5), 3),
+        "suspended_queries": len(suspended_totals),
+        "suspended_skip_p50_ms": round(_pct(skips, 0.5), 4),
+        "hung_admitted_queries": len(hung_totals),
+        "hung_admitted_max_ms": round(max(hung_totals, default=0.0), 3),
+        "abandoned_total": health["abandoned_total"],
+        "lane_statuses": dict(sorted(statuses_count.items())),
+        "wall_s": round(wall_s, 2),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the benchmark and return its figures."""
+    if args.queries < 1 or args.concurrency < 1 or args.budget_ms <= 0:
+        from fabric.errors import QueryError
+
+        raise QueryError("bench", "--queries, --concurrency and --budget-ms must be positive")
+    configure_logging(level="CRITICAL")
+    return asyncio.run(_bench(args))

@@ -1,0 +1,154 @@
+"""``fabric search "QUERY"``: run one query through the engine and print a table or the result JSON.
+
+Options mirror the request fields (:mod:`fabric.validation`): ``--mode``, ``--top-k``, ``--cursor``,
+``--budget-ms``, ``--strict``, ``--lanes a,b``, ``--fusion``, ``--constraint key=value`` (repeatable),
+``--no-preflight``. ``--json`` prints ``SearchResult.to_dict()`` (the DESIGN.md shape); ``--explain`` adds,
+per item, every score component and the item's rank in each lane. Bad input exits 2 with one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from fabric.config import Settings, load_settings
+from fabric.errors import QueryError
+from fabric.models import SearchRequest, SearchResult
+
+__all__ = ["load_cli_settings", "parse_constraints", "register", "run"]
+
+
+def register(sub: Any) -> None:
+    """Add the ``search`` subcommand."""
+    p: argparse.ArgumentParser = sub.add_parser("search", help="search every enabled lane and fuse the answers")
+    p.add_argument("query", help="the query text")
+    p.add_argument("--mode", help="simple | technical | research | multimedia")
+    p.add_argument("--top-k", dest="top_k", help="items per page (default 10)")
+    p.add_argument("--cursor", help="next_cursor of a previous page")
+    p.add_argument("--budget-ms", dest="budget_ms", help="total budget in ms (default: the mode's)")
+    p.add_argument("--strict", action="store_true", help="fail instead of returning a partial answer")
+    p.add_argument("--lanes", help="comma-separated lanes to run (default: every enabled lane)")
+    p.add_argument("--fusion", help="rrf | append_fill | score_minmax | score_dbsf")
+    p.add_argument(
+        "--constraint",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="time_range, sources, cost, depth or citations_required (repeatable)",
+    )
+    p.add_argument("--no-preflight", dest="no_preflight", action="store_true", help="skip pre-flight refinement")
+    p.add_argument("--json", action="store_true", help="print the result JSON")
+    p.add_argument("--explain", action="store_true", help="show score components and per-lane ranks")
+    p.set_defaults(func=run)
+
+
+def load_cli_settings(args: argparse.Namespace) -> Settings:
+    """Settings from the global ``--config``, ``--profile`` and ``--home`` options plus the environment."""
+    env = dict(os.environ)
+    if getattr(args, "home", None):
+        env["FABRIC_HOME"] = str(args.home)
+    config = getattr(args, "config", None)
+    return load_settings(user_file=Path(config) if config else None, profile=getattr(args, "profile", None), env=env)
+
+
+def parse_constraints(pairs: list[str]) -> dict[str, str]:
+    """``["cost=low", "depth=research"]`` → a mapping (values are validated later)."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise QueryError("constraints", f"expected KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _request_data(args: argparse.Namespace) -> dict[str, Any]:
+    data: dict[str, Any] = {"query": args.query}
+    for key in ("mode", "top_k", "cursor", "budget_ms", "lanes", "fusion"):
+        value = getattr(args, key)
+        if value is not None:
+            data[key] = value
+    if args.constraint:
+        data["constraints"] = parse_constraints(args.constraint)
+    if args.strict:
+        data["strict"] = True
+    if args.no_preflight:
+        data["preflight"] = False
+    return data
+
+
+async def _search(settings: Settings, request: SearchRequest) -> SearchResult:
+    from fabric.engine import Engine
+
+    async with Engine(settings) as engine:
+        return await engine.search(request)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate, search, print; returns the exit code."""
+    from fabric.validation import parse_request
+
+    settings = load_cli_settings(args)
+    request = parse_request(_request_data(args), settings)
+    result = asyncio.run(_search(settings, request))
+    if args.json:
+        payload = result.to_dict()
+        if args.explain:
+            payload["explain"] = _explain(result)
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        _print_tables(result, explain=args.explain)
+    return 0
+
+
+def _explain(result: SearchResult) -> list[dict[str, Any]]:
+    return [
+        {"id": it.id, "score_total": it.score_total, "scores": dict(it.scores), "ranks": dict(it.ranks)}
+        for it in result.items
+    ]
+
+
+def _print_tables(result: SearchResult, *, explain: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, soft_wrap=True)
+    items = Table(title=f"{result.query!r} · {result.mode.value} · trace {result.trace_id}", expand=False)
+    for col in ("#", "score", "id", "title", "lanes"):
+        items.add_column(col)
+    components = sorted({k for it in result.items for k in it.scores}) if explain else []
+    for comp in components:
+        items.add_column(comp)
+    if explain:
+        items.add_column("ranks")
+    for i, it in enumerate(result.items, 1):
+        row = [str(i), f"{it.score_total:.4f}", it.id, it.hit.title[:60], ",".join(it.lanes)]
+        row += [f"{it.scores[c]:.4f}" if c in it.scores else "" for c in components]
+        if explain:
+            row.append(" ".join(f"{lane}:{rank}" for lane, rank in sorted(it.ranks.items())))
+        items.add_row(*row)
+    console.print(items)
+    lanes = Table(title="lanes")
+    for col in ("lane", "status", "provider", "latency_ms", "hits", "weight", "error"):
+        lanes.add_column(col)
+    for name, out in result.lanes.items():
+        lanes.add_row(
+            name,
+            out.status.value,
+            out.provider,
+            f"{out.latency_ms:.1f}",
+            str(len(out.hits)),
+            f"{out.weight:.2f}",
+            (out.error or "")[:80],
+        )
+    console.print(lanes)
+    pf = result.preflight
+    console.print(
+        f"pre-flight: {'bypassed (' + str(pf.reason) + ')' if pf.bypassed else 'refined'} → {pf.refined_query!r}"
+        f" · total {result.timings.get('total_ms', 0.0):.1f} ms · partial={str(result.partial).lower()}"
+        f" · next_cursor={result.next_cursor or '-'}"
+    )

@@ -1,0 +1,418 @@
+"""The engine: validate → pre-flight (with lane warm-up) → bind constraints → plan → execute → fuse → page.
+
+Usage::
+
+    async with Engine(load_settings()) as engine:
+        result = await engine.search(parse_request({"query": "..."}, engine.settings))
+
+Lanes are built from ``settings.lanes`` (enabled lanes plus their fallback targets) at :meth:`Engine.open`;
+a lane whose backend cannot be built is reported with status ``error`` in every result and never crashes
+the engine. Tests and benchmarks may inject ``lanes`` (and ``resources``) directly.
+
+Staged retrieval (seed 000): lanes with ``stage = 2`` run only when stage-1 fusion yields fewer than
+``fusion.stages.min_must_count`` items, and are skipped when their provider's observed median latency
+exceeds ``stage2_cap_ms`` (they are cut at that cap otherwise). ``SearchResult.stages`` records
+``stage2_should_trigger``, ``stage2_used``, ``stage2_skipped_budget`` and the latency split.
+
+Pagination re-runs the query and slices the deterministic fused list at the cursor's offset
+(:mod:`fusion.cursor`). The cursor secret is ``FABRIC_CURSOR_SECRET`` when set, else a random secret
+created once under the home (``cursor.secret``), read when the engine opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+import structlog
+
+from fabric.budgets import lane_budget_ms, total_budget_ms
+from fabric.config import LaneConfig, Settings
+from fabric.constraints import BUDGET_MULTIPLIERS, bind_constraints
+from fabric.errors import ConfigError, PartialResultError
+from fabric.executor import LaneExecutor, PlannedLane
+from fabric.logs import new_trace_id
+from fabric.metrics import EngineMetrics
+from fabric.models import LaneKind, LaneOutcome, LaneRequest, LaneStatus, SearchRequest, SearchResult
+from fabric.penalties import ProviderPenalties
+from fabric.preflight import LoopLagMonitor, Preflight
+from fabric.resources import close_resources, open_resources
+from fusion.cursor import decode_cursor, encode_cursor, fingerprint
+from fusion.pipeline import FusionContext, FusionOutput, fuse
+from lanes.base import Lane, LaneResources, LaneSpec
+from lanes.registry import build_lane
+
+__all__ = ["CURSOR_SECRET_ENV", "Engine"]
+
+log = structlog.get_logger(__name__)
+
+CURSOR_SECRET_ENV = "FABRIC_CURSOR_SECRET"
+"""Environment variable holding the cursor HMAC secret (shared by every replica behind one API)."""
+
+_OPEN_TIMEOUT_S = 60.0
+
+
+def _load_secret(home: Path) -> bytes:
+    env = os.environ.get(CURSOR_SECRET_ENV)
+    if env:
+        return env.encode("utf-8")
+    path = home / "cursor.secret"
+    try:
+        if path.exists():
+            return path.read_bytes().strip()
+        home.mkdir(parents=True, exist_ok=True)
+        secret = secrets.token_hex(32).encode("ascii")
+        path.write_bytes(secret)
+        path.chmod(0o600)
+        return secret
+    except OSError as exc:
+        log.warning("cursor_secret_ephemeral", path=str(path), error=str(exc))
+        return secrets.token_hex(32).encode("ascii")
+
+
+class Engine:
+    """Federated search over the configured lanes (see the module docstring).
+
+    Args:
+        settings: loaded settings.
+        lanes: lanes by name to use instead of building them from ``settings.lanes``.
+        resources: shared resources to inject instead of opening them (then not closed by the engine).
+        clock: monotonic seconds for provider penalties (injected in tests).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        lanes: Mapping[str, Lane] | None = None,
+        resources: LaneResources | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self._given_lanes = dict(lanes) if lanes is not None else None
+        self._given_resources = resources
+        self.resources: LaneResources | None = resources
+        self.lanes: dict[str, Lane] = {}
+        self.build_errors: dict[str, str] = {}
+        self.metrics = EngineMetrics()
+        self.penalties = ProviderPenalties(settings.penalties, clock=clock)
+        self.executor = LaneExecutor({}, penalties=self.penalties, metrics=self.metrics)
+        self.preflight = Preflight(settings.preflight, clock=clock)
+        self.loop_lag = LoopLagMonitor()
+        self._secret = b""
+        self._unopened: set[str] = set()
+        self._inflight = 0
+        self._opened = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def open(self) -> None:
+        """Open resources, build and warm up lanes, read the cursor secret. Idempotent."""
+        if self._opened:
+            return
+        if self.resources is None:
+            self.resources = await open_resources(self.settings, embedder=self._needs_embedder())
+        if self._given_lanes is not None:
+            self.lanes = dict(self._given_lanes)
+        else:
+            self._build_lanes(self.resources)
+        self.executor.lanes = dict(self.lanes)
+        self.executor.unavailable = dict(self.build_errors)
+        self.preflight.http = self.resources.http
+        self._secret = _load_secret(self.settings.home)
+        self._unopened = set(self.lanes)
+        await self._warm_up(sorted(self.lanes), _OPEN_TIMEOUT_S)
+        self.loop_lag.start()
+        self._opened = True
+        log.info("engine_opened", lanes=sorted(self.lanes), unavailable=sorted(self.build_errors))
+
+    def _needs_embedder(self) -> bool:
+        """Only a real vector lane needs the embedder (loading a model is slow; fake lanes do not need it)."""
+        if self._given_lanes is not None:
+            return False
+        return any(lc.kind is LaneKind.VECTOR and lc.backend != "fake" for lc in self.settings.lanes.values())
+
+    def _build_lanes(self, resources: LaneResources) -> None:
+        wanted: dict[str, LaneConfig | None] = {lc.name: lc for lc in self.settings.enabled_lanes()}
+        for lc in list(wanted.values()):
+            if lc is not None and lc.fallback and lc.fallback not in wanted:
+                wanted[lc.fallback] = self.settings.lanes.get(lc.fallback)
+        for name, lc in wanted.items():
+            if lc is None:  # a pseudo-lane such as web_cache: its backend is its name
+                parent = next(c for c in self.settings.lanes.values() if c.fallback == name)
+                spec = LaneSpec(name=name, kind=parent.kind, backend=name, options=parent.options)
+            else:
+                spec = LaneSpec(name=name, kind=lc.kind, backend=lc.backend, options=lc.options)
+            try:
+                self.lanes[name] = build_lane(spec, resources)
+            except Exception as exc:  # a broken backend is reported per query, never fatal to the engine
+                msg = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+                self.build_errors[name] = f"lane could not be built: {msg}"
+                log.warning("lane_build_failed", lane=name, backend=spec.backend, error=msg)
+
+    async def _warm_up(self, names: list[str], timeout_s: float) -> None:
+        """Open lanes concurrently; a lane that fails to open is retried at the next query."""
+
+        async def one(name: str) -> None:
+            try:
+                async with asyncio.timeout(timeout_s):
+                    await self.lanes[name].open()
+                self._unopened.discard(name)
+            except Exception as exc:  # the lane's search will fail and be reported; the engine stays up
+                log.warning("lane_open_failed", lane=name, error=f"{type(exc).__name__}: {exc}")
+
+        await asyncio.gather(*(one(n) for n in names if n in self._unopened))
+
+    async def aclose(self) -> None:
+        """Close lanes and the resources the engine opened."""
+        await self.loop_lag.stop()
+        for name, lane in self.lanes.items():
+            try:
+                await lane.aclose()
+            except Exception as exc:  # closing must close everything else too
+                log.warning("lane_close_failed", lane=name, error=str(exc))
+        if self._given_resources is None and self.resources is not None:
+            await close_resources(self.resources)
+            self.resources = None
+        self._opened = False
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # ------------------------------------------------------------------ planning
+
+    def _lane_config(self, name: str) -> LaneConfig:
+        lc = self.settings.lanes.get(name)
+        if lc is not None:
+            return lc
+        lane = self.lanes.get(name)
+        return LaneConfig(name=name, kind=lane.kind if lane else LaneKind.KEYWORD, backend="injected")
+
+    def _plan_names(self, request: SearchRequest) -> list[str]:
+        if request.lanes is not None:
+            return list(request.lanes)
+        if self._given_lanes is not None:
+            return [n for n in self._given_lanes if n not in self.settings.lanes or self.settings.lanes[n].enabled]
+        return [lc.name for lc in self.settings.enabled_lanes()]
+
+    def _fingerprint(self, request: SearchRequest, names: list[str]) -> str:
+        fusion_mode = request.fusion or self.settings.fusion.mode
+        return fingerprint(
+            {
+                "query": request.query,
+                "mode": request.mode.value,
+                "constraints": dataclasses.asdict(request.constraints),
+                "fusion": fusion_mode.value,
+                "lanes": names,
+                "top_k": request.top_k,
+            }
+        )
+
+    # ------------------------------------------------------------------ search
+
+    async def search(self, request: SearchRequest) -> SearchResult:
+        """Answer ``request`` within its budget.
+
+        Raises:
+            QueryError: a bad cursor (field ``cursor``).
+            PartialResultError: strict mode and some planned lane did not succeed.
+        """
+        if not self._opened:
+            raise RuntimeError("Engine.open() must be awaited before search()")
+        trace_id = new_trace_id()
+        tokens = structlog.contextvars.bind_contextvars(trace_id=trace_id)
+        self._inflight += 1
+        try:
+            return await self._search(request, trace_id)
+        finally:
+            self._inflight -= 1
+            structlog.contextvars.reset_contextvars(**tokens)
+
+    async def _search(self, request: SearchRequest, trace_id: str) -> SearchResult:
+        t0 = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        s = self.settings
+        mode_cfg = s.mode(request.mode)
+        multiplier = BUDGET_MULTIPLIERS.get(request.constraints.cost or "medium", 1.0)
+        deadline = loop.time() + total_budget_ms(mode_cfg, request.budget_ms, multiplier) / 1000.0
+        names = self._plan_names(request)
+        fp = self._fingerprint(request, names)
+        offset = decode_cursor(request.cursor, fp, self._secret) if request.cursor else 0
+        plan: list[PlannedLane] = []
+        for name in names:
+            lc = self._lane_config(name)
+            plan.append(
+                PlannedLane(
+                    name=name,
+                    budget_ms=lane_budget_ms(mode_cfg, lc, multiplier),
+                    weight=lc.weight,
+                    fallback=lc.fallback if lc.fallback in self.lanes else None,
+                    stage=lc.stage,
+                )
+            )
+
+        now = datetime.now(UTC)
+        t_pf = time.perf_counter()
+        pf_run = self.preflight.run(
+            request.query,
+            current_year=now.year,
+            budget_ms=mode_cfg.preflight_ms,
+            lane_budgets_ms={p.name: p.budget_ms for p in plan if p.stage == 1},
+            time_left_ms=(deadline - loop.time()) * 1000.0,
+            inflight=self._inflight,
+            loop_lag_ms=self.loop_lag.lag_ms,
+            enabled=request.preflight,
+        )
+        unopened = [n for n in names if n in self._unopened]
+        if unopened:
+            pf, _ = await asyncio.gather(pf_run, self._warm_up(unopened, mode_cfg.preflight_ms / 1000.0))
+        else:
+            pf = await pf_run
+        preflight_ms = (time.perf_counter() - t_pf) * 1000.0
+
+        bound = bind_constraints(request.constraints, now=now, preflight=pf)
+        lane_top_k = s.engine.lane_top_k if bound.max_results is None else min(s.engine.lane_top_k, bound.max_results)
+        lane_request = LaneRequest(query=pf.refined_query, top_k=lane_top_k, constraints=bound, trace_id=trace_id)
+        ctx = FusionContext(
+            config=s.fusion,
+            now=now,
+            mode=request.fusion,
+            authority=s.authority,
+            authority_default=s.authority_default,
+            stage_of={p.name: p.stage for p in plan},
+        )
+
+        t_lanes = time.perf_counter()
+        outcomes = await self.executor.run([p for p in plan if p.stage == 1], lane_request, deadline=deadline)
+        lanes_ms = (time.perf_counter() - t_lanes) * 1000.0
+        stage2 = [p for p in plan if p.stage == 2]
+        stages: dict[str, Any] = {}
+        by_design: set[str] = set()
+        if stage2:
+            stages = await self._stage2(stage2, outcomes, lane_request, deadline, ctx, by_design)
+            stages["stage1_ms"] = round(lanes_ms, 3)
+            lanes_ms += stages["stage2_ms"]
+
+        t_fuse = time.perf_counter()
+        fused = fuse(outcomes, ctx)
+        fusion_ms = (time.perf_counter() - t_fuse) * 1000.0
+        end = offset + request.top_k
+        page = fused.items[offset:end]
+        next_cursor = encode_cursor(end, fp, self._secret) if end < len(fused.items) else None
+        ordered = {p.name: outcomes[p.name] for p in plan}
+        not_ok = {n: o.status.value for n, o in ordered.items() if o.status is not LaneStatus.SUCCESS}
+        partial = any(n not in by_design for n in not_ok)
+        total_ms = (time.perf_counter() - t0) * 1000.0
+        self._observe(ordered, fused, total_ms, partial)
+        if request.strict and partial:
+            raise PartialResultError({n: v for n, v in not_ok.items() if n not in by_design})
+        return SearchResult(
+            query=request.query,
+            mode=request.mode,
+            trace_id=trace_id,
+            items=page,
+            lanes=ordered,
+            preflight=pf,
+            next_cursor=next_cursor,
+            partial=partial,
+            dedup={"candidates": fused.candidates, "removed": fused.removed},
+            timings={
+                "total_ms": total_ms,
+                "preflight_ms": preflight_ms,
+                "lanes_ms": lanes_ms,
+                "fusion_ms": fusion_ms,
+                "overhead_ms": max(0.0, total_ms - lanes_ms - preflight_ms),
+            },
+            stages=stages,
+            fusion_mode=request.fusion or s.fusion.mode,
+        )
+
+    async def _stage2(
+        self,
+        stage2: list[PlannedLane],
+        outcomes: dict[str, LaneOutcome],
+        lane_request: LaneRequest,
+        deadline: float,
+        ctx: FusionContext,
+        by_design: set[str],
+    ) -> dict[str, Any]:
+        """Run stage-2 lanes when stage 1 is short (seed 000); updates ``outcomes`` in place."""
+        cfg = self.settings.fusion.stages
+        first: FusionOutput = fuse(outcomes, ctx)
+        should = len(first.items) < cfg.min_must_count
+        info: dict[str, Any] = {
+            "stage1_count": len(first.items),
+            "min_must_count": cfg.min_must_count,
+            "stage2_should_trigger": should,
+            "stage2_used": False,
+            "stage2_skipped_budget": False,
+            "stage2_ms": 0.0,
+            "stage2_lanes": [p.name for p in stage2],
+        }
+        runnable: list[PlannedLane] = []
+        for p in stage2:
+            lane = self.lanes.get(p.name)
+            observed = self.penalties.latency_p50_ms(lane.provider) if lane is not None else None
+            if not should:
+                reason = f"stage 2 not triggered: stage 1 yielded {len(first.items)} >= {cfg.min_must_count} items"
+            elif observed is not None and observed > cfg.stage2_cap_ms:
+                reason = f"stage 2 skipped: observed p50 {observed:.0f} ms > stage2_cap_ms {cfg.stage2_cap_ms:g}"
+                info["stage2_skipped_budget"] = True
+            else:
+                runnable.append(dataclasses.replace(p, budget_ms=min(p.budget_ms, cfg.stage2_cap_ms)))
+                continue
+            by_design.add(p.name)
+            outcomes[p.name] = self.executor.outcome(p, LaneStatus.SKIPPED, 0.0, error=reason)
+        if runnable:
+            t = time.perf_counter()
+            outcomes.update(await self.executor.run(runnable, lane_request, deadline=deadline))
+            info["stage2_ms"] = round((time.perf_counter() - t) * 1000.0, 3)
+            info["stage2_used"] = True
+        return info
+
+    def _observe(
+        self, outcomes: Mapping[str, LaneOutcome], fused: FusionOutput, total_ms: float, partial: bool
+    ) -> None:
+        m = self.metrics
+        m.observe_lanes(outcomes)
+        m.observe_query(total_ms=total_ms, partial=partial, candidates=fused.candidates, removed=fused.removed)
+        for out in outcomes.values():
+            m.suspended.labels(out.provider).set(1.0 if self.penalties.is_suspended(out.provider) else 0.0)
+
+    # ------------------------------------------------------------------ health
+
+    def health(self) -> dict[str, Any]:
+        """Lanes (built or not, provider health), abandoned calls, in-flight queries and metric summary."""
+        lanes: dict[str, Any] = {}
+        for name in sorted(set(self.lanes) | set(self.build_errors)):
+            lane = self.lanes.get(name)
+            lanes[name] = {
+                "built": lane is not None,
+                "opened": lane is not None and name not in self._unopened,
+                "provider": lane.provider if lane is not None else None,
+                "error": self.build_errors.get(name),
+                "health": self.penalties.snapshot(lane.provider) if lane is not None else None,
+            }
+        return {
+            "open": self._opened,
+            "lanes": lanes,
+            "inflight": self._inflight,
+            "loop_lag_ms": round(self.loop_lag.lag_ms, 3),
+            "abandoned_running": self.executor.abandoned_running(),
+            "abandoned_total": self.executor.abandoned_total,
+            "metrics": self.metrics.summary(),
+        }

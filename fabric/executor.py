@@ -1,0 +1,366 @@
+"""The lane executor: every planned lane as its own task, cut at its budget, never late, never lost.
+
+One deadline per query. Each lane is cut at ``min(start + lane budget, deadline)``. The lane call runs in an
+inner task that the lane wrapper *waits on with a timeout* instead of awaiting it, so a lane that ignores
+cancellation (a blocking SDK call in a worker thread, a swallowed ``CancelledError``) cannot delay the answer:
+at its cut the call is cancelled, given a short grace, and then abandoned. Abandoned calls are kept in
+:attr:`LaneExecutor.abandoned` (so they are not garbage-collected mid-flight), counted in metrics and logged.
+
+A provider with too many abandoned calls still running is not called again until they end (a bulkhead): each
+hung call may hold a worker thread, and the default thread pool is small (``min(32, cpus + 4)``), so without
+the bulkhead a hung provider would starve every other lane that uses ``asyncio.to_thread``.
+
+Every lane ends as a :class:`~fabric.models.LaneOutcome` (success, timeout, error, skipped, suspended,
+fallback). Provider penalties decide admission (suspended / half-open probe) and the weight factor. Failed or
+suspended lanes run their configured fallback inside their own remaining budget; a fallback target already
+planned in the same query is not run twice: its answer is reused (counted once, under its own name).
+Retries (tenacity) happen only on :class:`~fabric.errors.LaneUnavailable`, only while budget is left and
+only within the provider's retry budget; ``except Exception`` appears only in :meth:`LaneExecutor._call`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import structlog
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    stop_any,
+    wait_exponential,
+)
+from tenacity.stop import stop_base
+
+from fabric.errors import LaneError, LaneRejected, LaneUnavailable
+from fabric.metrics import EngineMetrics
+from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus
+from fabric.penalties import ProviderPenalties
+from lanes.base import Lane
+
+__all__ = ["LaneExecutor", "PlannedLane"]
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlannedLane:
+    """One lane the planner decided to run for this query."""
+
+    name: str
+    """Lane name (result key)."""
+    budget_ms: float
+    """Lane budget, already scaled by the cost multiplier."""
+    weight: float = 1.0
+    """Configured fusion weight."""
+    fallback: str | None = None
+    """Lane run in this lane's remaining budget when it fails."""
+    stage: int = 1
+    """1 must-first, 2 fill."""
+
+
+@dataclass(slots=True)
+class _Call:
+    hits: list[Hit] | None = None
+    error: BaseException | None = None
+    timed_out: bool = False
+    retries: int = 0
+
+
+class LaneExecutor:
+    """Runs planned lanes concurrently under one deadline.
+
+    Args:
+        lanes: every built lane by name (fallback targets included).
+        penalties: provider health, owned by this executor.
+        metrics: engine metrics (abandoned tasks), optional.
+        max_attempts: attempts per call on ``LaneUnavailable`` (1 disables retries).
+        cancel_grace_ms: how long a cancelled call may take to unwind before it is abandoned.
+        max_abandoned_per_provider: bulkhead: abandoned calls still running before a provider is skipped.
+    """
+
+    def __init__(
+        self,
+        lanes: Mapping[str, Lane],
+        *,
+        penalties: ProviderPenalties | None = None,
+        metrics: EngineMetrics | None = None,
+        max_attempts: int = 2,
+        cancel_grace_ms: float = 2.0,
+        max_abandoned_per_provider: int = 2,
+    ) -> None:
+        if max_attempts < 1 or cancel_grace_ms < 0 or max_abandoned_per_provider < 1:
+            raise ValueError("max_attempts >= 1, cancel_grace_ms >= 0 and max_abandoned_per_provider >= 1 required")
+        self.lanes = dict(lanes)
+        self.penalties = penalties or ProviderPenalties()
+        self.metrics = metrics
+        self.max_attempts = max_attempts
+        self.cancel_grace_s = cancel_grace_ms / 1000.0
+        self.max_abandoned = max_abandoned_per_provider
+        self.abandoned: set[asyncio.Task[Any]] = set()
+        """Lane calls abandoned past their cut and still running."""
+        self.abandoned_total = 0
+        self.unavailable: dict[str, str] = {}
+        """Lane name → why it could not be built (reported as status ``error``)."""
+        self._abandoned_by_provider: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ public
+
+    async def run(
+        self, plan: Sequence[PlannedLane], request: LaneRequest, *, deadline: float
+    ) -> dict[str, LaneOutcome]:
+        """Run ``plan`` concurrently; return one outcome per planned lane, by the time ``deadline`` passes.
+
+        Args:
+            plan: lanes to run.
+            request: the lane request (refined query, bound constraints, trace id).
+            deadline: absolute ``loop.time()`` by which every outcome must be known.
+        """
+        loop = asyncio.get_running_loop()
+        failed: set[str] = set()
+        tasks: dict[str, asyncio.Task[LaneOutcome]] = {}
+        for p in plan:
+            tasks[p.name] = loop.create_task(self._run_lane(p, request, deadline, tasks, failed))
+        if not tasks:
+            return {}
+        # Wrappers end by their cut plus the grace; this backstop only matters if a lane blocks the loop itself.
+        _, pending = await asyncio.wait(tasks.values(), timeout=max(0.0, deadline - loop.time()) + 0.05)
+        out: dict[str, LaneOutcome] = {}
+        for p in plan:
+            task = tasks[p.name]
+            if task in pending:
+                task.cancel()
+                self._abandon(task, self._provider(p.name))
+                out[p.name] = self.outcome(p, LaneStatus.TIMEOUT, 0.0, error="lane wrapper overran the deadline")
+            else:
+                out[p.name] = task.result()
+        return out
+
+    def abandoned_running(self) -> int:
+        """Abandoned lane calls that have not ended yet."""
+        return len(self.abandoned)
+
+    # ------------------------------------------------------------------ one lane
+
+    def _provider(self, name: str) -> str:
+        lane = self.lanes.get(name)
+        return lane.provider if lane is not None else name
+
+    def outcome(
+        self,
+        p: PlannedLane,
+        status: LaneStatus,
+        latency_ms: float,
+        *,
+        hits: Sequence[Hit] = (),
+        error: str | None = None,
+        lane: Lane | None = None,
+        fallback_for: str | None = None,
+    ) -> LaneOutcome:
+        """Build the outcome of planned lane ``p`` (provider, kind, weight and health filled in)."""
+        lane = lane or self.lanes.get(p.name)
+        provider = lane.provider if lane is not None else p.name
+        kind = lane.kind if lane is not None else LaneKind.KEYWORD
+        return LaneOutcome(
+            lane=p.name,
+            kind=kind,
+            provider=provider,
+            status=status,
+            latency_ms=latency_ms,
+            hits=tuple(hits),
+            weight=p.weight * self.penalties.weight(provider),
+            error=error,
+            fallback_for=fallback_for,
+            health=self.penalties.snapshot(provider),
+        )
+
+    async def _run_lane(
+        self,
+        p: PlannedLane,
+        request: LaneRequest,
+        deadline: float,
+        tasks: Mapping[str, asyncio.Task[LaneOutcome]],
+        failed: set[str],
+    ) -> LaneOutcome:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        cut_at = min(start + p.budget_ms / 1000.0, deadline)
+        lane = self.lanes.get(p.name)
+        if lane is None:
+            failed.add(p.name)
+            why = self.unavailable.get(p.name, "lane not built")
+            return await self._fallback(p, start, cut_at, request, tasks, failed, LaneStatus.ERROR, why)
+        if cut_at <= start:
+            failed.add(p.name)
+            return self.outcome(p, LaneStatus.SKIPPED, 0.0, error="no time left before the deadline")
+        status, error = await self._attempt(lane, request, cut_at)
+        latency_ms = (loop.time() - start) * 1000.0
+        if isinstance(status, list):
+            outcome = self.outcome(p, LaneStatus.SUCCESS, latency_ms, hits=status)
+        else:
+            failed.add(p.name)
+            outcome = await self._fallback(p, start, cut_at, request, tasks, failed, status, error)
+        log.debug("lane_finished", lane=p.name, status=outcome.status.value, latency_ms=round(outcome.latency_ms, 3))
+        return outcome
+
+    async def _attempt(
+        self, lane: Lane, request: LaneRequest, cut_at: float
+    ) -> tuple[list[Hit] | LaneStatus, str | None]:
+        """Admit, call and record one lane; hits on success, else (status, error text)."""
+        loop = asyncio.get_running_loop()
+        provider = lane.provider
+        if self._abandoned_by_provider.get(provider, 0) >= self.max_abandoned:
+            n = self._abandoned_by_provider[provider]
+            return LaneStatus.SUSPENDED, f"bulkhead: {n} abandoned calls to {provider} still running"
+        admission = self.penalties.admit(provider, timeout_s=cut_at - loop.time())
+        if not admission.allowed:
+            return LaneStatus.SUSPENDED, admission.reason
+        t0 = loop.time()
+        call = await self._call(lane, request, cut_at)
+        latency_ms = (loop.time() - t0) * 1000.0
+        if call.hits is not None:
+            self.penalties.record_success(provider, latency_ms)
+            return call.hits, None
+        if call.timed_out:
+            self.penalties.record_failure(provider, "timeout", latency_ms=latency_ms)
+            return LaneStatus.TIMEOUT, f"no answer within {latency_ms:.0f} ms"
+        exc = call.error
+        failure = exc.failure if isinstance(exc, LaneError) else "error"
+        suspend_s = exc.suspend_s if isinstance(exc, LaneRejected) else None
+        self.penalties.record_failure(provider, failure, latency_ms=latency_ms, suspend_s=suspend_s)
+        return LaneStatus.ERROR, f"{type(exc).__name__}: {exc}"
+
+    async def _call(self, lane: Lane, request: LaneRequest, cut_at: float) -> _Call:
+        """Call ``lane.search`` in an inner task cut at ``cut_at``; never waits past ``cut_at`` + grace."""
+        loop = asyncio.get_running_loop()
+        call = _Call()
+        inner = loop.create_task(self._search_with_retries(lane, request, cut_at, call))
+        done, _ = await asyncio.wait({inner}, timeout=max(0.0, cut_at - loop.time()))
+        if not done:
+            inner.cancel()
+            done, _ = await asyncio.wait({inner}, timeout=self.cancel_grace_s)
+            if not done:
+                self._abandon(inner, lane.provider)
+                call.timed_out = True
+                return call
+        if inner.cancelled():
+            call.timed_out = True
+            return call
+        try:
+            call.hits = inner.result()
+        except (TimeoutError, asyncio.CancelledError):
+            call.timed_out = True
+        except Exception as exc:  # the per-lane wrapper: a failing lane never fails the query
+            if not isinstance(exc, LaneError):
+                log.warning("lane_crashed", lane=lane.name, provider=lane.provider, exc_info=exc)
+            call.error = exc
+        if call.hits is None and call.error is None:
+            call.timed_out = True
+        return call
+
+    async def _search_with_retries(self, lane: Lane, request: LaneRequest, cut_at: float, call: _Call) -> list[Hit]:
+        loop = asyncio.get_running_loop()
+        provider = lane.provider
+
+        penalties = self.penalties
+
+        class _NoBudget(stop_base):
+            """Stop when the lane's time is (nearly) up or the provider's retry budget is spent."""
+
+            def __call__(self, retry_state: RetryCallState) -> bool:
+                if cut_at - loop.time() < 0.005:
+                    return True
+                granted = penalties.try_acquire_retry(provider)
+                call.retries += int(granted)
+                return not granted
+
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type(LaneUnavailable),
+            stop=stop_any(stop_after_attempt(self.max_attempts), _NoBudget()),
+            wait=wait_exponential(multiplier=0.002, max=0.02),
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                return list(await lane.search(request))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _abandon(self, task: asyncio.Task[Any], provider: str) -> None:
+        self.abandoned.add(task)
+        self.abandoned_total += 1
+        self._abandoned_by_provider[provider] = self._abandoned_by_provider.get(provider, 0) + 1
+        if self.metrics is not None:
+            self.metrics.abandoned.inc()
+            self.metrics.abandoned_running.set(len(self.abandoned))
+        log.warning("lane_call_abandoned", provider=provider, running=len(self.abandoned))
+
+        def _done(t: asyncio.Task[Any]) -> None:
+            self.abandoned.discard(t)
+            self._abandoned_by_provider[provider] = max(0, self._abandoned_by_provider.get(provider, 1) - 1)
+            if self.metrics is not None:
+                self.metrics.abandoned_running.set(len(self.abandoned))
+            if not t.cancelled():
+                t.exception()  # retrieve it, so asyncio does not report it as never retrieved
+
+        task.add_done_callback(_done)
+
+    # ------------------------------------------------------------------ fallbacks
+
+    async def _fallback(
+        self,
+        p: PlannedLane,
+        start: float,
+        cut_at: float,
+        request: LaneRequest,
+        tasks: Mapping[str, asyncio.Task[LaneOutcome]],
+        failed: set[str],
+        status: LaneStatus,
+        error: str | None,
+    ) -> LaneOutcome:
+        """Run ``p.fallback`` inside ``p``'s remaining budget, or return the failure as it is."""
+        loop = asyncio.get_running_loop()
+        target = p.fallback
+
+        def failure() -> LaneOutcome:
+            return self.outcome(p, status, (loop.time() - start) * 1000.0, error=error)
+
+        if not target or target in failed:
+            return failure()
+        fb_lane = self.lanes.get(target)
+        if target in tasks:
+            # The target runs in this query already: wait for it within our budget and reuse its answer
+            # (its hits are fused once, under its own name, so they are not counted twice).
+            other = tasks[target]
+            if not other.done():
+                await asyncio.wait({other}, timeout=max(0.0, cut_at - loop.time()))
+            if other.done() and other.result().status is LaneStatus.SUCCESS:
+                return self.outcome(
+                    p,
+                    LaneStatus.FALLBACK,
+                    (loop.time() - start) * 1000.0,
+                    lane=fb_lane,
+                    fallback_for=p.name,
+                    error=f"{error}; answered by lane {target!r} of this query (hits fused once, under {target!r})",
+                )
+            return failure()
+        if fb_lane is None or cut_at - loop.time() <= 0.001:
+            return failure()
+        result, fb_error = await self._attempt(fb_lane, request, cut_at)
+        if not isinstance(result, list):
+            return self.outcome(
+                p, status, (loop.time() - start) * 1000.0, error=f"{error}; fallback {target!r}: {fb_error}"
+            )
+        outcome = self.outcome(
+            p,
+            LaneStatus.FALLBACK,
+            (loop.time() - start) * 1000.0,
+            hits=result,
+            lane=fb_lane,
+            fallback_for=p.name,
+            error=f"{error}; served by fallback {target!r}",
+        )
+        return replace(outcome, weight=p.weight * self.penalties.weight(fb_lane.provider))

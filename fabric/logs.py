@@ -1,0 +1,45 @@
+"""structlog configuration: JSON lines to stderr, configured once at the entry point (CLI, HTTP, bench).
+
+Library code only calls ``structlog.get_logger(__name__)`` (a lazy proxy) and never configures logging.
+The engine binds ``trace_id`` per query with :func:`bind_trace`; lane tasks created inside the query copy
+the context variables and so log with the same ``trace_id``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import uuid
+from typing import TextIO
+
+import structlog
+
+__all__ = ["bind_trace", "configure_logging", "new_trace_id"]
+
+
+def configure_logging(*, level: int | str = logging.WARNING, stream: TextIO | None = None) -> None:
+    """Configure structlog to print JSON lines at ``level`` and above to ``stream`` (stderr by default)."""
+    if isinstance(level, str):
+        level = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(sort_keys=True),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+def new_trace_id() -> str:
+    """A fresh 16-hex-digit trace id."""
+    return uuid.uuid4().hex[:16]
+
+
+def bind_trace(trace_id: str) -> None:
+    """Bind ``trace_id`` to the current context (inherited by tasks created afterwards)."""
+    structlog.contextvars.bind_contextvars(trace_id=trace_id)

@@ -1,0 +1,91 @@
+"""Prometheus metrics of one engine, in its own :class:`~prometheus_client.CollectorRegistry`.
+
+The seed's monitoring table is computable from them (:meth:`EngineMetrics.summary`):
+
+- lane success rate = ``fabric_lane_outcomes_total{status="success"}`` / all lane outcomes;
+- deduplication rate = ``fabric_dedup_removed_total`` / ``fabric_dedup_candidates_total``;
+- response time = ``fabric_query_latency_seconds`` (histogram: mean, buckets for quantiles).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from fabric.models import LaneOutcome
+
+__all__ = ["EngineMetrics"]
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
+
+
+class EngineMetrics:
+    """Counters, gauges and histograms of one engine instance (never the global registry)."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.lane_outcomes = Counter("fabric_lane_outcomes", "Lane outcomes", ["lane", "status"], registry=r)
+        self.lane_latency = Histogram(
+            "fabric_lane_latency_seconds", "Lane latency", ["lane"], buckets=_LATENCY_BUCKETS, registry=r
+        )
+        self.query_latency = Histogram(
+            "fabric_query_latency_seconds", "Query latency", buckets=_LATENCY_BUCKETS, registry=r
+        )
+        self.queries = Counter("fabric_queries", "Queries answered", registry=r)
+        self.partial = Counter("fabric_partial_answers", "Answers with a lane not successful", registry=r)
+        self.dedup_candidates = Counter("fabric_dedup_candidates", "Hits entering fusion", registry=r)
+        self.dedup_removed = Counter("fabric_dedup_removed", "Duplicates removed by fusion", registry=r)
+        self.suspended = Gauge("fabric_provider_suspended", "1 while a provider is suspended", ["provider"], registry=r)
+        self.abandoned = Counter("fabric_abandoned_tasks", "Lane calls abandoned past their deadline", registry=r)
+        self.abandoned_running = Gauge(
+            "fabric_abandoned_tasks_running", "Abandoned lane calls still running", registry=r
+        )
+
+    def observe_lanes(self, outcomes: Mapping[str, LaneOutcome]) -> None:
+        """Count each lane outcome and its latency."""
+        for name, out in outcomes.items():
+            self.lane_outcomes.labels(name, out.status.value).inc()
+            self.lane_latency.labels(name).observe(out.latency_ms / 1000.0)
+
+    def observe_query(self, *, total_ms: float, partial: bool, candidates: int, removed: int) -> None:
+        """Count one answered query."""
+        self.queries.inc()
+        self.query_latency.observe(total_ms / 1000.0)
+        if partial:
+            self.partial.inc()
+        self.dedup_candidates.inc(candidates)
+        self.dedup_removed.inc(removed)
+
+    def _value(self, name: str, labels: Mapping[str, str] | None = None) -> float:
+        value = self.registry.get_sample_value(name, dict(labels or {}))
+        return float(value or 0.0)
+
+    def summary(self) -> dict[str, Any]:
+        """The seed's monitoring table: lane success rate, dedup rate, mean response time, partial share."""
+        total = success = 0.0
+        for metric in self.lane_outcomes.collect():
+            for s in metric.samples:
+                if s.name.endswith("_total"):
+                    total += s.value
+                    if s.labels.get("status") == "success":
+                        success += s.value
+        queries = self._value("fabric_queries_total")
+        candidates = self._value("fabric_dedup_candidates_total")
+        count = self._value("fabric_query_latency_seconds_count")
+        return {
+            "queries": int(queries),
+            "lane_success_rate": round(success / total, 4) if total else None,
+            "dedup_rate": round(self._value("fabric_dedup_removed_total") / candidates, 4) if candidates else None,
+            "response_time_mean_ms": round(1000 * self._value("fabric_query_latency_seconds_sum") / count, 3)
+            if count
+            else None,
+            "partial_share": round(self._value("fabric_partial_answers_total") / queries, 4) if queries else None,
+            "abandoned_tasks": int(self._value("fabric_abandoned_tasks_total")),
+        }
+
+    def exposition(self) -> bytes:
+        """The Prometheus text exposition of this engine's registry."""
+        return generate_latest(self.registry)

@@ -1,0 +1,57 @@
+"""Shared resources the engine owns and injects into lanes: one aiohttp session and the embedder.
+
+The session has explicit limits and timeouts: aiohttp's defaults are a 300 s total timeout and no per-host
+connection limit, both wrong for lanes that live under sub-second budgets (the executor cuts every call at
+its budget anyway; these limits bound what an abandoned call can hold).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import aiohttp
+import structlog
+
+from fabric.config import Settings
+from lanes.base import LaneResources
+
+if TYPE_CHECKING:
+    from fabric.models import Embedder
+
+__all__ = ["HTTP_LIMIT", "HTTP_LIMIT_PER_HOST", "HTTP_TIMEOUT", "close_resources", "open_resources"]
+
+log = structlog.get_logger(__name__)
+
+HTTP_LIMIT = 100
+"""Connections in the pool."""
+HTTP_LIMIT_PER_HOST = 16
+"""Connections per host, so one slow provider cannot take the whole pool."""
+HTTP_TIMEOUT = aiohttp.ClientTimeout(total=15.0, connect=3.0, sock_connect=3.0, sock_read=10.0)
+"""Upper bounds for any HTTP call (lane budgets are much shorter and cut first)."""
+
+
+def _build_embedder(settings: Settings) -> Embedder | None:
+    try:
+        from fabric.embeddings import build_embedder  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as exc:
+        log.warning("embedder_unavailable", reason="fabric.embeddings not importable", error=str(exc))
+        return None
+    try:
+        embedder: Embedder | None = build_embedder(settings.embeddings, cache_dir=settings.cache_dir)
+    except Exception as exc:  # fail-open: the vector lane reports itself unavailable, lexical lanes still answer
+        log.warning("embedder_unavailable", reason="build failed", error=f"{type(exc).__name__}: {exc}")
+        return None
+    return embedder
+
+
+async def open_resources(settings: Settings, *, embedder: bool = True) -> LaneResources:
+    """Create the shared HTTP session and (unless ``embedder=False``) the embedder."""
+    connector = aiohttp.TCPConnector(limit=HTTP_LIMIT, limit_per_host=HTTP_LIMIT_PER_HOST, ttl_dns_cache=300)
+    http = aiohttp.ClientSession(connector=connector, timeout=HTTP_TIMEOUT, raise_for_status=False)
+    return LaneResources(home=settings.home, http=http, embedder=_build_embedder(settings) if embedder else None)
+
+
+async def close_resources(resources: LaneResources) -> None:
+    """Close what :func:`open_resources` opened."""
+    if resources.http is not None and not resources.http.closed:
+        await resources.http.close()
