@@ -15,8 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
-from fabric.writers.arango import _DELETE_MENTIONS, _DELETE_RELATIONS
 from lanes.graph.arango import SEARCH_AQL
+from lanes.graph.arango_store import _DELETE_MENTIONS, _DELETE_RELATIONS
 
 __all__ = ["FakeArango"]
 

@@ -11,9 +11,9 @@ import lanes.graph.arango as mod
 from fabric.errors import LaneRejected, LaneTimeout, LaneUnavailable
 from fabric.models import BoundConstraints, LaneKind, LaneRequest
 from fabric.writers import chunk_key
-from fabric.writers.arango import ArangoWriter, extract_entities
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.arango import SEARCH_AQL, ArangoGraphLane, query_terms
+from lanes.graph.arango_store import ArangoGraphStore, extract_entities
 from tests.httpfakes import serve
 from tests.lanes.graph.fake_arango import FakeArango
 
@@ -32,8 +32,11 @@ def _lane(port: int, **opts: Any) -> ArangoGraphLane:
     return ArangoGraphLane(spec, LaneResources())
 
 
-async def _ingest(port: int, password: str = "") -> ArangoWriter:
-    writer = ArangoWriter(f"http://127.0.0.1:{port}", password=password, timeout_s=5)
+async def _ingest(port: int, password: str = "") -> ArangoGraphStore:
+    spec = LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango",
+                    options={"url": f"http://127.0.0.1:{port}", "password": password, "write_timeout_s": 5})
+    writer = ArangoGraphStore(spec, LaneResources())
+    await writer.open()
     await writer.upsert(CHUNKS)
     return writer
 
@@ -49,7 +52,7 @@ class TestHelpers:
             ("insulin", 0), ("ir", 0), ("glucose transporter", 1)]
 
 
-class TestArangoWriter:
+class TestArangoGraphStore:
     async def test_collections_created_with_edge_types(self) -> None:
         """Ingest creates chunks/entities documents and relations/mentions edge collections."""
         fake = FakeArango()
@@ -66,16 +69,16 @@ class TestArangoWriter:
             counts = {n: len(c["docs"]) for n, c in fake.collections.items()}
             await _ingest(srv.port)
         assert {n: len(c["docs"]) for n, c in fake.collections.items()} == counts
-        assert set(fake.collections["chunks"]["docs"]) == {chunk_key(c["doc_id"], c["id"]) for c in CHUNKS}
+        assert set(fake.collections["chunks"]["docs"]) == {chunk_key(c["id"]) for c in CHUNKS}
 
     async def test_delete_removes_chunk_and_its_edges(self) -> None:
         """Deleting a chunk removes it and the mention edges pointing at it."""
         fake = FakeArango()
         async with serve(fake.app()) as srv:
             writer = await _ingest(srv.port)
-            await writer.delete([chunk_key("d3", "d3#0")])
+            await writer.delete(["d3#0"])
         mentions = fake.collections["mentions"]["docs"].values()
-        assert all(not m["_to"].endswith(chunk_key("d3", "d3#0")) for m in mentions)
+        assert all(not m["_to"].endswith(chunk_key("d3#0")) for m in mentions)
         assert len(fake.collections["chunks"]["docs"]) == 2
 
 

@@ -10,20 +10,21 @@ from aiohttp import web
 
 import lanes.keyword.meilisearch as mod
 from fabric.errors import IngestError, LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.ingest.model import Chunk
 from fabric.models import BoundConstraints, LaneKind, LaneRequest
 from fabric.writers import chunk_key
-from fabric.writers.meilisearch import INDEX_SETTINGS, MeilisearchWriter
 from lanes.base import LaneResources, LaneSpec
 from lanes.keyword.meilisearch import MeilisearchKeywordLane, build_filter, quote_value
+from lanes.keyword.meilisearch_store import INDEX_SETTINGS, MeilisearchStore
 from tests.httpfakes import guarded, serve
 from tests.lanes.keyword.fake_meili import FakeMeili
 
 CHUNKS = [
-    {"id": "d1#0", "doc_id": "d1", "title": "Reciprocal rank fusion", "text": "RRF fuses rankings by rank.",
-     "url": "https://a.org/rrf", "domain": "a.org", "published_at": datetime(2024, 1, 1, tzinfo=UTC)},
-    {"id": "d2#0", "doc_id": "d2", "title": "BM25", "text": "Okapi BM25 ranks documents by term frequency.",
-     "url": "https://b.org/bm25", "domain": "b.org", "published_at": datetime(2015, 1, 1, tzinfo=UTC)},
-    {"id": "d3#0", "doc_id": "d3", "title": "Undated rank note", "text": "rank without a date", "domain": "c.org"},
+    Chunk(id="d1#0", doc_id="d1", chunk_id="0", title="Reciprocal rank fusion", text="RRF fuses rankings by rank.",
+          url="https://a.org/rrf", domain="a.org", published_at=datetime(2024, 1, 1, tzinfo=UTC)),
+    Chunk(id="d2#0", doc_id="d2", chunk_id="0", title="BM25", text="Okapi BM25 ranks documents by term frequency.",
+          url="https://b.org/bm25", domain="b.org", published_at=datetime(2015, 1, 1, tzinfo=UTC)),
+    Chunk(id="d3#0", doc_id="d3", chunk_id="0", title="Undated rank note", text="rank without a date", domain="c.org"),
 ]
 
 
@@ -33,8 +34,14 @@ def _lane(port: int, session: Any, **opts: Any) -> MeilisearchKeywordLane:
     return MeilisearchKeywordLane(spec, LaneResources(http=session))
 
 
-async def _ingest(port: int, session: Any, key: str = "") -> MeilisearchWriter:
-    writer = MeilisearchWriter(session, f"http://meilisearch.test:{port}", api_key=key, task_timeout_s=5)
+def _store(port: int, session: Any, **opts: Any) -> MeilisearchStore:
+    spec = LaneSpec(name="keyword", kind=LaneKind.KEYWORD, backend="meilisearch",
+                    options={"url": f"http://meilisearch.test:{port}", "task_timeout_s": 5, **opts})
+    return MeilisearchStore(spec, LaneResources(http=session))
+
+
+async def _ingest(port: int, session: Any, key: str = "") -> MeilisearchStore:
+    writer = _store(port, session, api_key=key)
     await writer.upsert(CHUNKS)
     return writer
 
@@ -53,7 +60,7 @@ class TestFilters:
         ]
 
 
-class TestMeilisearchWriter:
+class TestMeilisearchStore:
     async def test_index_created_with_settings_and_safe_ids(self) -> None:
         """Ingest creates the index, applies settings and stores documents under deterministic safe ids."""
         fake = FakeMeili()
@@ -61,7 +68,7 @@ class TestMeilisearchWriter:
             await _ingest(srv.port, session)
         index = fake.indexes["chunks"]
         assert index["settings"] == INDEX_SETTINGS
-        assert set(index["docs"]) == {chunk_key(c["doc_id"], c["id"]) for c in CHUNKS}
+        assert set(index["docs"]) == {chunk_key(c.id) for c in CHUNKS}
 
     async def test_repeated_ingest_does_not_duplicate(self) -> None:
         """A second ingest of the same chunks overwrites the same ids (index_already_exists tolerated)."""
@@ -76,13 +83,13 @@ class TestMeilisearchWriter:
         fake = FakeMeili()
         async with serve(fake.app()) as srv, guarded(["meilisearch.test"]) as session:
             writer = await _ingest(srv.port, session)
-            await writer.delete([chunk_key("d1", "d1#0")])
+            await writer.delete(["d1#0"])
         assert len(fake.indexes["chunks"]["docs"]) == 2
 
     async def test_task_wait_is_bounded(self) -> None:
         """A task that never finishes fails the ingest after task_timeout_s."""
         async with serve(_stuck_app()) as srv, guarded(["meilisearch.test"]) as session:
-            writer = MeilisearchWriter(session, f"http://meilisearch.test:{srv.port}", task_timeout_s=0.05)
+            writer = _store(srv.port, session, task_timeout_s=0.05)
             with pytest.raises(IngestError, match="still processing"):
                 await writer.upsert(CHUNKS)
 

@@ -1,4 +1,5 @@
-"""ArangoDB store writer: graph collections created on first use, chunks, entities and edges upserted.
+"""ArangoDB store writer (:class:`fabric.ingest.model.StoreWriter`): graph collections created on open; chunks,
+entities and edges upserted.
 
 Collections (see :mod:`lanes.graph.arango`): ``chunks`` and ``entities`` (documents), ``relations`` (entity →
 entity, each edge carrying the ``chunk_id`` that evidences it) and ``mentions`` (entity → chunk, provenance).
@@ -8,7 +9,8 @@ Every ``_key`` is deterministic (:func:`fabric.writers.chunk_key` / UUIDv5 of th
 Entities come from the chunk when it carries them (``entities``: names; ``relations``: ``(head, type, tail)``
 triples), otherwise from :func:`extract_entities` (capitalised phrases and acronyms), related by co-occurrence
 in a sentence. The driver is synchronous: the async methods run it in a worker thread, with the request timeout
-overridden and its retries off.
+overridden and its retries off. It reads the lane's options (``url``, ``database``, ``username``, ``password``)
+plus ``write_timeout_s`` (default 30).
 """
 
 from __future__ import annotations
@@ -20,9 +22,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from fabric.errors import IngestError
-from fabric.writers import ID_NAMESPACE, chunk_record
+from fabric.ingest.model import Chunk
+from fabric.writers import ID_NAMESPACE, chunk_key, chunk_record
+from lanes._options import LaneOptions
+from lanes.base import LaneResources, LaneSpec
 
-__all__ = ["COLLECTIONS", "ArangoWriter", "entity_key", "extract_entities"]
+__all__ = ["COLLECTIONS", "ArangoGraphStore", "entity_key", "extract_entities"]
 
 COLLECTIONS: dict[str, bool] = {"chunks": False, "entities": False, "relations": True, "mentions": True}
 """Collection name → is it an edge collection."""
@@ -78,17 +83,19 @@ def _graph_of(chunk: Any, text: str) -> tuple[set[str], set[tuple[str, str, str]
     return {n for n, _ in found}, rels
 
 
-class ArangoWriter:
+class ArangoGraphStore:
     """Upserts chunks and their entity graph into one ArangoDB database."""
 
-    def __init__(
-        self, url: str, *, database: str = "fabric", username: str = "root", password: str = "", timeout_s: float = 30.0
-    ) -> None:
-        self.url = url
-        self.database = database
-        self.username = username
-        self.password = password
-        self.timeout_s = timeout_s
+    store = "arango"
+    needs_vectors = False
+
+    def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
+        opts = LaneOptions(spec)
+        self.url = opts.text("url")
+        self.database = opts.text("database", "fabric")
+        self.username = opts.text("username", "root")
+        self.password = opts.text("password", "")
+        self.timeout_s = opts.number("write_timeout_s", 30.0)
         self._db: Any = None
         self._client: Any = None
 
@@ -106,6 +113,10 @@ class ArangoWriter:
                 if not self._db.has_collection(name):
                     self._db.create_collection(name, edge=edge)
         return self._db
+
+    def _open_sync(self, _unused: Any) -> int:
+        self._connect()
+        return 0
 
     def _upsert(self, chunks: Sequence[Any]) -> int:
         db = self._connect()
@@ -134,22 +145,33 @@ class ArangoWriter:
                 db.collection(name).insert_many(rows, overwrite_mode="replace", silent=True)
         return len(docs)
 
-    def _delete(self, keys: Sequence[str]) -> int:
+    def _delete(self, ids: Sequence[str]) -> int:
         db = self._connect()
-        bind_keys = list(keys)
+        bind_keys = [chunk_key(i) for i in ids]
         targets = [f"chunks/{k}" for k in bind_keys]
         db.aql.execute(_DELETE_MENTIONS, bind_vars={"@c": "mentions", "t": targets})
         db.aql.execute(_DELETE_RELATIONS, bind_vars={"@c": "relations", "k": bind_keys})
         db.collection("chunks").delete_many([{"_key": k} for k in bind_keys], silent=True)
         return len(bind_keys)
 
-    async def upsert(self, chunks: Sequence[Any]) -> int:
-        """Write chunks, entities, relations and mentions; returns how many chunks were written."""
-        return await self._guard(self._upsert, chunks)
+    async def open(self) -> None:
+        """Connect and create the collections if missing; idempotent."""
+        await self._guard(self._open_sync, ())
 
-    async def delete(self, keys: Sequence[str]) -> int:
-        """Remove chunks (by :func:`~fabric.writers.chunk_key`) and the edges that cite them."""
-        return await self._guard(self._delete, keys) if keys else 0
+    async def upsert(self, chunks: Sequence[Chunk]) -> None:
+        """Write chunks, entities, relations and mentions (replace by deterministic key)."""
+        await self._guard(self._upsert, chunks)
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        """Remove the chunks with these ids and the edges that cite them."""
+        if ids:
+            await self._guard(self._delete, ids)
+
+    async def aclose(self) -> None:
+        """Close the driver's HTTP sessions."""
+        if self._client is not None:
+            await asyncio.to_thread(self._client.close)
+            self._client = self._db = None
 
     async def _guard(self, fn: Any, arg: Any) -> int:
         import requests
