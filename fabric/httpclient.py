@@ -34,6 +34,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
+from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from fabric.errors import LaneBadResponse, LaneError, LaneRejected, LaneTimeout, LaneUnavailable
@@ -272,6 +273,7 @@ class HttpResponse:
 
     status: int
     headers: Mapping[str, str]
+    """Case-insensitive."""
     body: bytes
     url: str
 
@@ -411,7 +413,7 @@ async def fetch(
                     target, params = nxt, None
                     continue
                 body = await _read_capped(resp, max_bytes, lane, provider)
-                out = HttpResponse(resp.status, dict(resp.headers), body, str(resp.url))
+                out = HttpResponse(resp.status, CIMultiDictProxy(CIMultiDict(resp.headers)), body, str(resp.url))
             if check_status:
                 raise_for_status(out, lane=lane, provider=provider)
             return out
