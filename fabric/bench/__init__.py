@@ -5,5 +5,5 @@ wall-clock assertions in tests.
 
 __all__ = ["BENCHES"]
 
-BENCHES = ("budget", "fusion", "load")
+BENCHES = ("budget", "fusion", "load", "adapters")
 """Benchmark module names under :mod:`fabric.bench`."""
