@@ -22,7 +22,6 @@ created once under the home (``cursor.secret``), read when the engine opens.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import os
 import secrets
 import time
@@ -45,6 +44,7 @@ from fabric.models import LaneKind, LaneOutcome, LaneRequest, LaneStatus, Search
 from fabric.penalties import ProviderPenalties
 from fabric.preflight import LoopLagMonitor, Preflight
 from fabric.resources import close_resources, open_resources
+from fabric.stages import run_stage2
 from fusion.cursor import decode_cursor, encode_cursor, fingerprint
 from fusion.pipeline import FusionContext, FusionOutput, fuse
 from lanes.base import Lane, LaneResources, LaneSpec
@@ -118,18 +118,23 @@ class Engine:
         """Open resources, build and warm up lanes, read the cursor secret. Idempotent."""
         if self._opened:
             return
+        self.executor.reserve_threads()
         if self.resources is None:
             self.resources = await open_resources(self.settings, embedder=self._needs_embedder())
-        if self._given_lanes is not None:
-            self.lanes = dict(self._given_lanes)
-        else:
-            self._build_lanes(self.resources)
-        self.executor.lanes = dict(self.lanes)
-        self.executor.unavailable = dict(self.build_errors)
-        self.preflight.http = self.resources.http
-        self._secret = _load_secret(self.settings.home)
-        self._unopened = set(self.lanes)
-        await self._warm_up(sorted(self.lanes), _OPEN_TIMEOUT_S)
+        try:
+            if self._given_lanes is not None:
+                self.lanes = dict(self._given_lanes)
+            else:
+                self._build_lanes(self.resources)
+            self.executor.lanes = dict(self.lanes)
+            self.executor.unavailable = dict(self.build_errors)
+            self.preflight.http = self.resources.http
+            self._secret = _load_secret(self.settings.home)
+            self._unopened = set(self.lanes)
+            await asyncio.gather(self._warm_up(sorted(self.lanes), _OPEN_TIMEOUT_S), self._warm_embedder())
+        except BaseException:
+            await self.aclose()
+            raise
         self.loop_lag.start()
         self._opened = True
         log.info("engine_opened", lanes=sorted(self.lanes), unavailable=sorted(self.build_errors))
@@ -171,6 +176,24 @@ class Engine:
 
         await asyncio.gather(*(one(n) for n in names if n in self._unopened))
 
+    async def _warm_embedder(self) -> None:
+        """Load the embedding model now rather than inside the first query's vector-lane budget.
+
+        Uses the embedder's ``warm_up()`` when it has one, else embeds a short text (fail-open).
+        """
+        embedder = self.resources.embedder if self.resources is not None else None
+        if embedder is None or self._given_resources is not None:
+            return
+        warm = getattr(embedder, "warm_up", None)
+        try:
+            async with asyncio.timeout(_OPEN_TIMEOUT_S):
+                if callable(warm):
+                    await asyncio.to_thread(warm)
+                else:
+                    await asyncio.to_thread(embedder.embed, ["warm-up"])
+        except Exception as exc:  # the vector lane reports the embedder's failure per query; lexical lanes go on
+            log.warning("embedder_warm_up_failed", error=f"{type(exc).__name__}: {exc}")
+
     async def aclose(self) -> None:
         """Close lanes and the resources the engine opened."""
         await self.loop_lag.stop()
@@ -210,13 +233,13 @@ class Engine:
         return [lc.name for lc in self.settings.enabled_lanes()]
 
     def _fingerprint(self, request: SearchRequest, names: list[str]) -> str:
-        fusion_mode = request.fusion or self.settings.fusion.mode
+        c = request.constraints
         return fingerprint(
             {
                 "query": request.query,
                 "mode": request.mode.value,
-                "constraints": dataclasses.asdict(request.constraints),
-                "fusion": fusion_mode.value,
+                "constraints": [c.time_range, c.sources, c.cost, c.depth, c.citations_required],
+                "fusion": (request.fusion or self.settings.fusion.mode).value,
                 "lanes": names,
                 "top_k": request.top_k,
             }
@@ -250,7 +273,7 @@ class Engine:
         multiplier = BUDGET_MULTIPLIERS.get(request.constraints.cost or "medium", 1.0)
         deadline = loop.time() + total_budget_ms(mode_cfg, request.budget_ms, multiplier) / 1000.0
         names = self._plan_names(request)
-        fp = self._fingerprint(request, names)
+        fp = self._fingerprint(request, names) if request.cursor else ""
         offset = decode_cursor(request.cursor, fp, self._secret) if request.cursor else 0
         plan: list[PlannedLane] = []
         for name in names:
@@ -303,7 +326,16 @@ class Engine:
         stages: dict[str, Any] = {}
         by_design: set[str] = set()
         if stage2:
-            stages = await self._stage2(stage2, outcomes, lane_request, deadline, ctx, by_design)
+            stages = await run_stage2(
+                stage2,
+                outcomes,
+                lane_request,
+                deadline=deadline,
+                ctx=ctx,
+                executor=self.executor,
+                config=s.fusion.stages,
+                by_design=by_design,
+            )
             stages["stage1_ms"] = round(lanes_ms, 3)
             lanes_ms += stages["stage2_ms"]
 
@@ -311,8 +343,10 @@ class Engine:
         fused = fuse(outcomes, ctx)
         fusion_ms = (time.perf_counter() - t_fuse) * 1000.0
         end = offset + request.top_k
-        page = fused.items[offset:end]
-        next_cursor = encode_cursor(end, fp, self._secret) if end < len(fused.items) else None
+        page = tuple(fused.items[offset:end])
+        next_cursor = None
+        if end < len(fused.items):
+            next_cursor = encode_cursor(end, fp or self._fingerprint(request, names), self._secret)
         ordered = {p.name: outcomes[p.name] for p in plan}
         not_ok = {n: o.status.value for n, o in ordered.items() if o.status is not LaneStatus.SUCCESS}
         partial = any(n not in by_design for n in not_ok)
@@ -341,49 +375,6 @@ class Engine:
             fusion_mode=request.fusion or s.fusion.mode,
         )
 
-    async def _stage2(
-        self,
-        stage2: list[PlannedLane],
-        outcomes: dict[str, LaneOutcome],
-        lane_request: LaneRequest,
-        deadline: float,
-        ctx: FusionContext,
-        by_design: set[str],
-    ) -> dict[str, Any]:
-        """Run stage-2 lanes when stage 1 is short (seed 000); updates ``outcomes`` in place."""
-        cfg = self.settings.fusion.stages
-        first: FusionOutput = fuse(outcomes, ctx)
-        should = len(first.items) < cfg.min_must_count
-        info: dict[str, Any] = {
-            "stage1_count": len(first.items),
-            "min_must_count": cfg.min_must_count,
-            "stage2_should_trigger": should,
-            "stage2_used": False,
-            "stage2_skipped_budget": False,
-            "stage2_ms": 0.0,
-            "stage2_lanes": [p.name for p in stage2],
-        }
-        runnable: list[PlannedLane] = []
-        for p in stage2:
-            lane = self.lanes.get(p.name)
-            observed = self.penalties.latency_p50_ms(lane.provider) if lane is not None else None
-            if not should:
-                reason = f"stage 2 not triggered: stage 1 yielded {len(first.items)} >= {cfg.min_must_count} items"
-            elif observed is not None and observed > cfg.stage2_cap_ms:
-                reason = f"stage 2 skipped: observed p50 {observed:.0f} ms > stage2_cap_ms {cfg.stage2_cap_ms:g}"
-                info["stage2_skipped_budget"] = True
-            else:
-                runnable.append(dataclasses.replace(p, budget_ms=min(p.budget_ms, cfg.stage2_cap_ms)))
-                continue
-            by_design.add(p.name)
-            outcomes[p.name] = self.executor.outcome(p, LaneStatus.SKIPPED, 0.0, error=reason)
-        if runnable:
-            t = time.perf_counter()
-            outcomes.update(await self.executor.run(runnable, lane_request, deadline=deadline))
-            info["stage2_ms"] = round((time.perf_counter() - t) * 1000.0, 3)
-            info["stage2_used"] = True
-        return info
-
     def _observe(
         self, outcomes: Mapping[str, LaneOutcome], fused: FusionOutput, total_ms: float, partial: bool
     ) -> None:
@@ -391,7 +382,7 @@ class Engine:
         m.observe_lanes(outcomes)
         m.observe_query(total_ms=total_ms, partial=partial, candidates=fused.candidates, removed=fused.removed)
         for out in outcomes.values():
-            m.suspended.labels(out.provider).set(1.0 if self.penalties.is_suspended(out.provider) else 0.0)
+            m.set_suspended(out.provider, self.penalties.is_suspended(out.provider))
 
     # ------------------------------------------------------------------ health
 

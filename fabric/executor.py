@@ -36,6 +36,7 @@ from tenacity import (
 )
 from tenacity.stop import stop_base
 
+from fabric.bulkhead import Bulkhead, reserve_threads
 from fabric.errors import LaneError, LaneRejected, LaneUnavailable
 from fabric.metrics import EngineMetrics
 from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus
@@ -71,6 +72,23 @@ class _Call:
     retries: int = 0
 
 
+class _RetryBudgetStop(stop_base):
+    """Stop retrying when the lane's time is (nearly) up or the provider's retry budget is spent."""
+
+    def __init__(self, penalties: ProviderPenalties, provider: str, cut_at: float, call: _Call) -> None:
+        self.penalties = penalties
+        self.provider = provider
+        self.cut_at = cut_at
+        self.call = call
+
+    def __call__(self, retry_state: RetryCallState | None) -> bool:
+        if self.cut_at - asyncio.get_running_loop().time() < 0.005:
+            return True
+        granted = self.penalties.try_acquire_retry(self.provider)
+        self.call.retries += int(granted)
+        return not granted
+
+
 class LaneExecutor:
     """Runs planned lanes concurrently under one deadline.
 
@@ -81,6 +99,8 @@ class LaneExecutor:
         max_attempts: attempts per call on ``LaneUnavailable`` (1 disables retries).
         cancel_grace_ms: how long a cancelled call may take to unwind before it is abandoned.
         max_abandoned_per_provider: bulkhead: abandoned calls still running before a provider is skipped.
+        unproven_concurrency: calls in flight to a provider whose last outcome was not a success.
+        lane_threads: worker threads :meth:`reserve_threads` guarantees for ``asyncio.to_thread`` lanes.
     """
 
     def __init__(
@@ -92,21 +112,24 @@ class LaneExecutor:
         max_attempts: int = 2,
         cancel_grace_ms: float = 2.0,
         max_abandoned_per_provider: int = 2,
+        unproven_concurrency: int = 4,
+        lane_threads: int = 64,
     ) -> None:
-        if max_attempts < 1 or cancel_grace_ms < 0 or max_abandoned_per_provider < 1:
+        if max_attempts < 1 or cancel_grace_ms < 0 or max_abandoned_per_provider < 1 or lane_threads < 1:
             raise ValueError("max_attempts >= 1, cancel_grace_ms >= 0 and max_abandoned_per_provider >= 1 required")
         self.lanes = dict(lanes)
         self.penalties = penalties or ProviderPenalties()
         self.metrics = metrics
         self.max_attempts = max_attempts
         self.cancel_grace_s = cancel_grace_ms / 1000.0
-        self.max_abandoned = max_abandoned_per_provider
-        self.abandoned: set[asyncio.Task[Any]] = set()
-        """Lane calls abandoned past their cut and still running."""
-        self.abandoned_total = 0
+        self.lane_threads = lane_threads
+        self.bulkhead = Bulkhead(
+            max_abandoned=max_abandoned_per_provider,
+            unproven_concurrency=unproven_concurrency,
+            is_proven=self.penalties.is_proven,
+        )
         self.unavailable: dict[str, str] = {}
         """Lane name → why it could not be built (reported as status ``error``)."""
-        self._abandoned_by_provider: dict[str, int] = {}
 
     # ------------------------------------------------------------------ public
 
@@ -139,6 +162,20 @@ class LaneExecutor:
             else:
                 out[p.name] = task.result()
         return out
+
+    def reserve_threads(self) -> None:
+        """Make sure the loop's default thread pool has ``lane_threads`` workers (see :mod:`fabric.bulkhead`)."""
+        reserve_threads(self.lane_threads)
+
+    @property
+    def abandoned(self) -> set[asyncio.Task[Any]]:
+        """Lane calls abandoned past their cut and still running (referenced so they are not collected)."""
+        return self.bulkhead.abandoned
+
+    @property
+    def abandoned_total(self) -> int:
+        """Lane calls abandoned since the executor was created."""
+        return self.bulkhead.abandoned_total
 
     def abandoned_running(self) -> int:
         """Abandoned lane calls that have not ended yet."""
@@ -213,11 +250,17 @@ class LaneExecutor:
         """Admit, call and record one lane; hits on success, else (status, error text)."""
         loop = asyncio.get_running_loop()
         provider = lane.provider
-        if self._abandoned_by_provider.get(provider, 0) >= self.max_abandoned:
-            n = self._abandoned_by_provider[provider]
-            return LaneStatus.SUSPENDED, f"bulkhead: {n} abandoned calls to {provider} still running"
+        refusal = self.bulkhead.refusal(provider)
+        if refusal is not None:
+            return LaneStatus.SUSPENDED, refusal
+        if self.penalties.is_suspended(provider):
+            return LaneStatus.SUSPENDED, self.penalties.admit(provider, timeout_s=0.0).reason
+        if not await self.bulkhead.acquire(provider, cut_at):
+            n = self.bulkhead.inflight(provider)
+            return LaneStatus.TIMEOUT, f"no call slot within budget: {provider} is unproven with {n} calls in flight"
         admission = self.penalties.admit(provider, timeout_s=cut_at - loop.time())
         if not admission.allowed:
+            self.bulkhead.release(provider)
             return LaneStatus.SUSPENDED, admission.reason
         t0 = loop.time()
         call = await self._call(lane, request, cut_at)
@@ -239,6 +282,8 @@ class LaneExecutor:
         loop = asyncio.get_running_loop()
         call = _Call()
         inner = loop.create_task(self._search_with_retries(lane, request, cut_at, call))
+        provider = lane.provider
+        inner.add_done_callback(lambda _: self.bulkhead.release(provider))
         done, _ = await asyncio.wait({inner}, timeout=max(0.0, cut_at - loop.time()))
         if not done:
             inner.cancel()
@@ -263,24 +308,15 @@ class LaneExecutor:
         return call
 
     async def _search_with_retries(self, lane: Lane, request: LaneRequest, cut_at: float, call: _Call) -> list[Hit]:
-        loop = asyncio.get_running_loop()
-        provider = lane.provider
-
-        penalties = self.penalties
-
-        class _NoBudget(stop_base):
-            """Stop when the lane's time is (nearly) up or the provider's retry budget is spent."""
-
-            def __call__(self, retry_state: RetryCallState) -> bool:
-                if cut_at - loop.time() < 0.005:
-                    return True
-                granted = penalties.try_acquire_retry(provider)
-                call.retries += int(granted)
-                return not granted
-
+        try:  # the common case stays off tenacity's machinery: one plain await
+            return list(await lane.search(request))
+        except LaneUnavailable:
+            stop = _RetryBudgetStop(self.penalties, lane.provider, cut_at, call)
+            if self.max_attempts < 2 or stop(None):
+                raise
         retrying = AsyncRetrying(
             retry=retry_if_exception_type(LaneUnavailable),
-            stop=stop_any(stop_after_attempt(self.max_attempts), _NoBudget()),
+            stop=stop_any(stop_after_attempt(self.max_attempts - 1), stop),
             wait=wait_exponential(multiplier=0.002, max=0.02),
             reraise=True,
         )
@@ -290,23 +326,14 @@ class LaneExecutor:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _abandon(self, task: asyncio.Task[Any], provider: str) -> None:
-        self.abandoned.add(task)
-        self.abandoned_total += 1
-        self._abandoned_by_provider[provider] = self._abandoned_by_provider.get(provider, 0) + 1
+        def changed() -> None:
+            if self.metrics is not None:
+                self.metrics.abandoned_running.set(len(self.bulkhead.abandoned))
+
+        self.bulkhead.abandon(task, provider, changed)
         if self.metrics is not None:
             self.metrics.abandoned.inc()
-            self.metrics.abandoned_running.set(len(self.abandoned))
-        log.warning("lane_call_abandoned", provider=provider, running=len(self.abandoned))
-
-        def _done(t: asyncio.Task[Any]) -> None:
-            self.abandoned.discard(t)
-            self._abandoned_by_provider[provider] = max(0, self._abandoned_by_provider.get(provider, 1) - 1)
-            if self.metrics is not None:
-                self.metrics.abandoned_running.set(len(self.abandoned))
-            if not t.cancelled():
-                t.exception()  # retrieve it, so asyncio does not report it as never retrieved
-
-        task.add_done_callback(_done)
+        log.warning("lane_call_abandoned", provider=provider, running=len(self.bulkhead.abandoned))
 
     # ------------------------------------------------------------------ fallbacks
 

@@ -40,15 +40,32 @@ class EngineMetrics:
         self.dedup_removed = Counter("fabric_dedup_removed", "Duplicates removed by fusion", registry=r)
         self.suspended = Gauge("fabric_provider_suspended", "1 while a provider is suspended", ["provider"], registry=r)
         self.abandoned = Counter("fabric_abandoned_tasks", "Lane calls abandoned past their deadline", registry=r)
+        self._outcome_children: dict[tuple[str, str], Any] = {}
+        self._latency_children: dict[str, Any] = {}
+        self._suspended_children: dict[str, Any] = {}
         self.abandoned_running = Gauge(
             "fabric_abandoned_tasks_running", "Abandoned lane calls still running", registry=r
         )
 
     def observe_lanes(self, outcomes: Mapping[str, LaneOutcome]) -> None:
-        """Count each lane outcome and its latency."""
+        """Count each lane outcome and its latency (label children are cached: this runs per query)."""
         for name, out in outcomes.items():
-            self.lane_outcomes.labels(name, out.status.value).inc()
-            self.lane_latency.labels(name).observe(out.latency_ms / 1000.0)
+            key = (name, out.status.value)
+            counter = self._outcome_children.get(key)
+            if counter is None:
+                counter = self._outcome_children[key] = self.lane_outcomes.labels(*key)
+            counter.inc()
+            hist = self._latency_children.get(name)
+            if hist is None:
+                hist = self._latency_children[name] = self.lane_latency.labels(name)
+            hist.observe(out.latency_ms / 1000.0)
+
+    def set_suspended(self, provider: str, suspended: bool) -> None:
+        """Set the provider-suspended gauge."""
+        gauge = self._suspended_children.get(provider)
+        if gauge is None:
+            gauge = self._suspended_children[provider] = self.suspended.labels(provider)
+        gauge.set(1.0 if suspended else 0.0)
 
     def observe_query(self, *, total_ms: float, partial: bool, candidates: int, removed: int) -> None:
         """Count one answered query."""

@@ -146,6 +146,11 @@ class ProviderPenalties:
             return Admission(True, probe=True)
         return Admission(True)
 
+    def is_proven(self, provider: str) -> bool:
+        """True when the provider's circuit is closed and its last recorded outcome was a success."""
+        h = self._health.get(provider)
+        return h is not None and h.state is CircuitState.CLOSED and bool(h.window) and h.window[-1].ok
+
     def is_suspended(self, provider: str) -> bool:
         """True while the provider's circuit is open and its suspension has not run out."""
         h = self._health.get(provider)

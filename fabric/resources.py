@@ -13,6 +13,7 @@ import aiohttp
 import structlog
 
 from fabric.config import Settings
+from fabric.errors import ConfigError
 from fabric.httpclient import allowlist_from_lanes, create_session
 from fabric.webcache import WEB_CACHE_KEY, WebCache
 from lanes.base import LaneResources
@@ -40,6 +41,8 @@ def _build_embedder(settings: Settings) -> Embedder | None:
         return None
     try:
         embedder: Embedder | None = build_embedder(settings.embeddings, cache_dir=settings.cache_dir)
+    except ConfigError:
+        raise  # a bad setting fails at start-up, naming the key
     except Exception as exc:  # fail-open: the vector lane reports itself unavailable, lexical lanes still answer
         log.warning("embedder_unavailable", reason="build failed", error=f"{type(exc).__name__}: {exc}")
         return None

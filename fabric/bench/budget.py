@@ -2,7 +2,9 @@
 
 Six lanes per query: ``hung`` blocks a worker thread and ignores cancellation (a hung synchronous SDK call),
 ``crash`` raises, ``limited`` answers 429 with Retry-After (``LaneRejected.suspend_s``), and three healthy
-lanes answer in 1–20 ms (seeded random delays). Queries run concurrently under a short request budget.
+lanes answer in 1–20 ms (seeded random delays; one of them in a worker thread, like the synchronous-SDK
+lanes, so thread-pool starvation by hung calls would show up as lost healthy hits). Queries run
+concurrently under a short request budget.
 
 Figures: p50/p99 total latency against the budget; ``healthy_hits_share`` (hits of the healthy lanes present
 in the answer; must be 1.0); ``overhead_p50_ms`` (the engine's own time per query, everything but waiting
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import random
 import statistics
 import threading
@@ -26,6 +29,7 @@ from fabric.config import LaneConfig, ModeConfig, PenaltyConfig, PreflightConfig
 from fabric.errors import LaneRejected
 from fabric.logs import configure_logging
 from fabric.models import Hit, LaneKind, LaneRequest, LaneStatus, Mode, SearchRequest, SearchResult
+from fusion.simhash import simhash_many
 from lanes.base import BaseLane, Lane, LaneSpec
 from lanes.fake import FakeLane, synthetic_hits
 
@@ -40,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``fabric bench budget``."""
     parser.add_argument("--queries", type=int, default=1000, help="number of queries (default 1000)")
     parser.add_argument("--budget-ms", dest="budget_ms", type=float, default=100.0, help="request budget")
-    parser.add_argument("--concurrency", type=int, default=8, help="queries in flight at once")
+    parser.add_argument("--concurrency", type=int, default=16, help="queries in flight at once")
     parser.add_argument("--seed", type=int, default=7, help="random seed of the healthy lanes' delays")
 
 
@@ -64,15 +68,24 @@ class _StubbornLane(BaseLane):
 class _JitterLane(BaseLane):
     """Healthy lane answering after a seeded random 1–20 ms delay."""
 
-    def __init__(self, name: str, rng: random.Random) -> None:
+    def __init__(self, name: str, rng: random.Random, *, threaded: bool = False) -> None:
         super().__init__(LaneSpec(name=name, kind=LaneKind.KEYWORD, backend="fake"), _resources())
         self.provider = f"{name}_provider"
         self._rng = rng
-        self._hits = synthetic_hits(name, _HITS)
+        self.threaded = threaded
+        hits = synthetic_hits(name, _HITS)
+        # Stored chunks carry their SimHash from ingest (``Hit.simhash``); do the same so that fusion's
+        # near-duplicate pass costs what it costs in production, not a per-query re-hash.
+        sigs = simhash_many([h.text for h in hits])
+        self._hits = [dataclasses.replace(h, simhash=sig) for h, sig in zip(hits, sigs, strict=True)]
 
     async def search(self, request: LaneRequest) -> list[Hit]:
-        """Answer ten hits after 1–20 ms."""
-        await asyncio.sleep(self._rng.uniform(0.001, 0.020))
+        """Answer ten hits after 1–20 ms (in a worker thread for a synchronous-SDK lane)."""
+        delay = self._rng.uniform(0.001, 0.020)
+        if self.threaded:
+            await asyncio.to_thread(time.sleep, delay)
+        else:
+            await asyncio.sleep(delay)
         return self._hits[: request.top_k]
 
 
@@ -98,7 +111,11 @@ def _settings(budget_ms: float, home: Path) -> Settings:
 
 def _lanes(seed: int) -> dict[str, Lane]:
     rng = random.Random(seed)
-    lanes: dict[str, Lane] = {n: _JitterLane(n, random.Random(rng.random())) for n in _HEALTHY}
+    # The last healthy lane answers from a worker thread, like the SQLite/Arango/Meilisearch lanes: it is the
+    # one that starves if hung calls exhaust the thread pool.
+    lanes: dict[str, Lane] = {
+        n: _JitterLane(n, random.Random(rng.random()), threaded=n == _HEALTHY[-1]) for n in _HEALTHY
+    }
     lanes["hung"] = _StubbornLane(LaneSpec(name="hung", kind=LaneKind.KEYWORD, backend="fake"), _resources())
     lanes["crash"] = FakeLane(name="crash", provider="crash_provider", error=RuntimeError("backend crashed"))
     lanes["limited"] = FakeLane(

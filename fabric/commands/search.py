@@ -119,19 +119,15 @@ def _print_tables(result: SearchResult, *, explain: bool) -> None:
     console = Console(highlight=False, soft_wrap=True)
     items = Table(title=f"{result.query!r} · {result.mode.value} · trace {result.trace_id}", expand=False)
     for col in ("#", "score", "id", "title", "lanes"):
-        items.add_column(col)
-    components = sorted({k for it in result.items for k in it.scores}) if explain else []
-    for comp in components:
-        items.add_column(comp)
-    if explain:
-        items.add_column("ranks")
+        items.add_column(col, overflow="fold")
     for i, it in enumerate(result.items, 1):
-        row = [str(i), f"{it.score_total:.4f}", it.id, it.hit.title[:60], ",".join(it.lanes)]
-        row += [f"{it.scores[c]:.4f}" if c in it.scores else "" for c in components]
-        if explain:
-            row.append(" ".join(f"{lane}:{rank}" for lane, rank in sorted(it.ranks.items())))
-        items.add_row(*row)
+        items.add_row(str(i), f"{it.score_total:.4f}", it.id, it.hit.title[:60], ",".join(it.lanes))
     console.print(items)
+    if explain:
+        for i, it in enumerate(result.items, 1):
+            comps = " ".join(f"{k}={v:.4f}" for k, v in sorted(it.scores.items()))
+            ranks = " ".join(f"{lane}:{rank}" for lane, rank in sorted(it.ranks.items()))
+            print(f"{i:>3}. {it.id}  total={it.score_total:.4f}  ranks {ranks}\n     {comps}")
     lanes = Table(title="lanes")
     for col in ("lane", "status", "provider", "latency_ms", "hits", "weight", "error"):
         lanes.add_column(col)

@@ -1,0 +1,153 @@
+"""Fusion + ranking + dedup latency for 6 × 50 and 2 × 50 synthetic hits, next to a plain-RRF floor.
+
+Hits are realistic and overlapping: a pool of documents over 24 domains (Wikipedia, GitHub, news sites, ...),
+titles, ~50-word bodies, URLs with tracking parameters, dates spread over two years, ingest-time quality and
+SimHash, ~6 % near-duplicate copies under other URLs; each lane draws 50 of them from a shared relevant set
+plus its own tail, best first. Every figure comes from the same run: ``floor_*`` is a plain 15-line RRF
+(ids → ``Σ 1/(60 + rank)`` → sort) over the same outcomes. ``dedup_2000_ms`` deduplicates 2,000 candidates
+whose SimHash was stored at ingest; ``dedup_2000_cold_ms`` computes every SimHash in the call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fabric.config import FusionConfig, Settings, load_settings
+from fabric.models import Hit, LaneKind, LaneOutcome, LaneStatus
+from fusion.combine import collect
+from fusion.dedup import Deduplicator
+from fusion.pipeline import FusionContext, fuse
+from fusion.quality import content_quality
+from fusion.simhash import simhash_many
+
+__all__ = ["add_arguments", "make_outcomes", "plain_rrf", "run"]
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+_KINDS = (LaneKind.KEYWORD, LaneKind.VECTOR, LaneKind.GRAPH, LaneKind.WEB, LaneKind.NEWS, LaneKind.MARKETS)
+_DOMAINS = (
+    "wikipedia.org", "developer.mozilla.org", "github.com", "stackoverflow.com", "arxiv.org", "medium.com",
+    "reuters.com", "bbc.com", "nytimes.com", "python.org", "docs.python.org", "realpython.com", "dev.to",
+    "nature.com", "sciencedirect.com", "ncbi.nlm.nih.gov", "example.com", "blogspot.com", "wordpress.com",
+    "bloomberg.com", "ft.com", "cnn.com", "theguardian.com", "lwn.net",
+)  # fmt: skip
+
+
+def _pool(rng: random.Random, n: int) -> list[Hit]:
+    vocab = [rng.choice("bcdfghjklmnprstvz") + rng.choice("aeiou") + rng.choice("bcdfgklmnrst") * rng.randint(1, 2)
+             + rng.choice(("", "ing", "ion", "er", "al")) for _ in range(1500)]  # fmt: skip
+    docs: list[Hit] = []
+    for i in range(n):
+        domain = rng.choice(_DOMAINS)
+        title = " ".join(rng.choices(vocab, k=rng.randint(5, 9))).capitalize()
+        text = ". ".join(" ".join(rng.choices(vocab, k=12)) for _ in range(4)) + "."
+        slug = title.lower().replace(" ", "-")
+        query = rng.choice(("", "", "?utm_source=feed&id=3", "?ref=home#top"))
+        docs.append(Hit(
+            id=f"d{i:05d}", rank=1, score=0.0, title=title, text=text, domain=domain,
+            url=f"https://www.{domain}/articles/{slug}{query}",
+            published_at=NOW - timedelta(hours=rng.randint(1, 24 * 730)) if rng.random() < 0.8 else None,
+        ))  # fmt: skip
+    for i in rng.sample(range(n), n // 16):  # near-duplicate copies under another id and URL
+        src = docs[rng.randrange(n)]
+        words = src.text.split()
+        words[rng.randrange(len(words))] = "changed"
+        docs[i] = replace(src, id=docs[i].id, url=docs[i].url, text=" ".join(words))
+    sigs = simhash_many([d.text for d in docs])
+    return [replace(d, quality=content_quality(d.title, d.text), simhash=s) for d, s in zip(docs, sigs, strict=True)]
+
+
+def make_outcomes(lanes: int, per_lane: int, seed: int = 7, pool: int = 600) -> dict[str, LaneOutcome]:
+    """``lanes`` overlapping synthetic outcomes of ``per_lane`` hits each, best first."""
+    rng = random.Random(seed)
+    docs = _pool(rng, pool)
+    relevant = docs[:80]
+    out: dict[str, LaneOutcome] = {}
+    for li in range(lanes):
+        picked: dict[str, Hit] = {}
+        while len(picked) < per_lane:
+            d = rng.choice(relevant) if rng.random() < 0.6 else rng.choice(docs)
+            picked.setdefault(d.id, d)
+        hits = tuple(replace(h, rank=r, score=round(30.0 / (r + 2), 4)) for r, h in enumerate(picked.values(), 1))
+        kind = _KINDS[li % len(_KINDS)]
+        name = f"{kind.value}{li // len(_KINDS) or ''}"
+        out[name] = LaneOutcome(lane=name, kind=kind, provider="synthetic", status=LaneStatus.SUCCESS, hits=hits,
+                                weight=1.0 if li % 2 == 0 else 0.8)  # fmt: skip
+    return out
+
+
+def plain_rrf(outcomes: Mapping[str, LaneOutcome], k: int = 60) -> list[tuple[str, float]]:
+    """The floor: a plain 15-line RRF over the same outcomes (no weights, boosts or dedup)."""
+    scores: dict[str, float] = {}
+    for out in outcomes.values():
+        for rank, hit in enumerate(out.hits, 1):
+            scores[hit.id] = scores.get(hit.id, 0.0) + 1.0 / (k + rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _time_us(fn: Callable[[], object], repeat: int) -> list[float]:
+    for _ in range(max(5, repeat // 20)):
+        fn()
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter_ns()
+        fn()
+        samples.append((time.perf_counter_ns() - t0) / 1000.0)
+    return sorted(samples)
+
+
+def _pct(samples: list[float], q: float) -> float:
+    return round(samples[min(len(samples) - 1, int(q * len(samples)))], 1)
+
+
+def _dedup_ms(ctx: FusionContext, cold: bool, repeat: int) -> float:
+    outcomes = make_outcomes(40, 50, seed=11, pool=2200)  # ≈ 2,000 distinct candidates
+    if cold:
+        outcomes = {n: replace(o, hits=tuple(replace(h, simhash=None) for h in o.hits)) for n, o in outcomes.items()}
+    stage = Deduplicator(ctx.config.dedup)
+    times = []
+    for _ in range(repeat):
+        run, cands, _, _ = collect(outcomes, ctx)
+        cands = cands[:2000]
+        t0 = time.perf_counter_ns()
+        stage(cands, run)
+        times.append((time.perf_counter_ns() - t0) / 1e6)
+    return round(statistics.median(times), 2)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--repeat N`` fusion calls per configuration."""
+    parser.add_argument("--repeat", type=int, default=2000, help="fusion calls per configuration (default 2000)")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Measure and return the figures."""
+    try:
+        settings = load_settings()
+    except Exception:  # noqa: BLE001 - the bench still runs on defaults without a config folder
+        settings = Settings()
+    cfg: FusionConfig = settings.fusion
+    ctx = FusionContext(config=cfg, now=NOW, authority=settings.authority, authority_default=settings.authority_default)
+    repeat = max(20, int(args.repeat))
+    figures: dict[str, Any] = {}
+    for lanes in (6, 2):
+        outcomes = make_outcomes(lanes, 50)
+        fused = _time_us(lambda o=outcomes: fuse(o, ctx), repeat)  # type: ignore[misc]
+        floor = _time_us(lambda o=outcomes: plain_rrf(o), repeat)  # type: ignore[misc]
+        out = fuse(outcomes, ctx)
+        tag = f"{lanes}x50"
+        figures[f"p50_us_{tag}"] = _pct(fused, 0.5)
+        figures[f"p99_us_{tag}"] = _pct(fused, 0.99)
+        figures[f"floor_p50_us_{tag}"] = _pct(floor, 0.5)
+        figures[f"ratio_to_floor_{tag}"] = round(_pct(fused, 0.5) / max(_pct(floor, 0.5), 1e-9), 2)
+        figures[f"items_{tag}"] = len(out.items)
+        figures[f"duplicates_merged_{tag}"] = sum(out.duplicates.values())
+    figures["dedup_2000_ms"] = _dedup_ms(ctx, cold=False, repeat=max(5, repeat // 200))
+    figures["dedup_2000_cold_ms"] = _dedup_ms(ctx, cold=True, repeat=max(3, repeat // 400))
+    return figures

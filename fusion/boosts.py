@@ -1,0 +1,127 @@
+"""Boost stages: each puts one ranking factor on [0, 1] into ``candidate["scores"]``.
+
+All values are pure functions of the candidates and the context (``ctx.now``; no clock):
+
+- ``domain_diversity`` (seed 003): ``1 / n_domain``, where ``n_domain`` is how many candidates share the
+  item's domain (a domain seen once scores 1.0, one seen four times 0.25). Items without a domain
+  (local documents) score 0.5.
+- ``recency`` (seed 003 age steps, age relative to ``ctx.now``): ≤ 1 day 1.0, ≤ 7 days 0.8, ≤ 30 days 0.6,
+  ≤ 365 days 0.4, older 0.2; future dates count as age 0; undated items score 0.5.
+- ``authority``: the ``config/authority.toml`` score of the item's domain or its closest listed parent domain
+  (``en.wikipedia.org`` → ``wikipedia.org``), plus :data:`KEYLESS_BONUS` for keyless sources (Wikipedia, MDN),
+  capped at 1.0; unlisted domains get ``ctx.authority_default``.
+- ``quality``: :attr:`Hit.quality` computed once at ingest (:mod:`fusion.quality`); unknown scores 0.5.
+
+Whether a factor carries information is decided later, in :mod:`fusion.rank` (a factor equal for every
+candidate is dropped there, so it cannot reorder anything).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from datetime import datetime
+
+from fabric.config import AuthorityEntry
+from fusion.types import Candidate, FusionRun
+
+__all__ = [
+    "KEYLESS_BONUS",
+    "RECENCY_STEPS",
+    "UNKNOWN",
+    "AuthorityBooster",
+    "DomainDiversityBooster",
+    "QualityBooster",
+    "RecencyBooster",
+    "authority_of",
+    "recency_of",
+]
+
+UNKNOWN = 0.5
+"""The value of a factor for an item that lacks the information (no domain, no date, no quality)."""
+KEYLESS_BONUS = 0.1
+"""Added to the authority of keyless high-credibility sources (seed 003 keyless boosts)."""
+RECENCY_STEPS: tuple[tuple[float, float], ...] = ((1.0, 1.0), (7.0, 0.8), (30.0, 0.6), (365.0, 0.4))
+"""(max age in days, score) steps; anything older scores 0.2."""
+_DAY_S = 86400.0
+
+
+def recency_of(published_at: datetime | None, now: datetime) -> float:
+    """The seed's age-step recency score of one date relative to ``now`` (undated → 0.5)."""
+    if published_at is None:
+        return UNKNOWN
+    age_days = (now - published_at).total_seconds() / _DAY_S
+    for limit, score in RECENCY_STEPS:
+        if age_days <= limit:
+            return score
+    return 0.2
+
+
+def authority_of(domain: str, table: Mapping[str, AuthorityEntry], default: float) -> float:
+    """Authority of ``domain``: its entry or its closest listed parent's, keyless bonus included, capped at 1."""
+    get = table.get
+    d = domain.lower()
+    while d:
+        entry = get(d)
+        if entry is not None:
+            return min(1.0, entry.score + (KEYLESS_BONUS if entry.keyless else 0.0))
+        _, _, d = d.partition(".")
+    return default
+
+
+class DomainDiversityBooster:
+    """Stage: ``domain_diversity = 1 / (candidates sharing the domain)``; no domain → 0.5."""
+
+    name = "domain_diversity"
+
+    def __call__(self, cands: list[Candidate], run: FusionRun) -> list[Candidate]:
+        """Score every candidate's domain diversity."""
+        counts = Counter(c["hit"].domain for c in cands)
+        for c in cands:
+            d = c["hit"].domain
+            c["scores"]["domain_diversity"] = 1.0 / counts[d] if d else UNKNOWN
+        return cands
+
+
+class RecencyBooster:
+    """Stage: the seed's age-step recency relative to ``ctx.now``."""
+
+    name = "recency"
+
+    def __call__(self, cands: list[Candidate], run: FusionRun) -> list[Candidate]:
+        """Score every candidate's recency."""
+        now = run.ctx.now
+        for c in cands:
+            c["scores"]["recency"] = recency_of(c["hit"].published_at, now)
+        return cands
+
+
+class AuthorityBooster:
+    """Stage: domain authority from ``ctx.authority`` with the keyless bonus."""
+
+    name = "authority"
+
+    def __call__(self, cands: list[Candidate], run: FusionRun) -> list[Candidate]:
+        """Score every candidate's source authority."""
+        table, default = run.ctx.authority, run.ctx.authority_default
+        memo: dict[str, float] = {}
+        for c in cands:
+            d = c["hit"].domain
+            value = memo.get(d)
+            if value is None:
+                value = memo[d] = authority_of(d, table, default) if d else default
+            c["scores"]["authority"] = value
+        return cands
+
+
+class QualityBooster:
+    """Stage: copy the ingest-time content quality (unknown → 0.5)."""
+
+    name = "quality"
+
+    def __call__(self, cands: list[Candidate], run: FusionRun) -> list[Candidate]:
+        """Score every candidate's content quality."""
+        for c in cands:
+            q = c["hit"].quality
+            c["scores"]["quality"] = UNKNOWN if q is None else min(1.0, max(0.0, q))
+        return cands

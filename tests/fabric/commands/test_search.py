@@ -1,0 +1,106 @@
+"""Tests for ``fabric search`` through ``fabric.cli.main``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fabric.cli import main
+
+CONFIG = """
+schema = 1
+[lanes.keyword]
+backend = "fake"
+kind = "keyword"
+options = { hits = 12 }
+[lanes.vector]
+backend = "fake"
+kind = "vector"
+options = { hits = 12, provider = "fakevec" }
+[lanes.graph]
+enabled = false
+backend = "fake"
+kind = "graph"
+"""
+
+
+@pytest.fixture
+def argv(tmp_path: Path) -> list[str]:
+    cfg = tmp_path / "user.toml"
+    cfg.write_text(CONFIG)
+    return ["--config", str(cfg), "--home", str(tmp_path / "home"), "search"]
+
+
+class TestSearchCommand:
+    def test_json_output_has_design_shape(self, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+        """--json prints the DESIGN.md result shape."""
+        assert main([*argv, "hello world", "--json", "--top-k", "5"]) == 0
+        body = json.loads(capsys.readouterr().out)
+        assert {"query", "mode", "trace_id", "items", "next_cursor", "lanes", "preflight", "timings", "receipt"} <= set(
+            body
+        )
+        assert len(body["items"]) == 5
+        assert body["lanes"]["keyword"]["status"] == "success"
+
+    def test_cursor_continues(self, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+        """The printed next_cursor fetches the next page."""
+        main([*argv, "q", "--json", "--top-k", "5"])
+        first = json.loads(capsys.readouterr().out)
+        assert main([*argv, "q", "--json", "--top-k", "5", "--cursor", first["next_cursor"]]) == 0
+        second = json.loads(capsys.readouterr().out)
+        assert not {i["id"] for i in first["items"]} & {i["id"] for i in second["items"]}
+
+    def test_table_with_explain(self, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+        """The table shows items, lanes and, with --explain, score components and ranks."""
+        assert main([*argv, "hello", "--explain", "--top-k", "3"]) == 0
+        out = capsys.readouterr().out
+        assert "keyword-0" in out
+        assert "total=" in out
+        assert "keyword:1" in out
+        assert "success" in out
+
+    def test_json_explain(self, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+        """--json --explain adds score components and per-lane ranks per item."""
+        main([*argv, "hello", "--json", "--explain", "--top-k", "2"])
+        explain = json.loads(capsys.readouterr().out)["explain"]
+        assert explain[0]["ranks"]
+        assert explain[0]["scores"]
+
+    @pytest.mark.parametrize(
+        ("extra", "field"),
+        [
+            (["   "], "query"),
+            (["q", "--mode", "fast"], "mode"),
+            (["q", "--top-k", "0"], "top_k"),
+            (["q", "--top-k", "many"], "top_k"),
+            (["q", "--budget-ms", "-1"], "budget_ms"),
+            (["q", "--constraint", "cost=free"], "constraints.cost"),
+            (["q", "--constraint", "nonsense"], "constraints"),
+            (["q", "--lanes", "nope"], "lanes"),
+            (["q", "--fusion", "magic"], "fusion"),
+            (["q", "--cursor", "forged"], "cursor"),
+        ],
+    )
+    def test_bad_input_exits_2_with_one_line(
+        self, argv: list[str], capsys: pytest.CaptureFixture[str], extra: list[str], field: str
+    ) -> None:
+        """Bad input exits 2 with a single line naming the field, never a traceback."""
+        assert main([*argv, *extra]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"fabric: error: {field}:")
+        assert "\n" not in err
+        assert "Traceback" not in err
+
+    def test_strict_partial_exits_2(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """--strict with a failing lane exits 2 naming the lane."""
+        cfg = tmp_path / "user.toml"
+        cfg.write_text(
+            CONFIG + '\n[lanes.web]\nenabled = true\nbackend = "no_such"\nkind = "web"\nfallback = "keyword"\n'
+        )
+        assert (
+            main(["--config", str(cfg), "--home", str(tmp_path), "search", "q", "--strict", "--lanes", "keyword,web"])
+            == 2
+        )
+        assert "web=" in capsys.readouterr().err

@@ -1,0 +1,255 @@
+"""Tests for the engine: the whole query path with fake lanes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from fabric.config import PreflightConfig, StageConfig
+from fabric.engine import CURSOR_SECRET_ENV, Engine
+from fabric.errors import PartialResultError, QueryError
+from fabric.models import Hit, LaneKind, LaneRequest, LaneStatus
+from fabric.validation import parse_request
+from lanes.fake import FakeLane
+from tests.fabric.support import make_settings, quiet_logs  # noqa: F401
+from tests.fabric.test_executor import StubbornLane
+
+
+class RecordingLane(FakeLane):
+    """Remembers the requests and the trace id it saw."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.requests: list[LaneRequest] = []
+        self.trace_ids: list[str] = []
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        self.requests.append(request)
+        self.trace_ids.append(structlog.contextvars.get_contextvars().get("trace_id", ""))
+        return await super().search(request)
+
+
+async def search(engine: Engine, **data: Any):
+    data.setdefault("query", "hello world")
+    return await engine.search(parse_request(data, engine.settings))
+
+
+class TestSearch:
+    async def test_healthy_lanes_fused(self, tmp_path: Path) -> None:
+        """Two healthy lanes give a full, non-partial answer with receipt and timings."""
+        settings = make_settings(tmp_path)
+        lanes = {"a": FakeLane(name="a", hits=5), "b": FakeLane(name="b", hits=5)}
+        async with Engine(settings, lanes=lanes) as engine:
+            res = await search(engine, top_k=10)
+        assert not res.partial
+        assert len(res.items) == 10
+        assert {"total_ms", "fusion_ms", "preflight_ms", "overhead_ms"} <= set(res.timings)
+        body = res.to_dict()
+        assert body["lanes"]["a"]["status"] == "success"
+        assert body["receipt"]["fused"]
+
+    async def test_hung_and_raising_lanes_do_not_lose_healthy_hits(self, tmp_path: Path) -> None:
+        """A lane ignoring cancellation and a raising lane leave the healthy lane's hits intact."""
+        settings = make_settings(tmp_path, {"a": {}, "s": {}, "bad": {}}, total_ms=60, lane_ms=40)
+        lanes = {
+            "a": FakeLane(name="a", hits=5),
+            "s": StubbornLane(name="s"),
+            "bad": FakeLane(name="bad", error=ValueError("x")),
+        }
+        async with Engine(settings, lanes=lanes) as engine:
+            res = await search(engine, top_k=10)
+            abandoned = set(engine.executor.abandoned)
+            assert abandoned
+            assert not any(t.done() for t in abandoned)
+        assert res.partial
+        assert {it.id for it in res.items} == {f"a-{i}" for i in range(5)}
+        assert res.lanes["s"].status is LaneStatus.TIMEOUT
+        assert res.lanes["bad"].status is LaneStatus.ERROR
+
+    async def test_strict_mode_refuses_partial(self, tmp_path: Path) -> None:
+        """Strict mode turns a partial answer into PartialResultError."""
+        settings = make_settings(tmp_path, {"a": {}, "bad": {}})
+        lanes = {"a": FakeLane(name="a"), "bad": FakeLane(name="bad", error=RuntimeError("x"))}
+        async with Engine(settings, lanes=lanes) as engine:
+            with pytest.raises(PartialResultError, match="bad=error"):
+                await search(engine, strict=True)
+
+    async def test_strict_mode_passes_full_answer(self, tmp_path: Path) -> None:
+        """Strict mode returns normally when every lane succeeded."""
+        async with Engine(make_settings(tmp_path), lanes={"a": FakeLane(name="a"), "b": FakeLane(name="b")}) as e:
+            assert not (await search(e, strict=True)).partial
+
+    async def test_lane_subset(self, tmp_path: Path) -> None:
+        """A request restricted to some lanes runs only those."""
+        lanes = {"a": FakeLane(name="a"), "b": FakeLane(name="b")}
+        async with Engine(make_settings(tmp_path), lanes=lanes) as engine:
+            res = await search(engine, lanes=["b"])
+        assert list(res.lanes) == ["b"]
+        assert lanes["a"].calls == 0
+
+    async def test_trace_id_reaches_lanes(self, tmp_path: Path) -> None:
+        """Lane tasks inherit the query's trace_id."""
+        lane = RecordingLane(name="a")
+        async with Engine(make_settings(tmp_path, {"a": {}}), lanes={"a": lane}) as engine:
+            res = await search(engine)
+        assert lane.trace_ids == [res.trace_id]
+        assert lane.requests[0].trace_id == res.trace_id
+
+    async def test_preflight_output_bound_into_lane_request(self, tmp_path: Path) -> None:
+        """Pre-flight refinement and extracted years reach the lanes as text and date bounds."""
+        lane = RecordingLane(name="a")
+        async with Engine(make_settings(tmp_path, {"a": {}}), lanes={"a": lane}) as engine:
+            res = await search(
+                engine, query='  Vaccine  "Side Effects" 2019-2021 site:nih.gov', constraints={"cost": "low"}
+            )
+        req = lane.requests[0]
+        assert res.preflight.refined_query == req.query == "vaccine side effects 2019-2021"
+        assert req.constraints.date_from is not None
+        assert req.constraints.date_from.year == 2019
+        assert req.constraints.sites == ("nih.gov",)
+        assert req.constraints.phrases == ("side effects",)
+        assert req.constraints.max_results == 10
+        assert req.top_k == 10
+
+    async def test_preflight_bypass_recorded(self, tmp_path: Path) -> None:
+        """A bypassed pre-flight passes the query unchanged and records why."""
+        settings = make_settings(tmp_path, {"a": {}}, preflight=PreflightConfig(enabled=False))
+        async with Engine(settings, lanes={"a": FakeLane(name="a")}) as engine:
+            res = await search(engine, query="Hello  World")
+        assert res.preflight.bypassed
+        assert res.preflight.reason == "disabled"
+        assert res.preflight.refined_query == "Hello  World"
+
+    async def test_metrics_and_health(self, tmp_path: Path) -> None:
+        """Metrics count lane outcomes and queries; health lists lanes with provider health."""
+        lanes = {"a": FakeLane(name="a"), "b": FakeLane(name="b", provider="pb", error=RuntimeError("x"))}
+        async with Engine(make_settings(tmp_path), lanes=lanes) as engine:
+            await search(engine)
+            summary = engine.metrics.summary()
+            health = engine.health()
+            text = engine.metrics.exposition().decode()
+        assert summary["queries"] == 1
+        assert summary["lane_success_rate"] == 0.5
+        assert summary["partial_share"] == 1.0
+        assert health["lanes"]["b"]["health"]["failure_rate"] == 1.0
+        assert 'fabric_lane_outcomes_total{lane="b",status="error"} 1.0' in text
+
+
+class TestBuild:
+    async def test_unbuildable_lane_reported_as_error(self, tmp_path: Path) -> None:
+        """A lane whose backend cannot be built is an error outcome, not an engine crash."""
+        settings = make_settings(tmp_path, {"a": {"options": {"hits": 3}}, "b": {}})
+        lanes_cfg = dict(settings.lanes)
+        lanes_cfg["b"] = lanes_cfg["b"].__class__(name="b", kind=LaneKind.KEYWORD, backend="no_such_backend")
+        settings = settings.__class__(**{**{f: getattr(settings, f) for f in settings.__slots__}, "lanes": lanes_cfg})
+        async with Engine(settings) as engine:
+            res = await search(engine)
+            assert "b" in engine.health()["lanes"]
+            assert not engine.health()["lanes"]["b"]["built"]
+        assert res.lanes["a"].status is LaneStatus.SUCCESS
+        assert len(res.items) == 3
+        assert res.lanes["b"].status is LaneStatus.ERROR
+        assert "no_such_backend" in (res.lanes["b"].error or "")
+
+    async def test_search_before_open_is_programmer_error(self, tmp_path: Path) -> None:
+        """search() before open() raises RuntimeError."""
+        with pytest.raises(RuntimeError, match="open"):
+            await Engine(make_settings(tmp_path)).search(parse_request({"query": "q"}, make_settings(tmp_path)))
+
+
+class TestPaging:
+    async def test_pages_neither_repeat_nor_skip(self, tmp_path: Path) -> None:
+        """Following next_cursor walks the whole fused list exactly once, in order."""
+        lanes = {"a": FakeLane(name="a", hits=17), "b": FakeLane(name="b", hits=13)}
+        async with Engine(make_settings(tmp_path), lanes=lanes) as engine:
+            full = await search(engine, top_k=100)
+            seen: list[str] = []
+            cursor = None
+            while True:
+                page = await search(engine, top_k=7, **({"cursor": cursor} if cursor else {}))
+                seen += [it.id for it in page.items]
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+        assert seen == [it.id for it in full.items]
+        assert len(seen) == 30
+
+    async def test_tampered_cursor_rejected(self, tmp_path: Path) -> None:
+        """An altered cursor is a QueryError on the cursor field."""
+        async with Engine(make_settings(tmp_path), lanes={"a": FakeLane(name="a", hits=20)}) as engine:
+            page = await search(engine, top_k=5, lanes=["a"])
+            assert page.next_cursor
+            bad = page.next_cursor[:-2] + ("AA" if not page.next_cursor.endswith("AA") else "BB")
+            with pytest.raises(QueryError) as info:
+                await search(engine, top_k=5, lanes=["a"], cursor=bad)
+        assert info.value.field == "cursor"
+
+    async def test_foreign_cursor_rejected(self, tmp_path: Path) -> None:
+        """A cursor from another query (or other page size) is refused."""
+        async with Engine(make_settings(tmp_path), lanes={"a": FakeLane(name="a", hits=20)}) as engine:
+            page = await search(engine, top_k=5, lanes=["a"])
+            with pytest.raises(QueryError, match="different query"):
+                await search(engine, query="other", top_k=5, lanes=["a"], cursor=page.next_cursor)
+            with pytest.raises(QueryError):
+                await search(engine, top_k=6, lanes=["a"], cursor=page.next_cursor)
+
+    async def test_secret_from_env_shared_across_engines(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """With FABRIC_CURSOR_SECRET set, another engine accepts the cursor."""
+        monkeypatch.setenv(CURSOR_SECRET_ENV, "shared")
+        settings = make_settings(tmp_path / "one", {"a": {}})
+        async with Engine(settings, lanes={"a": FakeLane(name="a", hits=20)}) as e1:
+            cursor = (await search(e1, top_k=5)).next_cursor
+        other = make_settings(tmp_path / "two", {"a": {}})
+        async with Engine(other, lanes={"a": FakeLane(name="a", hits=20)}) as e2:
+            assert next(it.id for it in (await search(e2, top_k=5, cursor=cursor)).items) == "a-5"
+
+    async def test_secret_file_created_once_under_home(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without the env var a secret is created under the home and reused."""
+        monkeypatch.delenv(CURSOR_SECRET_ENV, raising=False)
+        settings = make_settings(tmp_path, {"a": {}})
+        async with Engine(settings, lanes={"a": FakeLane(name="a")}):
+            secret = (tmp_path / "cursor.secret").read_bytes()
+        async with Engine(settings, lanes={"a": FakeLane(name="a")}):
+            assert (tmp_path / "cursor.secret").read_bytes() == secret
+            assert len(secret) == 64
+
+
+class TestStages:
+    def _settings(self, tmp_path: Path, **kw: Any):
+        return make_settings(tmp_path, {"s1": {}, "s2": {"stage": 2}}, stages=StageConfig(min_must_count=3, **kw))
+
+    async def test_stage2_runs_when_stage1_short(self, tmp_path: Path) -> None:
+        """Stage 2 fills in when stage 1 yields fewer than min_must_count items."""
+        lanes = {"s1": FakeLane(name="s1", hits=1), "s2": FakeLane(name="s2", hits=4)}
+        async with Engine(self._settings(tmp_path), lanes=lanes) as engine:
+            res = await search(engine)
+        assert res.stages["stage2_should_trigger"]
+        assert res.stages["stage2_used"]
+        assert res.lanes["s2"].status is LaneStatus.SUCCESS
+        assert len(res.items) == 5
+        assert [it.stage_priority for it in res.items].count(1) == 4
+
+    async def test_stage2_not_triggered_when_stage1_enough(self, tmp_path: Path) -> None:
+        """Stage 2 is skipped (not partial) when stage 1 is enough."""
+        lanes = {"s1": FakeLane(name="s1", hits=5), "s2": FakeLane(name="s2", hits=4)}
+        async with Engine(self._settings(tmp_path), lanes=lanes) as engine:
+            res = await search(engine)
+        assert not res.stages["stage2_should_trigger"]
+        assert not res.stages["stage2_used"]
+        assert res.lanes["s2"].status is LaneStatus.SKIPPED
+        assert lanes["s2"].calls == 0
+        assert not res.partial
+
+    async def test_stage2_skipped_when_observed_latency_over_cap(self, tmp_path: Path) -> None:
+        """A stage-2 provider whose observed p50 exceeds stage2_cap_ms is skipped and recorded."""
+        lanes = {"s1": FakeLane(name="s1", hits=1), "s2": FakeLane(name="s2", provider="slow", hits=4)}
+        async with Engine(self._settings(tmp_path, stage2_cap_ms=600), lanes=lanes) as engine:
+            engine.penalties.record_success("slow", 900.0)
+            res = await search(engine)
+        assert res.stages["stage2_should_trigger"]
+        assert res.stages["stage2_skipped_budget"]
+        assert not res.stages["stage2_used"]
+        assert lanes["s2"].calls == 0

@@ -1,0 +1,237 @@
+"""Tests for the lane executor: budgets, abandonment, fallbacks, retries, suspensions."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from fabric.config import PenaltyConfig
+from fabric.errors import LaneRejected, LaneUnavailable
+from fabric.executor import LaneExecutor, PlannedLane
+from fabric.metrics import EngineMetrics
+from fabric.models import Hit, LaneRequest, LaneStatus
+from fabric.penalties import ProviderPenalties
+from lanes.base import BaseLane, LaneResources, LaneSpec
+from lanes.fake import FakeLane, synthetic_hits
+from tests.fabric.support import quiet_logs  # noqa: F401
+
+REQ = LaneRequest(query="q", top_k=5)
+
+
+class StubbornLane(BaseLane):
+    """Blocks a worker thread and ignores cancellation until it returns."""
+
+    provider = "stubborn"
+
+    def __init__(self, name: str = "stubborn", block_s: float = 0.4) -> None:
+        from fabric.models import LaneKind
+
+        super().__init__(LaneSpec(name=name, kind=LaneKind.KEYWORD, backend="fake"), LaneResources())
+        self.block_s = block_s
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        fut = asyncio.ensure_future(asyncio.to_thread(threading.Event().wait, self.block_s))
+        while not fut.done():
+            try:
+                await asyncio.shield(fut)
+            except asyncio.CancelledError:
+                continue
+        return synthetic_hits(self.name, 3)
+
+
+class FlakyLane(FakeLane):
+    """Raises LaneUnavailable on the first ``failures`` calls, then answers."""
+
+    def __init__(self, failures: int, **kw) -> None:
+        super().__init__(**kw)
+        self.failures = failures
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise LaneUnavailable("connection refused", provider=self.provider)
+        return self._hits[: request.top_k]
+
+
+def plan(*names: str, budget_ms: float = 1000.0, fallback: dict | None = None) -> list[PlannedLane]:
+    fb = fallback or {}
+    return [PlannedLane(name=n, budget_ms=budget_ms, fallback=fb.get(n)) for n in names]
+
+
+async def run(ex: LaneExecutor, lanes: list[PlannedLane], deadline_s: float = 5.0) -> dict:
+    loop = asyncio.get_running_loop()
+    return await ex.run(lanes, REQ, deadline=loop.time() + deadline_s)
+
+
+class TestOutcomes:
+    async def test_success_carries_hits_provider_weight(self) -> None:
+        """A healthy lane succeeds with its hits, provider and weight."""
+        ex = LaneExecutor({"a": FakeLane(name="a", provider="pa", hits=3)})
+        out = await run(ex, [PlannedLane(name="a", budget_ms=1000, weight=0.5)])
+        assert out["a"].status is LaneStatus.SUCCESS
+        assert len(out["a"].hits) == 3
+        assert out["a"].provider == "pa"
+        assert out["a"].weight == 0.5
+        assert out["a"].health["state"] == "closed"
+
+    async def test_raising_lane_is_error_and_healthy_hits_survive(self) -> None:
+        """A lane raising an arbitrary exception is an error; the other lane's hits are kept."""
+        ex = LaneExecutor({"a": FakeLane(name="a", hits=4), "bad": FakeLane(name="bad", error=RuntimeError("boom"))})
+        out = await run(ex, plan("a", "bad"))
+        assert out["bad"].status is LaneStatus.ERROR
+        assert "boom" in (out["bad"].error or "")
+        assert out["a"].status is LaneStatus.SUCCESS
+        assert len(out["a"].hits) == 4
+
+    async def test_hanging_lane_times_out_at_budget(self) -> None:
+        """An async lane that never answers is cut at its budget."""
+        ex = LaneExecutor({"h": FakeLane(name="h", hang=True), "a": FakeLane(name="a")})
+        out = await run(ex, plan("h", "a", budget_ms=30))
+        assert out["h"].status is LaneStatus.TIMEOUT
+        assert out["a"].status is LaneStatus.SUCCESS
+
+    async def test_deadline_cuts_before_lane_budget(self) -> None:
+        """A lane budget longer than the query deadline is cut at the deadline."""
+        ex = LaneExecutor({"h": FakeLane(name="h", hang=True)})
+        out = await run(ex, plan("h", budget_ms=60_000), deadline_s=0.03)
+        assert out["h"].status is LaneStatus.TIMEOUT
+
+    async def test_no_time_left_is_skipped(self) -> None:
+        """A lane planned after the deadline passed is skipped."""
+        ex = LaneExecutor({"a": FakeLane(name="a")})
+        out = await run(ex, plan("a"), deadline_s=-1.0)
+        assert out["a"].status is LaneStatus.SKIPPED
+
+
+class TestAbandonment:
+    async def test_lane_ignoring_cancellation_is_abandoned(self) -> None:
+        """A lane that ignores cancellation is abandoned: the answer returns while it still runs."""
+        metrics = EngineMetrics()
+        ex = LaneExecutor({"s": StubbornLane(), "a": FakeLane(name="a")}, metrics=metrics)
+        out = await run(ex, plan("s", "a", budget_ms=30))
+        assert out["s"].status is LaneStatus.TIMEOUT
+        assert out["a"].status is LaneStatus.SUCCESS
+        assert ex.abandoned_running() == 1
+        assert not next(iter(ex.abandoned)).done()
+        assert metrics.summary()["abandoned_tasks"] == 1
+        await asyncio.wait(set(ex.abandoned))
+
+    async def test_bulkhead_skips_provider_with_abandoned_calls(self) -> None:
+        """A provider with too many abandoned calls still running is not called again."""
+        lane = StubbornLane()
+        ex = LaneExecutor({"s": lane}, max_abandoned_per_provider=1)
+        await run(ex, plan("s", budget_ms=20))
+        out = await run(ex, plan("s", budget_ms=20))
+        assert out["s"].status is LaneStatus.SUSPENDED
+        assert "bulkhead" in (out["s"].error or "")
+        await asyncio.wait(set(ex.abandoned))
+
+    async def test_abandoned_set_empties_when_call_ends(self) -> None:
+        """An abandoned call leaves the set once its thread returns."""
+        ex = LaneExecutor({"s": StubbornLane(block_s=0.1)})
+        await run(ex, plan("s", budget_ms=10))
+        await asyncio.wait(set(ex.abandoned))
+        await asyncio.sleep(0)
+        assert ex.abandoned_running() == 0
+        assert ex.abandoned_total == 1
+
+
+class TestFallbacks:
+    async def test_fallback_runs_and_is_marked(self) -> None:
+        """A failed lane's fallback answers under the failed lane's name, marked as fallback."""
+        lanes = {"a": FakeLane(name="a", error=RuntimeError("x")), "b": FakeLane(name="b", provider="pb", hits=2)}
+        ex = LaneExecutor(lanes)
+        out = await run(ex, plan("a", fallback={"a": "b"}))
+        assert out["a"].status is LaneStatus.FALLBACK
+        assert out["a"].fallback_for == "a"
+        assert out["a"].provider == "pb"
+        assert [h.id for h in out["a"].hits] == ["b-0", "b-1"]
+
+    async def test_fallback_already_planned_is_reused_not_doubled(self) -> None:
+        """A fallback target that ran in the same query is reused without repeating its hits."""
+        lanes = {"a": FakeLane(name="a", error=RuntimeError("x")), "b": FakeLane(name="b", hits=2)}
+        ex = LaneExecutor(lanes)
+        out = await run(ex, plan("a", "b", fallback={"a": "b"}))
+        assert out["a"].status is LaneStatus.FALLBACK
+        assert out["a"].hits == ()
+        assert out["b"].status is LaneStatus.SUCCESS
+        assert lanes["b"].calls == 1
+
+    async def test_fallback_limited_to_remaining_budget(self) -> None:
+        """A fallback that would overrun the failed lane's budget is cut; the original failure stays."""
+        lanes = {"a": FakeLane(name="a", error=RuntimeError("x")), "slow": FakeLane(name="slow", hang=True)}
+        ex = LaneExecutor(lanes)
+        out = await run(ex, plan("a", budget_ms=30, fallback={"a": "slow"}))
+        assert out["a"].status is LaneStatus.ERROR
+        assert "fallback 'slow'" in (out["a"].error or "")
+
+    async def test_timed_out_lane_has_no_budget_for_fallback(self) -> None:
+        """A lane that used its whole budget does not start a fallback past it."""
+        lanes = {"h": FakeLane(name="h", hang=True), "b": FakeLane(name="b")}
+        ex = LaneExecutor(lanes)
+        out = await run(ex, plan("h", budget_ms=20, fallback={"h": "b"}))
+        assert out["h"].status is LaneStatus.TIMEOUT
+        assert lanes["b"].calls == 0
+
+    async def test_suspended_lane_uses_fallback(self) -> None:
+        """A suspended provider's lane is served by its fallback."""
+        pen = ProviderPenalties()
+        pen.record_failure("pa", "rate_limited")
+        lanes = {"a": FakeLane(name="a", provider="pa"), "b": FakeLane(name="b", provider="pb")}
+        out = await run(LaneExecutor(lanes, penalties=pen), plan("a", fallback={"a": "b"}))
+        assert out["a"].status is LaneStatus.FALLBACK
+        assert lanes["a"].calls == 0
+
+
+class TestRetriesAndPenalties:
+    async def test_unavailable_is_retried(self) -> None:
+        """LaneUnavailable is retried within budget and the retry succeeds."""
+        lane = FlakyLane(1, name="f")
+        out = await run(LaneExecutor({"f": lane}), plan("f"))
+        assert out["f"].status is LaneStatus.SUCCESS
+        assert lane.calls == 2
+
+    async def test_rejected_is_never_retried(self) -> None:
+        """LaneRejected is not retried and suspends the provider with its Retry-After."""
+        lane = FakeLane(name="r", provider="pr", error=LaneRejected("429", suspend_s=30.0))
+        ex = LaneExecutor({"r": lane})
+        out = await run(ex, plan("r"))
+        assert out["r"].status is LaneStatus.ERROR
+        assert lane.calls == 1
+        assert ex.penalties.snapshot("pr")["suspended_for_s"] > 25
+
+    async def test_retry_budget_exhausted_stops_retries(self) -> None:
+        """With the retry budget spent, LaneUnavailable is not retried."""
+        pen = ProviderPenalties(PenaltyConfig(retry_budget_ratio=0.0))
+        pen.try_acquire_retry("fake")
+        lane = FlakyLane(1, name="f")
+        out = await run(LaneExecutor({"f": lane}, penalties=pen), plan("f"))
+        assert out["f"].status is LaneStatus.ERROR
+        assert lane.calls == 1
+
+    async def test_suspended_provider_is_skipped_without_a_call(self) -> None:
+        """A suspended provider is not called and reported as suspended."""
+        pen = ProviderPenalties()
+        pen.record_failure("pa", "forbidden")
+        lane = FakeLane(name="a", provider="pa")
+        out = await run(LaneExecutor({"a": lane}, penalties=pen), plan("a"))
+        assert out["a"].status is LaneStatus.SUSPENDED
+        assert lane.calls == 0
+
+    async def test_penalised_provider_is_down_weighted(self) -> None:
+        """A provider with a poor record gets a reduced fusion weight."""
+        pen = ProviderPenalties(PenaltyConfig(failure_rate_suspend=0.9))
+        for _ in range(3):
+            pen.record_success("pa", 1.0)
+        for _ in range(2):
+            pen.record_failure("pa", "bad_response")
+        out = await run(LaneExecutor({"a": FakeLane(name="a", provider="pa")}, penalties=pen), plan("a"))
+        assert out["a"].status is LaneStatus.SUCCESS
+        assert out["a"].weight < 1.0
+
+    def test_invalid_arguments_rejected(self) -> None:
+        """Nonsensical executor settings are programmer errors."""
+        with pytest.raises(ValueError, match="max_attempts"):
+            LaneExecutor({}, max_attempts=0)

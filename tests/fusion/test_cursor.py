@@ -1,0 +1,55 @@
+"""Tests for signed pagination cursors."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabric.errors import QueryError
+from fusion.cursor import decode_cursor, encode_cursor, fingerprint
+
+SECRET = b"s3cret"
+FP = fingerprint({"query": "q", "mode": "technical", "top_k": 10})
+
+
+class TestCursor:
+    def test_roundtrip(self) -> None:
+        """A cursor decodes to the offset it was made for."""
+        assert decode_cursor(encode_cursor(30, FP, SECRET), FP, SECRET) == 30
+
+    def test_opaque(self) -> None:
+        """The token does not show the offset in clear text."""
+        assert "30" not in encode_cursor(30, FP, SECRET)[2:]
+
+    def test_tampered_rejected(self) -> None:
+        """Changing any character of the token is detected."""
+        token = encode_cursor(10, FP, SECRET)
+        bad = token[:-1] + ("A" if token[-1] != "A" else "B")
+        with pytest.raises(QueryError) as info:
+            decode_cursor(bad, FP, SECRET)
+        assert info.value.field == "cursor"
+
+    def test_foreign_query_rejected(self) -> None:
+        """A cursor issued for another query is refused."""
+        other = fingerprint({"query": "other", "mode": "technical", "top_k": 10})
+        with pytest.raises(QueryError, match="different query"):
+            decode_cursor(encode_cursor(10, other, SECRET), FP, SECRET)
+
+    def test_foreign_secret_rejected(self) -> None:
+        """A cursor signed with another secret is refused."""
+        with pytest.raises(QueryError):
+            decode_cursor(encode_cursor(10, FP, b"other"), FP, SECRET)
+
+    @pytest.mark.parametrize("token", ["", "garbage", "c1!!!", "c1AAAA"])
+    def test_malformed_rejected(self, token: str) -> None:
+        """Malformed tokens give a cursor QueryError, not a crash."""
+        with pytest.raises(QueryError):
+            decode_cursor(token, FP, SECRET)
+
+    def test_fingerprint_stable_under_key_order(self) -> None:
+        """The fingerprint does not depend on key order."""
+        assert fingerprint({"a": 1, "b": 2}) == fingerprint({"b": 2, "a": 1})
+
+    def test_negative_offset_is_programmer_error(self) -> None:
+        """Encoding a negative offset raises ValueError."""
+        with pytest.raises(ValueError, match="offset"):
+            encode_cursor(-1, FP, SECRET)
