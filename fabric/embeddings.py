@@ -134,6 +134,10 @@ class MiniLMEmbedder:
                 log.info("embedder_loaded", model=self.name, path=path)
             return self._model
 
+    def warm(self) -> None:
+        """Load the model now (the first query then pays no load time)."""
+        self._load()
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed ``texts`` in length-sorted batches; vectors are unit length."""
         if not texts:
@@ -215,6 +219,12 @@ class CachedEmbedder:
         """Vector size (for endpoint embedders, known after the first vector)."""
         self.hits = 0
         self.misses = 0
+
+    def warm(self) -> None:
+        """Load the inner model when it supports it (cache hits never load it)."""
+        warm = getattr(self.inner, "warm", None)
+        if callable(warm):
+            warm()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed ``texts``, reading and filling the cache."""

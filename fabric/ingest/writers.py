@@ -12,7 +12,7 @@ from typing import Any
 from fabric.errors import ConfigError
 from fabric.ingest.model import StoreWriter
 
-__all__ = ["WRITERS", "build_writer", "has_writer"]
+__all__ = ["WRITERS", "build_writer", "build_writers", "has_writer"]
 
 WRITERS: dict[str, str] = {
     "sqlite_fts": "lanes.keyword.sqlite_fts_store:SqliteFtsStore",
@@ -47,3 +47,14 @@ def build_writer(spec: Any, resources: Any) -> StoreWriter:
         raise ConfigError(f"store writer {spec.backend!r} cannot be loaded: {exc}", key="backend") from None
     writer: StoreWriter = getattr(module, attr)(spec, resources)
     return writer
+
+
+def build_writers(settings: Any, resources: Any) -> list[StoreWriter]:
+    """Writers of every enabled lane of ``settings`` whose backend has one, in lane order."""
+    from lanes.base import LaneSpec
+
+    return [
+        build_writer(LaneSpec(name=lc.name, kind=lc.kind, backend=lc.backend, options=lc.options), resources)
+        for lc in settings.enabled_lanes()
+        if has_writer(lc.backend)
+    ]

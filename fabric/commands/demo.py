@@ -1,0 +1,102 @@
+"""``fabric demo [--keep] [--json]``: ingest the shipped notes into a scratch home and run a few queries.
+
+The corpus (``fabric/demo/corpus``: design notes about this engine, decisions with dates, commit SHAs and error
+codes, roadmaps, a captain's log) is package data, so the demo works on a fresh machine: the embedded stores
+need no servers and MiniLM loads offline. Each query prints its top items with the lanes that found them and
+the score breakdown (RRF, lexical, semantic, graph), then the per-lane status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import shutil
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEMO_QUERIES", "register", "run_demo"]
+
+DEMO_QUERIES = (
+    "QD-LOCK-01 second process cannot open the qdrant folder",
+    "what happens to search when the embedding model is down",
+    "Reciprocal Rank Fusion",
+    "commit a41d7e0 FTS5 syntax error",
+    "roadmap for learned routing in 2027",
+)
+"""Queries that exercise identifiers (keyword), paraphrase (vector), entities (graph) and years."""
+
+
+def register(sub: Any) -> None:
+    """Add the ``demo`` subcommand."""
+    p: argparse.ArgumentParser = sub.add_parser("demo", help="ingest the shipped notes and run sample queries")
+    p.add_argument("--keep", action="store_true", help="keep the scratch home and print its path")
+    p.add_argument("--json", action="store_true", help="print the ingest summary and results as JSON")
+    p.set_defaults(func=_run)
+
+
+def _copy_corpus(dest: Path) -> Path:
+    corpus = resources.files("fabric.demo") / "corpus"
+    with resources.as_file(corpus) as src:
+        shutil.copytree(src, dest)
+    return dest
+
+
+async def run_demo(settings: Any, queries: tuple[str, ...] = DEMO_QUERIES, progress: Any = None) -> dict[str, Any]:
+    """Ingest the demo corpus into ``settings.home`` and run ``queries`` through the engine."""
+    from fabric.commands.ingest import run_ingest
+    from fabric.engine import Engine
+    from fabric.models import SearchRequest
+
+    docs = _copy_corpus(settings.home / "fabric-docs")
+    report = await run_ingest(settings, docs, "markdown", progress)
+    results = []
+    async with Engine(settings) as engine:
+        for q in queries:
+            results.append((await engine.search(SearchRequest(query=q, top_k=3))).to_dict())
+    return {"home": str(settings.home), "ingest": report.to_dict(), "results": results}
+
+
+def _print(out: dict[str, Any]) -> None:
+    ing = out["ingest"]
+    print(f"ingested {ing['docs']} notes → {ing['chunks']} chunks; embeddings: {ing['embeddings']}")
+    for res in out["results"]:
+        print(f"\n» {res['query']}")
+        for i, it in enumerate(res["items"], start=1):
+            s = it["scores"]
+            parts = [f"{k}={s[k]:.4f}" for k in ("rrf", "lexical", "semantic", "graph") if k in s]
+            ranks = " ".join(f"{lane}#{rank}" for lane, rank in it["ranks"].items())
+            print(f"  {i}. {it['title']}")
+            print(f"     {it['id']}  total={it['score_total']:.4f}  {' '.join(parts)}  [{ranks}]")
+        lanes = "  ".join(
+            f"{name}:{lo['status']}({lo['hits']} hits, {lo['latency_ms']:.0f} ms)" for name, lo in res["lanes"].items()
+        )
+        print(f"  lanes  {lanes}")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from fabric.commands.search import load_cli_settings
+
+    settings = load_cli_settings(args)
+    scratch = Path(tempfile.mkdtemp(prefix="fabric-demo-"))
+    settings = dataclasses.replace(settings, home=scratch / "home")
+    try:
+        if args.json:
+            out = asyncio.run(run_demo(settings))
+            print(json.dumps(out, indent=2, sort_keys=True))
+        else:
+            from fabric.commands.ingest import _RichProgress
+
+            progress = _RichProgress()
+            with progress.bar:
+                out = asyncio.run(run_demo(settings, progress=progress))
+            _print(out)
+            if args.keep:
+                print(f"\nscratch home kept: {settings.home}  (try: fabric --home {settings.home} search '...')")
+    finally:
+        if not args.keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return 0

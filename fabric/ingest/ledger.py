@@ -1,0 +1,139 @@
+"""The ingestion ledger (``<home>/ledger.sqlite``): per chunk its content hash and the stores holding it,
+plus an append-only audit history of creates, updates, deletes and repairs.
+
+Write-ahead protocol used by :mod:`fabric.ingest.pipeline`: every chunk about to be written or deleted is first
+marked ``pending`` (with its new hash); stores are written; then it is marked ``done`` with the stores that
+succeeded. A run that dies in between leaves ``pending`` rows, and the next run rewrites (or re-deletes) them
+in every store, so no chunk stays in one store and missing from another.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+__all__ = ["Ledger", "LedgerEntry"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS ledger (
+    id TEXT PRIMARY KEY,
+    doc_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    stores TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'done')),
+    op TEXT NOT NULL CHECK (op IN ('upsert', 'delete')),
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ledger_source ON ledger(source);
+CREATE TABLE IF NOT EXISTS history (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts TEXT NOT NULL,
+    action TEXT NOT NULL,
+    id TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    stores TEXT NOT NULL
+);
+"""
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """The ledger's view of one chunk."""
+
+    id: str
+    doc_id: str
+    source: str
+    content_hash: str
+    stores: frozenset[str]
+    state: str
+    op: str
+
+
+class Ledger:
+    """Synchronous ledger access (the pipeline calls it from a worker thread)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.executescript(_SCHEMA)
+
+    def entries(self, source: str) -> dict[str, LedgerEntry]:
+        """Every chunk the ledger holds for ``source``, by id."""
+        rows = self.conn.execute(
+            "SELECT id, doc_id, source, content_hash, stores, state, op FROM ledger WHERE source = ?", (source,)
+        )
+        return {r[0]: LedgerEntry(r[0], r[1], r[2], r[3], frozenset(json.loads(r[4])), r[5], r[6]) for r in rows}
+
+    def mark_pending(self, upserts: Sequence[tuple[str, str, str, str]], deletes: Sequence[str]) -> None:
+        """Write-ahead: ``(id, doc_id, source, new_hash)`` about to be written, ids about to be deleted."""
+        now = _now()
+        with self.conn:
+            self.conn.executemany(
+                "INSERT INTO ledger (id, doc_id, source, content_hash, stores, state, op, updated_at) "
+                "VALUES (?, ?, ?, ?, '[]', 'pending', 'upsert', ?) ON CONFLICT(id) DO UPDATE SET "
+                "doc_id = excluded.doc_id, source = excluded.source, content_hash = excluded.content_hash, "
+                "state = 'pending', op = 'upsert', updated_at = excluded.updated_at",
+                [(*u, now) for u in upserts],
+            )
+            self.conn.executemany(
+                "UPDATE ledger SET state = 'pending', op = 'delete', updated_at = ? WHERE id = ?",
+                [(now, i) for i in deletes],
+            )
+
+    def mark_done(self, rows: Iterable[tuple[str, str, str, str, Iterable[str], str]]) -> int:
+        """Record ``(id, doc_id, source, hash, stores, action)`` as written; ``action`` goes to the history."""
+        now = _now()
+        batch = [(i, d, s, h, json.dumps(sorted(set(st))), a) for i, d, s, h, st, a in rows]
+        with self.conn:
+            self.conn.executemany(
+                "UPDATE ledger SET content_hash = ?, stores = ?, state = 'done', op = 'upsert', updated_at = ? "
+                "WHERE id = ?",
+                [(h, st, now, i) for i, _d, _s, h, st, _a in batch],
+            )
+            self.conn.executemany(
+                "INSERT INTO history (ts, action, id, doc_id, source, content_hash, stores) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(now, a, i, d, s, h, st) for i, d, s, h, st, a in batch],
+            )
+        return len(batch)
+
+    def remove(self, entries: Iterable[LedgerEntry], stores: Iterable[str]) -> int:
+        """Forget deleted chunks and record ``delete`` in the history."""
+        now = _now()
+        gone = json.dumps(sorted(set(stores)))
+        batch = list(entries)
+        with self.conn:
+            self.conn.executemany("DELETE FROM ledger WHERE id = ?", [(e.id,) for e in batch])
+            self.conn.executemany(
+                "INSERT INTO history (ts, action, id, doc_id, source, content_hash, stores) "
+                "VALUES (?, 'delete', ?, ?, ?, ?, ?)",
+                [(now, e.id, e.doc_id, e.source, e.content_hash, gone) for e in batch],
+            )
+        return len(batch)
+
+    def history(self, chunk_id: str | None = None) -> list[dict[str, str]]:
+        """Audit rows, oldest first (optionally for one chunk)."""
+        sql = "SELECT ts, action, id, doc_id, source, content_hash, stores FROM history"
+        args: tuple[str, ...] = ()
+        if chunk_id is not None:
+            sql += " WHERE id = ?"
+            args = (chunk_id,)
+        keys = ("ts", "action", "id", "doc_id", "source", "content_hash", "stores")
+        return [dict(zip(keys, r, strict=True)) for r in self.conn.execute(sql + " ORDER BY seq", args)]
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()

@@ -1,0 +1,244 @@
+"""The ingestion pipeline: load → chunk → embed → write every store, idempotently, with a ledger and audit.
+
+For one source, each loaded chunk is compared with the ledger:
+
+- new id → ``create``; changed content hash → ``update``; same hash but ``pending`` (an interrupted run) or
+  missing from a store it belongs in (say, vectors skipped while embeddings were down) → ``repair``;
+- unchanged and held by every target store → nothing is written;
+- ids the ledger holds for this source that the load no longer yields → ``delete`` from every store.
+
+Write-ahead: chunks to write or delete are marked ``pending`` first, then stores are written, then the ledger
+records ``done`` with the stores that succeeded (and the audit history). A store that fails leaves its chunks
+unheld in the ledger; the next run repairs them. Embeddings are fail-open: without an embedder (or when it
+fails) the vector store is skipped and the report says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from fabric.errors import FabricError, LaneError
+from fabric.ingest.ledger import Ledger, LedgerEntry
+from fabric.ingest.loaders import finalize, load_source
+from fabric.ingest.model import Chunk, StoreWriter
+from fabric.models import Embedder
+
+__all__ = ["IngestReport", "Progress", "ingest"]
+
+log = structlog.get_logger(__name__)
+
+BATCH = 256
+"""Chunks per embedding call and per store write."""
+
+
+class Progress:
+    """Progress sink: the CLI passes a rich-backed subclass; the default reports nothing."""
+
+    def stage(self, name: str, total: int) -> None:
+        """A stage with ``total`` units starts."""
+
+    def advance(self, name: str, n: int) -> None:
+        """``n`` more units of stage ``name`` are done."""
+
+
+@dataclass
+class IngestReport:
+    """What one ingestion run did (the CLI prints it; ``--json`` emits :meth:`to_dict`)."""
+
+    source: str
+    format: str
+    docs: int = 0
+    chunks: int = 0
+    created: int = 0
+    updated: int = 0
+    repaired: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    embedded: int = 0
+    embeddings: str = "ok"
+    stores: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary with per-stage docs/s."""
+        rates = {k: round(self.docs / v, 1) if v > 0 else None for k, v in self.seconds.items() if k != "total"}
+        return {
+            "source": self.source,
+            "format": self.format,
+            "docs": self.docs,
+            "chunks": self.chunks,
+            "created": self.created,
+            "updated": self.updated,
+            "repaired": self.repaired,
+            "unchanged": self.unchanged,
+            "deleted": self.deleted,
+            "embedded": self.embedded,
+            "embeddings": self.embeddings,
+            "stores": dict(self.stores),
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            "docs_per_s": rates,
+        }
+
+
+def _plan(
+    chunks: Sequence[Chunk], entries: dict[str, LedgerEntry], targets: dict[str, set[str]]
+) -> tuple[list[tuple[Chunk, str, set[str]]], list[LedgerEntry], int]:
+    """(chunk, action, stores to write) for every chunk needing work, entries to delete, unchanged count."""
+    todo: list[tuple[Chunk, str, set[str]]] = []
+    unchanged = 0
+    for c in chunks:
+        want = targets[c.id]
+        e = entries.get(c.id)
+        if e is None:
+            todo.append((c, "create", want))
+        elif e.content_hash != c.content_hash:
+            todo.append((c, "update", want))
+        elif e.state == "pending":
+            todo.append((c, "repair", want))
+        elif not want <= e.stores:
+            todo.append((c, "repair", want - e.stores))
+        else:
+            unchanged += 1
+    ids = {c.id for c in chunks}
+    gone = [e for i, e in entries.items() if i not in ids]
+    return todo, gone, unchanged
+
+
+async def _embed(
+    embedder: Embedder, chunks: list[Chunk], progress: Progress, report: IngestReport
+) -> dict[str, tuple[float, ...]]:
+    """Vectors by chunk id, embedded in length-sorted batches; empty (and reported) when embeddings fail."""
+    order = sorted(chunks, key=lambda c: len(c.embed_text))
+    progress.stage("embed", len(order))
+    vectors: dict[str, tuple[float, ...]] = {}
+    for start in range(0, len(order), BATCH):
+        batch = order[start : start + BATCH]
+        try:
+            vecs = await asyncio.to_thread(embedder.embed, [c.embed_text for c in batch])
+        except (LaneError, OSError) as exc:
+            report.embeddings = f"unavailable: {exc}"
+            log.warning("ingest_embeddings_unavailable", error=str(exc))
+            return {}
+        vectors.update((c.id, tuple(v)) for c, v in zip(batch, vecs, strict=True))
+        progress.advance("embed", len(batch))
+    report.embedded = len(vectors)
+    return vectors
+
+
+async def _write(
+    writer: StoreWriter, chunks: list[Chunk], gone: list[str], progress: Progress, report: IngestReport
+) -> bool:
+    """Write ``chunks`` and delete ``gone`` in one store; False (and reported) when the store failed."""
+    t0 = time.perf_counter()
+    try:
+        await writer.open()
+        for start in range(0, len(chunks), BATCH):
+            await writer.upsert(chunks[start : start + BATCH])
+            progress.advance("write", len(chunks[start : start + BATCH]))
+        if gone:
+            await writer.delete(gone)
+    except (FabricError, OSError) as exc:
+        report.stores[writer.store] = f"error: {exc}"
+        log.warning("ingest_store_failed", store=writer.store, error=str(exc))
+        return False
+    report.stores[writer.store] = "ok"
+    report.seconds[f"write.{writer.store}"] = time.perf_counter() - t0
+    return True
+
+
+async def ingest(
+    path: Path,
+    *,
+    home: Path,
+    writers: Sequence[StoreWriter],
+    embedder: Embedder | None,
+    fmt: str | None = None,
+    progress: Progress | None = None,
+) -> IngestReport:
+    """Ingest ``path`` into every store of ``writers``; see the module docstring for the protocol.
+
+    Raises:
+        IngestError: the source cannot be read or parsed.
+    """
+    progress = progress or Progress()
+    t0 = time.perf_counter()
+    progress.stage("load", 1)
+    loaded = await asyncio.to_thread(load_source, path, fmt)
+    progress.advance("load", 1)
+    report = IngestReport(source=loaded.source, format=loaded.fmt, docs=loaded.docs)
+    t1 = time.perf_counter()
+    progress.stage("chunk", len(loaded.chunks))
+    chunks = list({c.id: c for c in await asyncio.to_thread(lambda: [finalize(c) for c in loaded.chunks])}.values())
+    progress.advance("chunk", len(chunks))
+    report.chunks = len(chunks)
+    t2 = time.perf_counter()
+
+    ledger = await asyncio.to_thread(Ledger, home / "ledger.sqlite")
+    try:
+        all_stores = {w.store for w in writers}
+        lexical = {w.store for w in writers if not w.needs_vectors}
+        if embedder is None:
+            report.embeddings = "disabled: no embedder (lexical only)"
+        entries = await asyncio.to_thread(ledger.entries, loaded.source)
+        targets = {c.id: all_stores if embedder is not None else lexical for c in chunks}
+        todo, gone, report.unchanged = _plan(chunks, entries, targets)
+        await asyncio.to_thread(
+            ledger.mark_pending,
+            [(c.id, c.doc_id, loaded.source, c.content_hash) for c, _, _ in todo],
+            [e.id for e in gone],
+        )
+
+        vectors: dict[str, tuple[float, ...]] = {}
+        need_vec = [c for c, _, st in todo if any(w.store in st and w.needs_vectors for w in writers)]
+        if embedder is not None and need_vec:
+            vectors = await _embed(embedder, need_vec, progress, report)
+        t3 = time.perf_counter()
+
+        progress.stage("write", sum(len([1 for _, _, st in todo if w.store in st]) for w in writers))
+        held: dict[str, set[str]] = {c.id: set() for c, _, _ in todo}
+        jobs = []
+        for w in writers:
+            mine = [c for c, _, st in todo if w.store in st]
+            if w.needs_vectors:
+                mine = [replace(c, vector=vectors[c.id]) for c in mine if c.id in vectors]
+            stale = [  # updated without this store (e.g. no embedder now): its old copy must go
+                c.id
+                for c, action, st in todo
+                if action == "update" and w.store not in st and w.store in entries[c.id].stores
+            ]
+            jobs.append((w, mine, [e.id for e in gone] + stale))
+        # stores are independent: write them concurrently (SQLite stores work in threads)
+        oks = await asyncio.gather(*(_write(w, mine, dels, progress, report) for w, mine, dels in jobs))
+        for (w, mine, _), ok in zip(jobs, oks, strict=True):
+            if ok:
+                for c in mine:
+                    held[c.id].add(w.store)
+        deleted_ok = all(oks)
+        t4 = time.perf_counter()
+
+        done = []
+        for c, action, _ in todo:
+            before = entries[c.id].stores if c.id in entries and action == "repair" else frozenset()
+            done.append((c.id, c.doc_id, loaded.source, c.content_hash, held[c.id] | before, action))
+            attr = _count(action)
+            setattr(report, attr, getattr(report, attr) + 1)
+        await asyncio.to_thread(ledger.mark_done, done)
+        if deleted_ok and gone:
+            report.deleted = await asyncio.to_thread(ledger.remove, gone, all_stores)
+    finally:
+        await asyncio.to_thread(ledger.close)
+    report.seconds.update({"load": t1 - t0, "chunk": t2 - t1, "embed": t3 - t2, "write": t4 - t3})
+    report.seconds["total"] = time.perf_counter() - t0
+    log.info("ingest_finished", **{k: v for k, v in report.to_dict().items() if isinstance(v, int | str)})
+    return report
+
+
+def _count(action: str) -> str:
+    return {"create": "created", "update": "updated", "repair": "repaired"}[action]

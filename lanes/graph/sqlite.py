@@ -1,0 +1,151 @@
+"""Graph lane over the embedded SQLite graph (provider ``sqlite_graph``): simplified GraphRAG of seed 004.
+
+Query entities (the store's extractor, plus the query's 1–3-grams that name a known entity) → map to entity
+nodes → expand ``request.constraints.search_depth`` hops over relation edges (both directions, the strongest
+``fanout`` neighbours per hop) → evidence chunks through provenance edges. A chunk scores the sum of
+``idf(entity) * hop_decay ** hops`` over the entities that reach it; ``Hit.graph_hops`` is its smallest hop count.
+Each hit's metadata carries the query's ``entity_match_rate`` (share of extracted query entities found in
+the graph, after normalisation), the matched entities, and the entities that led to the chunk.
+
+Options (``lanes.toml``)::
+
+    [lanes.graph]
+    kind = "graph"
+    backend = "sqlite_graph"
+    options = { path = ".fabric/graph.sqlite", hop_decay = 0.5, fanout = 30, aliases_file = "config/aliases.toml" }
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from typing import Any
+
+import structlog
+
+from fabric.errors import LaneUnavailable
+from fabric.models import Hit, LaneRequest
+from lanes.base import BaseLane, LaneResources, LaneSpec
+from lanes.graph.extract import EntityExtractor, RuleExtractor, normalize_entity, query_ngrams
+from lanes.graph.sqlite_store import GRAPH_SCHEMA, graph_path, load_aliases
+from lanes.sqlite_common import CHUNK_COLUMNS, SqliteDb, filter_sql, row_hit
+
+__all__ = ["SqliteGraphLane"]
+
+log = structlog.get_logger(__name__)
+
+
+def _in(values: Any) -> str:
+    return ",".join("?" * len(values))
+
+
+class SqliteGraphLane(BaseLane):
+    """Entity match → hop expansion → evidence chunks, scored with hop decay."""
+
+    provider = "sqlite_graph"
+
+    def __init__(self, spec: LaneSpec, resources: LaneResources, extractor: EntityExtractor | None = None) -> None:
+        super().__init__(spec, resources)
+        self.hop_decay = float(spec.options.get("hop_decay", 0.5))
+        self.fanout = int(spec.options.get("fanout", 30))
+        self.db = SqliteDb(graph_path(spec, resources), GRAPH_SCHEMA)
+        self.extractor = extractor
+        self.aliases: dict[str, str] = {}
+
+    async def open(self) -> None:
+        """Load the alias table and build the default extractor (once)."""
+        if self.extractor is None:
+            self.aliases = load_aliases(self.spec)
+            self.extractor = RuleExtractor(self.aliases)
+
+    def _rank(self, conn: sqlite3.Connection, request: LaneRequest, extracted: list[str], grams: list[str]) -> Any:
+        cand = list(dict.fromkeys([*extracted, *grams]))
+        if not cand:
+            return {}, [], 0.0, {}
+        matched = dict(conn.execute(f"SELECT norm, id FROM entities WHERE norm IN ({_in(cand)})", cand))
+        rate = sum(1 for e in extracted if e in matched) / len(extracted) if extracted else float(bool(matched))
+        n_chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] or 1
+        reach: dict[int, tuple[float, int, str]] = {}  # entity id → (weight, hops, name)
+        names = {i: n for n, i in matched.items()}
+        frontier = list(matched.values())
+        for hop in range(max(0, request.constraints.search_depth) + 1):
+            if not frontier:
+                break
+            df = dict(
+                conn.execute(
+                    f"SELECT entity_id, COUNT(*) FROM mentions WHERE entity_id IN ({_in(frontier)}) GROUP BY entity_id",
+                    frontier,
+                )
+            )
+            for eid in frontier:
+                if eid not in reach and df.get(eid):
+                    reach[eid] = (math.log(1 + n_chunks / df[eid]) * self.hop_decay**hop, hop, names.get(eid, ""))
+            if hop == request.constraints.search_depth:
+                break
+            rows = conn.execute(
+                f"SELECT other, COUNT(*) AS w FROM ("
+                f"SELECT object_id AS other FROM relations WHERE subject_id IN ({_in(frontier)}) UNION ALL "
+                f"SELECT subject_id FROM relations WHERE object_id IN ({_in(frontier)})) "
+                f"GROUP BY other ORDER BY w DESC, other LIMIT ?",
+                [*frontier, *frontier, self.fanout + len(reach)],
+            ).fetchall()
+            frontier = [r[0] for r in rows if r[0] not in reach][: self.fanout]
+            for eid, label in conn.execute(f"SELECT id, norm FROM entities WHERE id IN ({_in(frontier)})", frontier):
+                names[eid] = label
+        scores: dict[str, float] = {}
+        hops: dict[str, int] = {}
+        via: dict[str, list[str]] = {}
+        ids = list(reach)
+        for eid, chunk_id in conn.execute(
+            f"SELECT entity_id, chunk_id FROM mentions WHERE entity_id IN ({_in(ids)})", ids
+        ):
+            weight, hop, name = reach[eid]
+            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight
+            hops[chunk_id] = min(hop, hops.get(chunk_id, hop))
+            via.setdefault(chunk_id, []).append(name)
+        return scores, sorted(matched), rate, {"hops": hops, "via": via}
+
+    def _search(self, conn: sqlite3.Connection, request: LaneRequest, extracted: list[str], grams: list[str]) -> Any:
+        scores, matched, rate, info = self._rank(conn, request, extracted, grams)
+        order = sorted(scores, key=lambda c: (-scores[c], c))
+        where, params = filter_sql(request.constraints)
+        rows: list[Any] = []
+        for start in range(0, len(order), 500):  # deep fill: keep going until top_k pass the filters
+            part = order[start : start + 500]
+            sql = f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({_in(part)}) AND {where}"
+            found = {r[0]: r for r in conn.execute(sql, [*part, *params])}
+            rows += [found[c] for c in part if c in found]
+            if len(rows) >= request.top_k:
+                break
+        return rows[: request.top_k], scores, matched, rate, info
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        """Chunks reached from the query's entities, best first."""
+        await self.open()
+        assert self.extractor is not None
+        if request.top_k <= 0:
+            return []
+        extracted = list(self.extractor.extract(request.query).entities)
+        grams = list(dict.fromkeys(normalize_entity(g, self.aliases) for g in query_ngrams(request.query)))
+        try:
+            rows, scores, matched, rate, info = await self.db.run(
+                lambda conn: self._search(conn, request, extracted, grams)
+            )
+        except sqlite3.Error as exc:
+            raise LaneUnavailable(f"sqlite error: {exc}", lane=self.name, provider=self.provider) from exc
+        log.debug("graph_entity_match", lane=self.name, rate=rate, matched=len(matched), query_entities=len(extracted))
+        base = {"entity_match_rate": round(rate, 4), "matched_entities": matched[:20]}
+        return [
+            row_hit(
+                row,
+                rank=i,
+                score=round(scores[row[0]], 6),
+                graph_hops=info["hops"][row[0]],
+                metadata={**base, "via_entities": sorted(set(info["via"][row[0]]))[:10]},
+            )
+            for i, row in enumerate(rows, start=1)
+        ]
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        self.db.close()

@@ -1,0 +1,105 @@
+"""Keyword lane over the embedded SQLite FTS5 store (provider ``sqlite_fts5``), ranked by BM25.
+
+Natural-language queries become a safe OR of quoted terms: the text is split into word tokens and each is
+wrapped in double quotes, so user input can never reach FTS5 syntax (``NEAR``, ``*``, ``^``, column filters,
+parentheses). Quoted phrases from ``request.constraints.phrases`` are required (AND) as FTS5 phrases. BM25
+weights the title above the body. Date range, ``site:`` domains and an optional trust filter apply in SQL.
+
+Options (``lanes.toml``)::
+
+    [lanes.keyword]
+    kind = "keyword"
+    backend = "sqlite_fts"
+    options = { path = ".fabric/keyword.sqlite", title_weight = 2.0, text_weight = 1.0, trust = "" }
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from typing import Any
+
+from fabric.errors import LaneBadResponse, LaneUnavailable
+from fabric.models import Hit, LaneRequest
+from lanes.base import BaseLane, LaneResources, LaneSpec
+from lanes.keyword.sqlite_fts_store import FTS_SCHEMA, fts_path
+from lanes.sqlite_common import CHUNK_COLUMNS, SqliteDb, filter_sql, row_hit
+
+__all__ = ["SqliteFtsKeywordLane", "match_expression"]
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_MAX_TERMS = 64
+
+
+def _terms(text: str) -> list[str]:
+    return [t.lower() for t in _TOKEN.findall(text)]
+
+
+def match_expression(query: str, phrases: tuple[str, ...] = ()) -> str | None:
+    """The FTS5 MATCH expression for ``query``: quoted terms joined by OR, AND each quoted phrase.
+
+    Only ``\\w+`` tokens reach the expression, each inside double quotes, so it is always valid FTS5 syntax.
+    Returns None when the query has no searchable token.
+    """
+    terms = list(dict.fromkeys(_terms(query)))[:_MAX_TERMS]
+    phrase_exprs = []
+    for phrase in phrases:
+        words = _terms(phrase)
+        if words:
+            phrase_exprs.append('"' + " ".join(words) + '"')
+    if not terms and not phrase_exprs:
+        return None
+    parts = []
+    if terms:
+        parts.append("(" + " OR ".join(f'"{t}"' for t in terms) + ")")
+    parts += phrase_exprs
+    return " AND ".join(parts)
+
+
+def _map_error(exc: sqlite3.Error) -> Exception:
+    if isinstance(exc, sqlite3.OperationalError) and "fts5" not in str(exc).lower():
+        return LaneUnavailable(f"sqlite error: {exc}", provider="sqlite_fts5")
+    return LaneBadResponse(f"sqlite error: {exc}", provider="sqlite_fts5")
+
+
+class SqliteFtsKeywordLane(BaseLane):
+    """BM25 over SQLite FTS5 with porter stemming; title weighted above body."""
+
+    provider = "sqlite_fts5"
+
+    def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
+        super().__init__(spec, resources)
+        opts = spec.options
+        self.title_weight = float(opts.get("title_weight", 2.0))
+        self.text_weight = float(opts.get("text_weight", 1.0))
+        self.trust = str(opts.get("trust", "")) or None
+        self.db = SqliteDb(fts_path(spec, resources), FTS_SCHEMA)
+
+    async def open(self) -> None:
+        """Open this thread's connection (creating the schema when the store is new)."""
+        await self.db.run(lambda conn: None)
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        """BM25-ranked chunks matching any query term (and every requested phrase)."""
+        expr = match_expression(request.query, request.constraints.phrases)
+        if expr is None or request.top_k <= 0:
+            return []
+        where, params = filter_sql(request.constraints, trust=self.trust)
+        cols = ", ".join(f"c.{col.strip()}" for col in CHUNK_COLUMNS.split(","))
+        sql = (
+            f"SELECT {cols}, bm25(chunks_fts, ?, ?) AS s FROM chunks_fts "
+            f"JOIN chunks c ON c.rowid = chunks_fts.rowid "
+            f"WHERE chunks_fts MATCH ? AND {where} ORDER BY s LIMIT ?"
+        )
+        args: list[Any] = [self.title_weight, self.text_weight, expr, *params, request.top_k]
+        try:
+            rows = await self.db.run(lambda conn: conn.execute(sql, args).fetchall())
+        except sqlite3.Error as exc:
+            raise _map_error(exc) from exc
+        return [
+            row_hit(row, rank=i, score=-float(row[14]), metadata={"match": expr}) for i, row in enumerate(rows, start=1)
+        ]
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        self.db.close()

@@ -1,0 +1,165 @@
+"""Shared plumbing of the embedded SQLite stores (FTS5 keyword, graph): connections, chunk rows, filters.
+
+- :class:`SqliteDb` keeps one connection per thread (WAL mode) and runs blocking calls off the event loop with
+  :func:`asyncio.to_thread`; every connection is closed by :meth:`SqliteDb.close`.
+- Both stores keep a ``chunks`` table with the same payload columns, so a hit carries its provenance, dates and
+  quality whichever store found it.
+- :func:`filter_sql` turns :class:`~fabric.models.BoundConstraints` (date range, ``site:`` domains) plus an
+  optional trust filter into a SQL condition on that table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from fabric.ingest.model import Chunk
+from fabric.models import BoundConstraints, Hit, SourceKind, Trust
+
+__all__ = ["CHUNKS_DDL", "CHUNK_COLUMNS", "SqliteDb", "chunk_row", "filter_sql", "row_hit"]
+
+T = TypeVar("T")
+
+CHUNK_COLUMNS = (
+    "id, doc_id, chunk_id, title, text, url, domain, published_at, years, source_kind, source_ref, trust, "
+    "quality, metadata"
+)
+"""Payload columns of every ``chunks`` table, in :func:`chunk_row` order."""
+
+CHUNKS_DDL = """
+CREATE TABLE IF NOT EXISTS chunks (
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    doc_id TEXT NOT NULL,
+    chunk_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    text TEXT NOT NULL,
+    url TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    published_at REAL,
+    years TEXT NOT NULL,
+    source_kind TEXT NOT NULL,
+    source_ref TEXT NOT NULL,
+    trust TEXT NOT NULL,
+    quality REAL,
+    metadata TEXT NOT NULL
+);
+"""
+
+
+class SqliteDb:
+    """One SQLite file, one connection per thread, blocking work run in worker threads."""
+
+    def __init__(self, path: Path, schema: str) -> None:
+        self.path = path
+        self.schema = schema
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection (created, with the schema applied, on first use)."""
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(self.schema)
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(conn)`` in a worker thread with that thread's connection."""
+        return await asyncio.to_thread(lambda: fn(self.conn()))
+
+    def close(self) -> None:
+        """Close every connection this object opened."""
+        with self._lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            conn.close()
+        self._local = threading.local()
+
+
+def chunk_row(chunk: Chunk) -> tuple[Any, ...]:
+    """The ``chunks`` row of ``chunk`` in :data:`CHUNK_COLUMNS` order."""
+    ts = chunk.published_at.timestamp() if chunk.published_at else None
+    return (
+        chunk.id,
+        chunk.doc_id,
+        chunk.chunk_id,
+        chunk.title,
+        chunk.text,
+        chunk.url,
+        chunk.domain,
+        ts,
+        json.dumps(sorted(set(chunk.years))),
+        chunk.source_kind.value,
+        chunk.source_ref,
+        chunk.trust.value,
+        chunk.quality,
+        json.dumps(dict(chunk.metadata), sort_keys=True, default=str),
+    )
+
+
+def row_hit(row: Sequence[Any], *, rank: int, score: float, **extra: Any) -> Hit:
+    """A :class:`~fabric.models.Hit` from a ``chunks`` row (``CHUNK_COLUMNS`` order)."""
+    (cid, doc_id, _chunk_id, title, text, url, domain, ts, years, kind, ref, trust, quality, meta) = row[:14]
+    metadata = json.loads(meta) if meta else {}
+    metadata["years"] = json.loads(years) if years else []
+    metadata.update(extra.pop("metadata", {}))
+    return Hit(
+        id=cid,
+        rank=rank,
+        score=score,
+        title=title,
+        text=text,
+        url=url,
+        domain=domain,
+        published_at=datetime.fromtimestamp(ts, UTC) if ts is not None else None,
+        source_kind=SourceKind(kind),
+        source_ref=ref,
+        trust=Trust(trust),
+        doc_id=doc_id,
+        quality=quality,
+        metadata=metadata,
+        **extra,
+    )
+
+
+def filter_sql(constraints: BoundConstraints, *, alias: str = "c", trust: str | None = None) -> tuple[str, list[Any]]:
+    """A SQL condition (``"1"`` when unconstrained) and its parameters for date, site and trust filters.
+
+    Dates (seed 004 year filter): a chunk passes when its ``published_at`` is in the range or a year it mentions
+    (``years``, which includes the publication year) is in the range's years; a chunk with neither is excluded.
+    """
+    parts: list[str] = []
+    params: list[Any] = []
+    lo, hi = constraints.date_from, constraints.date_to
+    if lo is not None or hi is not None:
+        lo_ts = lo.timestamp() if lo else -1e18
+        hi_ts = hi.timestamp() if hi else 1e18
+        parts.append(
+            f"(({alias}.published_at BETWEEN ? AND ?) OR "
+            f"EXISTS (SELECT 1 FROM json_each({alias}.years) WHERE value BETWEEN ? AND ?))"
+        )
+        params += [lo_ts, hi_ts, lo.year if lo else 0, hi.year if hi else 9999]
+    if constraints.sites:
+        ors = []
+        for site in constraints.sites:
+            ors.append(f"({alias}.domain = ? OR {alias}.domain LIKE ?)")
+            params += [site.lower(), f"%.{site.lower()}"]
+        parts.append("(" + " OR ".join(ors) + ")")
+    if trust:
+        parts.append(f"{alias}.trust = ?")
+        params.append(trust)
+    return (" AND ".join(parts) or "1"), params

@@ -1,0 +1,127 @@
+"""Vector lane over Qdrant (provider ``qdrant``): cosine similarity of MiniLM (or endpoint) embeddings.
+
+Local mode on disk by default (``<home>/qdrant``), a Qdrant server when ``options.url`` is set; see
+:mod:`lanes.vector.qdrant_store` for the shared client cache and point layout. The query is embedded with the
+injected ``resources.embedder`` in a worker thread; without an embedder the lane raises
+:class:`~fabric.errors.LaneUnavailable` and the executor falls back to the keyword lane.
+
+Filters: ``trust`` (lane option) and the date range run inside Qdrant — a chunk passes when a year it mentions
+(``years``, which includes its publication year) falls in the range's years (seed 004 year filter), so the ANN
+search itself fills ``top_k`` from as deep as needed. ``site:`` domains (with sub-domains) cannot be expressed
+as a Qdrant condition: they are checked on returned payloads and the lane pages deeper until ``top_k`` hits pass
+or the candidates run out (the deep fill of seed 004's FAISS note).
+
+Options (``lanes.toml``)::
+
+    [lanes.vector]
+    kind = "vector"
+    backend = "qdrant"
+    options = { path = ".fabric/qdrant", url = "", api_key = "", collection = "", trust = "", max_pages = 20 }
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+from qdrant_client import AsyncQdrantClient, models
+
+from fabric.errors import LaneUnavailable
+from fabric.models import BoundConstraints, Hit, LaneRequest, SourceKind, Trust
+from lanes.base import BaseLane, LaneResources, LaneSpec
+from lanes.vector.qdrant_store import acquire_client, collection_name, map_qdrant_error, release_client
+
+__all__ = ["QdrantVectorLane"]
+
+
+def _native_filter(c: BoundConstraints, trust: str | None) -> models.Filter | None:
+    must: list[Any] = []
+    if c.date_from or c.date_to:
+        rng = models.Range(gte=c.date_from.year if c.date_from else None, lte=c.date_to.year if c.date_to else None)
+        must.append(models.FieldCondition(key="years", range=rng))
+    if trust:
+        must.append(models.FieldCondition(key="trust", match=models.MatchValue(value=trust)))
+    return models.Filter(must=must) if must else None
+
+
+def _exact(c: BoundConstraints, payload: dict[str, Any]) -> bool:
+    """Filters Qdrant cannot express: ``site:`` domains and their sub-domains."""
+    if c.sites:
+        domain = str(payload.get("domain") or "")
+        if not any(domain == s or domain.endswith("." + s) for s in (x.lower() for x in c.sites)):
+            return False
+    return True
+
+
+def _hit(p: dict[str, Any], rank: int, score: float) -> Hit:
+    ts = p.get("published_ts")
+    return Hit(
+        id=str(p["id"]), rank=rank, score=score, title=str(p.get("title", "")), text=str(p.get("text", "")),
+        url=str(p.get("url", "")), domain=str(p.get("domain", "")),
+        published_at=datetime.fromtimestamp(ts, UTC) if ts is not None else None,
+        source_kind=SourceKind(p.get("source_kind", "import")), source_ref=str(p.get("source_ref", "")),
+        trust=Trust(p.get("trust", "untrusted")), doc_id=str(p.get("doc_id", "")), quality=p.get("quality"),
+        metadata={**(p.get("metadata") or {}), "years": p.get("years", [])},
+    )  # fmt: skip
+
+
+class QdrantVectorLane(BaseLane):
+    """Cosine nearest neighbours in Qdrant, with payload filters and temporal deep fill."""
+
+    provider = "qdrant"
+
+    def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
+        super().__init__(spec, resources)
+        self.trust = str(spec.options.get("trust", "")) or None
+        self.max_pages = int(spec.options.get("max_pages", 20))
+        self._client: tuple[str, AsyncQdrantClient] | None = None
+
+    async def open(self) -> None:
+        """Acquire the (shared, per path) Qdrant client and load the embedding model off the event loop."""
+        if self._client is None:
+            self._client = acquire_client(self.spec, self.resources)
+            warm = getattr(self.resources.embedder, "warm", None)
+            if callable(warm):
+                await asyncio.to_thread(warm)
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        """Nearest chunks to the embedded query that pass the request's filters, best first."""
+        embedder = self.resources.embedder
+        if embedder is None:
+            raise LaneUnavailable("no embedder configured or available", lane=self.name, provider=self.provider)
+        if request.top_k <= 0 or not request.query.strip():
+            return []
+        vector = (await asyncio.to_thread(embedder.embed, [request.query]))[0]
+        await self.open()
+        assert self._client is not None
+        client = self._client[1]
+        collection = collection_name(self.spec, embedder.name)
+        c = request.constraints
+        post = bool(c.sites)
+        page = max(request.top_k * 4, 64) if post else request.top_k
+        flt = _native_filter(c, self.trust)
+        hits: list[Hit] = []
+        try:
+            if not await client.collection_exists(collection):
+                return []
+            for n in range(self.max_pages if post else 1):
+                res = await client.query_points(
+                    collection, query=vector, query_filter=flt, limit=page, offset=n * page, with_payload=True
+                )
+                for point in res.points:
+                    payload = point.payload or {}
+                    if _exact(c, payload):
+                        hits.append(_hit(payload, len(hits) + 1, float(point.score)))
+                if len(hits) >= request.top_k or len(res.points) < page:
+                    break
+        except Exception as exc:  # SDK/transport errors become typed lane errors
+            raise map_qdrant_error(exc) from exc
+        return hits[: request.top_k]
+
+    async def aclose(self) -> None:
+        """Release the client."""
+        if self._client is not None:
+            key, client = self._client
+            self._client = None
+            await release_client(key, client)
