@@ -227,7 +227,7 @@ async def _hung(port: int, resources: LaneResources, args: argparse.Namespace) -
         "hung_all_within_budget_plus_25ms": max(totals) <= args.budget_ms + 25.0,
         "web_statuses": statuses,
         "cached_hits_served_p50": _pct([float(c) for c in cached], 0.5),
-        "keyword_items_present": all(any(it.id.startswith("keyword-") for it in r.items) for r in results),
+        "keyword_success_all": all(r.lanes["keyword"].status is LaneStatus.SUCCESS for r in results),
         "searxng_health": health,
     }
 
