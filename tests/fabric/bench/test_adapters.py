@@ -15,3 +15,4 @@ def test_figures_present() -> None:
     hung = figures["hung_server"]
     assert (hung["warm_web_status"], hung["keyword_success_all"]) == ("success", True)
     assert sum(hung["web_statuses"].values()) == 3
+    assert (hung["searxng_health"]["reason"], hung["searxng_health"]["failure_rate"] > 0) == ("timeout", True)

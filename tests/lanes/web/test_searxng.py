@@ -37,6 +37,8 @@ def searxng_app(state: dict[str, Any]) -> web.Application:
         mode = state.get("mode")
         if mode == "hang":
             await asyncio.sleep(30)
+        if mode == "slow":
+            await asyncio.sleep(0.3)
         if mode == "429":
             return web.Response(status=429, text="Too Many Requests", headers={"Retry-After": "30"})
         if mode == "500":
@@ -137,6 +139,12 @@ class TestSearxngWebLane:
         async with serve(searxng_app({"mode": "hang"})) as srv, guarded(["searxng.test"]) as session:
             with pytest.raises(LaneTimeout):
                 await _lane(srv.port, session, timeout_s=0.2).search(LaneRequest(query="a"))
+
+    async def test_slow_server_within_timeout_answers(self) -> None:
+        """A slow answer well inside timeout_s is returned normally."""
+        async with serve(searxng_app({"mode": "slow"})) as srv, guarded(["searxng.test"]) as session:
+            hits = await _lane(srv.port, session, timeout_s=5.0).search(LaneRequest(query="a"))
+        assert len(hits) == 2
 
     async def test_unlisted_host_refused(self) -> None:
         """A lane pointed at a host outside the allow-list never reaches it."""
