@@ -9,8 +9,9 @@ Every ``_key`` is deterministic (:func:`fabric.writers.chunk_key` / UUIDv5 of th
 Entities come from the chunk when it carries them (``entities``: names; ``relations``: ``(head, type, tail)``
 triples), otherwise from :func:`extract_entities` (capitalised phrases and acronyms), related by co-occurrence
 in a sentence. The driver is synchronous: the async methods run it in a worker thread, with the request timeout
-overridden and its retries off. It reads the lane's options (``url``, ``database``, ``username``, ``password``)
-plus ``write_timeout_s`` (default 30).
+overridden and its retries off. The database is created when missing (through ``_system``, so the configured
+user needs that right; the compose stack uses ``root``). It reads the lane's options (``url``, ``database``,
+``username``, ``password``) plus ``write_timeout_s`` (default 30).
 """
 
 from __future__ import annotations
@@ -108,6 +109,10 @@ class ArangoGraphStore:
             self._client = ArangoClient(
                 hosts=self.url, http_client=http, request_timeout=self.timeout_s, resolver_max_tries=1
             )
+            if self.database != "_system":
+                sys_db = self._client.db("_system", username=self.username, password=self.password)
+                if not sys_db.has_database(self.database):
+                    sys_db.create_database(self.database)
             self._db = self._client.db(self.database, username=self.username, password=self.password)
             for name, edge in COLLECTIONS.items():
                 if not self._db.has_collection(name):

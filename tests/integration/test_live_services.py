@@ -75,7 +75,7 @@ async def test_arango_ingest_then_traverse() -> None:
     from lanes.graph.arango_store import ArangoGraphStore
 
     options = {"url": _env("FABRIC_ARANGO_URL"), "password": os.environ.get("FABRIC_ARANGO_PASSWORD", ""),
-               "database": "_system"}
+               "database": "fabric"}
     spec = LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango", options=options)
     store = ArangoGraphStore(spec, LaneResources())
     await store.upsert(CHUNKS)

@@ -31,6 +31,7 @@ class FakeArango:
     def __init__(self, password: str = "") -> None:
         self.password = password
         self.collections: dict[str, dict[str, Any]] = {}
+        self.databases: list[str] = ["_system"]
         self.cursors: list[dict[str, Any]] = []
         self.query_delay_s = 0.0
         self.hang = False
@@ -38,6 +39,8 @@ class FakeArango:
     def app(self) -> web.Application:
         """The aiohttp application."""
         app = web.Application(middlewares=[self._auth])
+        app.router.add_get("/_db/_system/_api/database", self._databases)
+        app.router.add_post("/_db/_system/_api/database", self._create_database)
         app.router.add_get("/_db/{db}/_api/collection", self._list)
         app.router.add_post("/_db/{db}/_api/collection", self._create)
         app.router.add_post("/_db/{db}/_api/document/{coll}", self._insert)
@@ -52,6 +55,16 @@ class FakeArango:
             return _err(401, 401, "not authorized to execute this request")
         resp: web.StreamResponse = await handler(request)
         return resp
+
+    async def _databases(self, _request: web.Request) -> web.Response:
+        return web.json_response({"error": False, "code": 200, "result": self.databases})
+
+    async def _create_database(self, request: web.Request) -> web.Response:
+        name = (await request.json())["name"]
+        if name in self.databases:
+            return _err(409, 1207, "duplicate database name")
+        self.databases.append(name)
+        return web.json_response({"error": False, "code": 201, "result": True}, status=201)
 
     async def _list(self, _request: web.Request) -> web.Response:
         result = [{"id": str(i), "name": n, "isSystem": False, "type": c["type"], "status": 3, "globallyUniqueId": n}

@@ -61,6 +61,14 @@ class TestArangoGraphStore:
         assert {n: c["type"] for n, c in fake.collections.items()} == {
             "chunks": 2, "entities": 2, "relations": 3, "mentions": 3}
 
+    async def test_database_created_once(self) -> None:
+        """A missing database is created through _system, and not again on the next open."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+            await _ingest(srv.port)
+        assert fake.databases == ["_system", "fabric"]
+
     async def test_repeated_ingest_is_idempotent(self) -> None:
         """Deterministic keys and replace-on-insert: a second ingest changes no counts."""
         fake = FakeArango()
