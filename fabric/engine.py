@@ -66,12 +66,17 @@ def _load_secret(home: Path) -> bytes:
         return env.encode("utf-8")
     path = home / "cursor.secret"
     try:
-        if path.exists():
-            return path.read_bytes().strip()
         home.mkdir(parents=True, exist_ok=True)
         secret = secrets.token_hex(32).encode("ascii")
-        path.write_bytes(secret)
-        path.chmod(0o600)
+        try:  # exclusive create: concurrent first starts on one home agree on the winner's secret
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            existing = path.read_bytes().strip()
+            if existing:
+                return existing
+            raise OSError(f"{path} is empty") from None
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(secret)
         return secret
     except OSError as exc:
         log.warning("cursor_secret_ephemeral", path=str(path), error=str(exc))
@@ -128,6 +133,10 @@ class Engine:
                 self._build_lanes(self.resources)
             self.executor.lanes = dict(self.lanes)
             self.executor.unavailable = dict(self.build_errors)
+            for lc in self.settings.lanes.values():
+                if lc.name not in self.lanes and lc.name not in self.build_errors:
+                    why = f"lane disabled in configuration (lanes.{lc.name}.enabled = false)"
+                    self.executor.unavailable[lc.name] = why
             self.preflight.http = self.resources.http
             self._secret = _load_secret(self.settings.home)
             self._unopened = set(self.lanes)
@@ -323,7 +332,14 @@ class Engine:
         outcomes = await self.executor.run([p for p in plan if p.stage == 1], lane_request, deadline=deadline)
         lanes_ms = (time.perf_counter() - t_lanes) * 1000.0
         stage2 = [p for p in plan if p.stage == 2]
-        stages: dict[str, Any] = {}
+        stages: dict[str, Any] = {
+            "stage2_should_trigger": False,
+            "stage2_used": False,
+            "stage2_skipped_budget": False,
+            "stage2_lanes": [],
+            "stage1_ms": round(lanes_ms, 3),
+            "stage2_ms": 0.0,
+        }
         by_design: set[str] = set()
         if stage2:
             stages = await run_stage2(
@@ -363,7 +379,7 @@ class Engine:
             preflight=pf,
             next_cursor=next_cursor,
             partial=partial,
-            dedup={"candidates": fused.candidates, "removed": fused.removed},
+            dedup={"candidates": fused.candidates, "removed": fused.removed, **fused.duplicates},
             timings={
                 "total_ms": total_ms,
                 "preflight_ms": preflight_ms,

@@ -253,8 +253,9 @@ class LaneExecutor:
         refusal = self.bulkhead.refusal(provider)
         if refusal is not None:
             return LaneStatus.SUSPENDED, refusal
-        if self.penalties.is_suspended(provider):
-            return LaneStatus.SUSPENDED, self.penalties.admit(provider, timeout_s=0.0).reason
+        suspended = self.penalties.suspension_reason(provider)
+        if suspended is not None:
+            return LaneStatus.SUSPENDED, suspended
         if not await self.bulkhead.acquire(provider, cut_at):
             n = self.bulkhead.inflight(provider)
             return LaneStatus.TIMEOUT, f"no call slot within budget: {provider} is unproven with {n} calls in flight"

@@ -151,6 +151,14 @@ class ProviderPenalties:
         h = self._health.get(provider)
         return h is not None and h.state is CircuitState.CLOSED and bool(h.window) and h.window[-1].ok
 
+    def suspension_reason(self, provider: str) -> str | None:
+        """Why the provider is suspended and for how long, or None (does not change state, unlike admit)."""
+        h = self._health.get(provider)
+        now = self.clock()
+        if h is None or h.state is not CircuitState.OPEN or now >= h.suspended_until:
+            return None
+        return f"suspended ({h.reason}) for {h.suspended_until - now:.1f} s more"
+
     def is_suspended(self, provider: str) -> bool:
         """True while the provider's circuit is open and its suspension has not run out."""
         h = self._health.get(provider)
@@ -200,6 +208,12 @@ class ProviderPenalties:
             or (samples >= self.config.min_samples and rate >= self.config.failure_rate_suspend)
         )
         if not trips:
+            return
+        if h.state is CircuitState.OPEN and now < h.suspended_until:
+            # Calls admitted before the suspension are still reporting in: one burst is one suspension, not a
+            # back-off level per straggler. A longer Retry-After still extends it.
+            if suspend_s is not None and suspend_s > 0:
+                h.suspended_until = max(h.suspended_until, now + min(float(suspend_s), self.config.max_suspend_s))
             return
         base = FAILURE_SUSPEND_S.get(failure) or self.config.base_suspend_s
         duration = min(self.config.max_suspend_s, base * (2**h.backoff_level))

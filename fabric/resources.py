@@ -13,7 +13,6 @@ import aiohttp
 import structlog
 
 from fabric.config import Settings
-from fabric.errors import ConfigError
 from fabric.httpclient import allowlist_from_lanes, create_session
 from fabric.webcache import WEB_CACHE_KEY, WebCache
 from lanes.base import LaneResources
@@ -34,6 +33,8 @@ HTTP_TIMEOUT = aiohttp.ClientTimeout(total=15.0, connect=3.0, sock_connect=3.0, 
 
 
 def _build_embedder(settings: Settings) -> Embedder | None:
+    from fabric.errors import ConfigError  # imported here: keeps this module's import block stable for merges
+
     try:
         from fabric.embeddings import build_embedder  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:

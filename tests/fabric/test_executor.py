@@ -211,6 +211,13 @@ class TestRetriesAndPenalties:
         assert out["f"].status is LaneStatus.ERROR
         assert lane.calls == 1
 
+    async def test_retries_capped_by_retry_budget(self) -> None:
+        """A provider that keeps failing gets one retry from its budget, not max_attempts."""
+        lane = FlakyLane(100, name="f")
+        out = await run(LaneExecutor({"f": lane}, max_attempts=10), plan("f"))
+        assert out["f"].status is LaneStatus.ERROR
+        assert lane.calls == 2
+
     async def test_suspended_provider_is_skipped_without_a_call(self) -> None:
         """A suspended provider is not called and reported as suspended."""
         pen = ProviderPenalties()
