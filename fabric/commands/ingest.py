@@ -59,9 +59,7 @@ async def run_ingest(settings: Any, path: Path, fmt: str | None, progress: Any =
     resources = LaneResources(home=settings.home, embedder=embedder)
     writers = build_writers(settings, resources)
     try:
-        return await ingest(
-            path, home=settings.home, writers=writers, embedder=embedder, fmt=fmt, progress=progress
-        )
+        return await ingest(path, home=settings.home, writers=writers, embedder=embedder, fmt=fmt, progress=progress)
     finally:
         for writer in writers:
             await writer.aclose()

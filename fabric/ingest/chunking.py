@@ -18,7 +18,7 @@ __all__ = ["Section", "chunk_markdown", "extract_years", "parse_date", "slugify"
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_YEAR = re.compile(r"(?<![\d.])(1[89]\d\d|20\d\d|2100)(?![\d.])")
+_YEAR = re.compile(r"(?<!\d)(?<!\d\.)(1[89]\d\d|20\d\d|2100)(?!\d|\.\d)")
 _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?")
 
 

@@ -6,7 +6,8 @@ wrapper, say) can replace :class:`RuleExtractor`, the default that needs no mode
 - capitalised spans (``Qdrant Local Mode``, ``Reciprocal Rank Fusion``), skipping sentence-initial stopwords;
 - acronyms and identifiers: ``RRF``, ``IL-6``, ``p53``, ``E1042``, commit SHAs, paths like ``lanes/base.py``;
 - noun-phrase-ish bigrams: consecutive content words (no stopword, ≥ 3 letters) inside a run of content words;
-- relations: entities co-occurring in a sentence (each with its next two neighbours), predicate ``co_occurs``.
+- relations: entities co-occurring in a sentence, predicate ``co_occurs``: each entity with its next two
+  neighbours, and every pair of named entities (capitalised spans, identifiers) of the sentence.
 
 Normalisation is applied identically to chunk and query entities: lowercase, ``.``/``'`` removed, other
 punctuation to spaces, whitespace collapsed, then the alias table (``{"u.s.": "united states", ...}``).
@@ -34,7 +35,7 @@ STOPWORDS = frozenset(_STOP_TEXT.split())
 """Words never taken as entities or entity edges."""
 
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
-_CAPS = re.compile(r"\b[A-Z][\w-]*(?:\s+(?:of|the|and|for|de|la)\s+[A-Z][\w-]*|\s+[A-Z][\w-]*)*")
+_CAPS = re.compile(r"\b[A-Z][\w-]*(?:\s+(?:of|the|for|de|la)\s+[A-Z][\w-]*|\s+[A-Z][\w-]*)*")
 _IDENT = re.compile(
     r"(?<![\w/])(?:(?:[A-Z]\.){2,}"  # dotted acronyms: U.S.
     r"|[A-Z]{2,}[A-Za-z0-9]*(?:-[A-Za-z0-9]+)*"  # acronyms: RRF, BM25, IL-6
@@ -96,29 +97,31 @@ class RuleExtractor:
         self.aliases.update({" ".join(k.lower().split()): normalize_entity(v) for k, v in (aliases or {}).items()})
         self.max_entities = max_entities
 
-    def _sentence_entities(self, sentence: str) -> list[tuple[str, str]]:
-        found: list[tuple[int, str]] = []
+    def _sentence_entities(self, sentence: str) -> list[tuple[str, str, bool]]:
+        """(normalised, label, strong) in sentence order; strong = capitalised span or identifier."""
+        found: list[tuple[int, str, bool]] = []
         for cm in _CAPS.finditer(sentence):
             words = cm.group(0).split()
             while words and words[0].lower() in STOPWORDS:
                 words = words[1:]
             if words and (len(words) > 1 or cm.start() > 0 or len(words[0]) > 3):
-                found.append((cm.start(), " ".join(words)))
-        found += [(im.start(), im.group(0)) for im in _IDENT.finditer(sentence)]
+                found.append((cm.start(), " ".join(words), True))
+        found += [(im.start(), im.group(0), True) for im in _IDENT.finditer(sentence)]
         run: list[tuple[int, str]] = []
         matches: list[re.Match[str] | None] = [*_WORD.finditer(sentence), None]
         for m in matches:  # the trailing None flushes the last run
             word = m.group(0).lower() if m else ""
-            if m and word not in STOPWORDS and len(word) >= 3:
+            # capitalised words belong to capitalised spans; bigrams are built from lowercase runs only
+            if m and m.group(0)[0].islower() and word not in STOPWORDS and len(word) >= 3:
                 run.append((m.start(), word))
                 continue
-            found += [(run[i][0], f"{run[i][1]} {run[i + 1][1]}") for i in range(len(run) - 1)]
+            found += [(run[i][0], f"{run[i][1]} {run[i + 1][1]}", False) for i in range(len(run) - 1)]
             run = []
-        out: list[tuple[str, str]] = []
-        for _, label in sorted(found):
+        out: list[tuple[str, str, bool]] = []
+        for _, label, strong in sorted(found):
             norm = normalize_entity(label, self.aliases)
             if len(norm) >= 2 and norm not in STOPWORDS:
-                out.append((norm, label))
+                out.append((norm, label, strong))
         return out
 
     def extract(self, text: str) -> Extraction:
@@ -126,12 +129,16 @@ class RuleExtractor:
         entities: dict[str, str] = {}
         relations: dict[tuple[str, str, str], None] = {}
         for sentence in _SENT.split(text):
-            pairs = self._sentence_entities(sentence)
-            ents = list(dict.fromkeys(n for n, _ in pairs))
-            for norm, label in pairs:
+            found = self._sentence_entities(sentence)
+            ents = list(dict.fromkeys(n for n, _, _ in found))
+            strong = list(dict.fromkeys(n for n, _, s in found if s))[:8]
+            for norm, label, _ in found:
                 entities.setdefault(norm, label)
-            for i, subj in enumerate(ents):
+            for i, subj in enumerate(ents):  # each entity with its next two neighbours
                 for obj in ents[i + 1 : i + 3]:
+                    relations[(subj, "co_occurs", obj)] = None
+            for i, subj in enumerate(strong):  # named entities of a sentence are all linked
+                for obj in strong[i + 1 :]:
                     relations[(subj, "co_occurs", obj)] = None
             if len(entities) >= self.max_entities:
                 break

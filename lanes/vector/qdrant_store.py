@@ -54,7 +54,9 @@ def collection_name(spec: LaneSpec, model: str) -> str:
 def _key(spec: LaneSpec, resources: LaneResources) -> tuple[str, dict[str, Any]]:
     url = str(spec.options.get("url") or "")
     if url:
-        return f"url:{url}", {"url": url, "api_key": str(spec.options.get("api_key") or "") or None}
+        api_key = str(spec.options.get("api_key") or "") or None
+        # no background version probe: it runs in a thread outside the lane's budget and error mapping
+        return f"url:{url}", {"url": url, "api_key": api_key, "check_compatibility": False}
     path = Path(str(spec.options.get("path") or resources.home / "qdrant")).resolve()
     return f"path:{path}", {"path": str(path), "force_disable_check_same_thread": True}
 

@@ -1,0 +1,109 @@
+"""Tests of the BEIR, Markdown and JSONL loaders."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from fabric.errors import IngestError
+from fabric.ingest.loaders import detect_format, finalize, load_source
+from fabric.models import SourceKind, Trust
+
+
+def _beir(tmp_path: Path) -> Path:
+    d = tmp_path / "beirset"
+    d.mkdir()
+    rows = [{"_id": "10", "title": "T1", "text": "About 2020."}, {"_id": "11", "title": "", "text": "Two."}]
+    (d / "corpus.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    return d
+
+
+class TestDetect:
+    def test_formats_are_detected(self, tmp_path: Path) -> None:
+        """corpus.jsonl folders are BEIR, other folders Markdown, .jsonl files JSONL."""
+        assert detect_format(_beir(tmp_path)) == "beir"
+        (tmp_path / "notes").mkdir()
+        assert detect_format(tmp_path / "notes") == "markdown"
+        (tmp_path / "e.jsonl").write_text("")
+        assert detect_format(tmp_path / "e.jsonl") == "jsonl"
+
+    def test_missing_path_is_an_ingest_error(self, tmp_path: Path) -> None:
+        """A path that does not exist raises IngestError naming it."""
+        with pytest.raises(IngestError, match="does not exist"):
+            detect_format(tmp_path / "nope")
+
+    def test_unknown_format_is_an_ingest_error(self, tmp_path: Path) -> None:
+        """An unknown --format value lists the valid ones."""
+        with pytest.raises(IngestError, match="valid: beir, markdown, jsonl"):
+            load_source(_beir(tmp_path), "csv")
+
+
+class TestBeir:
+    def test_ids_are_beir_ids(self, tmp_path: Path) -> None:
+        """One chunk per document; id, doc_id and chunk_id are the BEIR _id; imports are untrusted."""
+        src = load_source(_beir(tmp_path))
+        c = src.chunks[0]
+        assert (c.id, c.doc_id, c.chunk_id) == ("10", "10", "10")
+        assert c.trust is Trust.UNTRUSTED
+        assert c.source_kind is SourceKind.IMPORT
+        assert finalize(c).years == (2020,)
+
+
+class TestMarkdown:
+    def test_ids_provenance_and_dates(self, tmp_path: Path) -> None:
+        """doc_id is source + relative path, id is doc_id#chunk_id, dates come from the file name."""
+        root = tmp_path / "docs"
+        (root / "decisions").mkdir(parents=True)
+        (root / "decisions" / "2026-10-14-x.md").write_text("# Use X\n\nBecause.\n")
+        c = finalize(load_source(root).chunks[0])
+        assert c.doc_id == "docs:decisions/2026-10-14-x.md"
+        assert c.id == "docs:decisions/2026-10-14-x.md#use-x-0"
+        assert c.published_at == datetime(2026, 10, 14, tzinfo=UTC)
+        assert c.trust is Trust.TRUSTED
+        assert c.source_kind is SourceKind.OPERATOR
+        assert c.source_ref == "docs/decisions/2026-10-14-x.md"
+        assert c.quality is not None
+        assert c.content_hash
+
+    def test_frontmatter_overrides_trust(self, tmp_path: Path) -> None:
+        """Front matter trust/source_kind override the operator default."""
+        (tmp_path / "n.md").write_text("---\ntrust: untrusted\nsource_kind: web\n---\n# N\n\ntext\n")
+        c = load_source(tmp_path).chunks[0]
+        assert c.trust is Trust.UNTRUSTED
+        assert c.source_kind is SourceKind.WEB
+
+    def test_bad_frontmatter_value_names_the_field(self, tmp_path: Path) -> None:
+        """An invalid trust value raises IngestError naming file and field."""
+        (tmp_path / "n.md").write_text("---\ntrust: maybe\n---\n# N\n\ntext\n")
+        with pytest.raises(IngestError, match="trust"):
+            load_source(tmp_path)
+
+
+class TestJsonl:
+    def test_fields_are_read(self, tmp_path: Path) -> None:
+        """id, title, text, url, published_at, source_kind and trust are read; domain from url."""
+        p = tmp_path / "e.jsonl"
+        row = {"id": "e1", "title": "T", "text": "x", "url": "https://www.example.org/a",
+               "published_at": "2024-05-01", "source_kind": "web", "trust": "untrusted"}  # fmt: skip
+        p.write_text(json.dumps(row) + "\n")
+        c = finalize(load_source(p).chunks[0])
+        assert c.domain == "example.org"
+        assert c.published_at == datetime(2024, 5, 1, tzinfo=UTC)
+        assert c.source_kind is SourceKind.WEB
+
+    def test_missing_field_names_line_and_field(self, tmp_path: Path) -> None:
+        """A row without text raises IngestError with file:line and the field."""
+        p = tmp_path / "e.jsonl"
+        p.write_text(json.dumps({"id": "a", "text": "x"}) + "\n" + json.dumps({"id": "b"}) + "\n")
+        with pytest.raises(IngestError, match=r"e.jsonl:2: missing field text"):
+            load_source(p)
+
+    def test_invalid_json_names_the_line(self, tmp_path: Path) -> None:
+        """Malformed JSON raises IngestError with the line number."""
+        p = tmp_path / "e.jsonl"
+        p.write_text("{nope\n")
+        with pytest.raises(IngestError, match=r"e.jsonl:1: invalid JSON"):
+            load_source(p)

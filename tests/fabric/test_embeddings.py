@@ -1,0 +1,150 @@
+"""Tests of the embedders, the content-hash cache and build_embedder's fail-open behaviour."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+import fabric.embeddings as mod
+from fabric.config import EmbeddingsConfig
+from fabric.embeddings import CachedEmbedder, EmbeddingCache, MiniLMEmbedder, OpenAIEmbedder, build_embedder, cache_key
+from fabric.errors import ConfigError, LaneRejected, LaneUnavailable
+from tests.embedded_support import BagEmbedder
+
+
+class TestCache:
+    def test_roundtrip(self, tmp_path: Path) -> None:
+        """Stored vectors come back as float lists under their key."""
+        cache = EmbeddingCache(tmp_path, "m")
+        cache.put_many([(cache_key("m", "t"), [0.5, 0.25])])
+        assert cache.get_many([cache_key("m", "t"), cache_key("m", "u")]) == {cache_key("m", "t"): [0.5, 0.25]}
+        cache.close()
+
+    def test_key_depends_on_model(self) -> None:
+        """The same text under two models has two keys."""
+        assert cache_key("a", "t") != cache_key("b", "t")
+
+    def test_cached_texts_skip_the_model(self, tmp_path: Path) -> None:
+        """A second embedder on the same cache folder (another home) never calls the model for seen texts."""
+        first = CachedEmbedder(BagEmbedder(), EmbeddingCache(tmp_path, "bag-64"))
+        vecs = first.embed(["alpha", "beta", "alpha"])
+        inner = BagEmbedder()
+        second = CachedEmbedder(inner, EmbeddingCache(tmp_path, "bag-64"))
+        assert second.embed(["beta", "alpha"]) == [vecs[1], vecs[0]]
+        assert inner.calls == 0
+        assert second.embed(["gamma"])
+        assert inner.texts == 1
+
+
+class TestBuildEmbedder:
+    def test_backend_none_is_none(self, tmp_path: Path) -> None:
+        """backend = none disables embeddings."""
+        assert build_embedder(EmbeddingsConfig(backend="none"), tmp_path) is None
+
+    def test_unknown_backend_is_a_config_error(self, tmp_path: Path) -> None:
+        """An unknown backend names the key and the valid values."""
+        with pytest.raises(ConfigError, match=r"embeddings\.backend"):
+            build_embedder(EmbeddingsConfig(backend="word2vec"), tmp_path)
+
+    def test_missing_minilm_package_fails_open(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without sentence-transformers or the weights package, build_embedder returns None."""
+        monkeypatch.setattr(mod, "_minilm_available", lambda: False)
+        assert build_embedder(EmbeddingsConfig(), tmp_path) is None
+
+    def test_minilm_is_lazy(self, tmp_path: Path) -> None:
+        """Building the MiniLM embedder loads no model."""
+        emb = build_embedder(EmbeddingsConfig(), tmp_path)
+        assert isinstance(emb, CachedEmbedder)
+        assert isinstance(emb.inner, MiniLMEmbedder)
+        assert emb.inner._model is None
+
+    def test_openai_needs_a_url(self, tmp_path: Path) -> None:
+        """backend = openai without url is a ConfigError naming embeddings.url."""
+        with pytest.raises(ConfigError, match=r"embeddings\.url"):
+            build_embedder(EmbeddingsConfig(backend="openai"), tmp_path)
+
+
+@pytest.fixture
+async def endpoint() -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """A loopback OpenAI-compatible /v1/embeddings endpoint."""
+    state: dict[str, Any] = {"status": 200, "bodies": [], "auth": None}
+
+    async def embeddings(request: web.Request) -> web.Response:
+        body = await request.json()
+        state["bodies"].append(body)
+        state["auth"] = request.headers.get("Authorization")
+        if state["status"] != 200:
+            return web.json_response({"error": "x"}, status=state["status"])
+        data = [{"index": i, "embedding": [float(len(t)), 0.0, 0.0]} for i, t in enumerate(body["input"])]
+        return web.json_response({"data": list(reversed(data)), "model": body["model"]})
+
+    app = web.Application()
+    app.router.add_post("/v1/embeddings", embeddings)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}", state
+    await runner.cleanup()
+
+
+class TestOpenAIEmbedder:
+    async def test_vectors_are_ordered_normalised_and_batched(self, endpoint: tuple[str, dict[str, Any]]) -> None:
+        """Vectors follow input order (by index), are unit length, and requests respect batch_size."""
+        url, state = endpoint
+        emb = OpenAIEmbedder(url=url, model="e3", api_key="k", batch_size=2)
+        vecs = await asyncio.to_thread(emb.embed, ["a", "bb", "ccc"])
+        assert len(vecs) == 3
+        assert all(math.isclose(v[0], 1.0) for v in vecs)
+        assert [len(b["input"]) for b in state["bodies"]] == [2, 1]
+        assert state["auth"] == "Bearer k"
+        assert emb.dim == 3
+
+    async def test_5xx_is_unavailable(self, endpoint: tuple[str, dict[str, Any]]) -> None:
+        """HTTP 503 raises LaneUnavailable."""
+        url, state = endpoint
+        state["status"] = 503
+        with pytest.raises(LaneUnavailable):
+            await asyncio.to_thread(OpenAIEmbedder(url=url, model="e").embed, ["a"])
+
+    async def test_401_is_rejected(self, endpoint: tuple[str, dict[str, Any]]) -> None:
+        """HTTP 401 raises LaneRejected."""
+        url, state = endpoint
+        state["status"] = 401
+        with pytest.raises(LaneRejected):
+            await asyncio.to_thread(OpenAIEmbedder(url=url, model="e").embed, ["a"])
+
+    def test_unreachable_is_unavailable(self) -> None:
+        """A closed port raises LaneUnavailable."""
+        with pytest.raises(LaneUnavailable):
+            OpenAIEmbedder(url="http://127.0.0.1:9", model="e", timeout_s=2).embed(["a"])
+
+
+@pytest.fixture(scope="session")
+def minilm() -> MiniLMEmbedder:
+    """The real MiniLM embedder, loaded once per session."""
+    return MiniLMEmbedder()
+
+
+class TestMiniLM:
+    def test_real_model_embeds_unit_vectors(self, minilm: MiniLMEmbedder) -> None:
+        """MiniLM gives 384-d unit vectors, and paraphrases are closer than unrelated text."""
+        a, b, c = minilm.embed(["How do I roll back a release?", "deployment revert procedure", "banana bread"])
+        assert len(a) == 384
+        assert math.isclose(sum(x * x for x in a), 1.0, rel_tol=1e-4)
+        dot = lambda u, v: sum(x * y for x, y in zip(u, v, strict=True))  # noqa: E731
+        assert dot(a, b) > dot(a, c)
+
+
+def test_public_api() -> None:
+    """The module's public names."""
+    assert sorted(mod.__all__) == sorted(
+        ["CachedEmbedder", "EmbeddingCache", "MiniLMEmbedder", "OpenAIEmbedder", "build_embedder", "cache_key"]
+    )

@@ -1,0 +1,139 @@
+"""Tests of entity extraction/normalisation, the SQLite graph store and the graph lane."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import lanes.graph.sqlite as mod
+from fabric.errors import ConfigError
+from fabric.models import BoundConstraints, LaneKind, LaneRequest
+from lanes.graph.extract import Extraction, RuleExtractor, normalize_entity
+from lanes.graph.sqlite import SqliteGraphLane
+from lanes.graph.sqlite_store import SqliteGraphStore
+from tests.embedded_support import chunk, resources, spec
+
+CORPUS = [
+    chunk("c1", "Marie Curie worked with Pierre Curie in Paris."),
+    chunk("c2", "Pierre Curie studied piezoelectricity."),
+    chunk("c3", "The United States launched Apollo."),
+    chunk("c4", "Bananas are yellow."),
+]
+
+
+async def _store(home: Path, chunks=CORPUS, **options) -> None:
+    store = SqliteGraphStore(spec(LaneKind.GRAPH, "sqlite_graph", **options), resources(home))
+    await store.open()
+    await store.upsert(chunks)
+    await store.aclose()
+
+
+class TestNormalisation:
+    def test_lowercase_punctuation_whitespace(self) -> None:
+        """Lowercase, punctuation stripped, whitespace collapsed."""
+        assert normalize_entity("  Marie   CURIE, ") == "marie curie"
+
+    def test_alias_table_applies(self) -> None:
+        """Aliases map surface forms, before or after stripping punctuation."""
+        aliases = {"u.s.": "united states", "us": "united states"}
+        assert normalize_entity("U.S.", aliases) == "united states"
+        assert normalize_entity("US", aliases) == "united states"
+
+
+class TestRuleExtractor:
+    def test_capitalised_spans_acronyms_and_identifiers(self) -> None:
+        """Capitalised spans, acronyms, commit SHAs and error codes are entities."""
+        ex = RuleExtractor().extract("We chose Qdrant Local Mode and RRF in commit 3f9c2ab after error E1042.")
+        assert {"qdrant local mode", "rrf", "3f9c2ab", "e1042"} <= set(ex.entities)
+
+    def test_cooccurrence_relations_within_a_sentence(self) -> None:
+        """Entities of one sentence are linked; entities of different sentences are not."""
+        ex = RuleExtractor().extract("Marie Curie met Pierre Curie. Albert Einstein wrote.")
+        assert ("marie curie", "co_occurs", "pierre curie") in ex.relations
+        assert not any("albert einstein" in (s, o) and "marie curie" in (s, o) for s, _, o in ex.relations)
+
+
+class TestLane:
+    async def test_direct_entity_match_has_zero_hops(self, tmp_path: Path) -> None:
+        """Chunks mentioning a query entity come back with graph_hops 0 and the match rate."""
+        await _store(tmp_path)
+        async with SqliteGraphLane(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path)) as lane:
+            hits = await lane.search(LaneRequest(query="What did Marie Curie do?", top_k=5))
+        assert hits[0].id == "c1"
+        assert hits[0].graph_hops == 0
+        assert hits[0].metadata["entity_match_rate"] == 1.0
+        assert "marie curie" in hits[0].metadata["matched_entities"]
+
+    async def test_one_hop_reaches_related_chunks_with_decay(self, tmp_path: Path) -> None:
+        """A chunk linked only through a related entity is reached at 1 hop, scored below direct matches."""
+        await _store(tmp_path)
+        async with SqliteGraphLane(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path)) as lane:
+            hits = await lane.search(LaneRequest(query="Marie Curie", top_k=5))
+        by_id = {h.id: h for h in hits}
+        assert by_id["c2"].graph_hops == 1
+        assert by_id["c2"].score < by_id["c1"].score
+        assert "c4" not in by_id
+
+    async def test_depth_zero_does_not_expand(self, tmp_path: Path) -> None:
+        """search_depth 0 returns only chunks mentioning the query entities."""
+        await _store(tmp_path)
+        req = LaneRequest(query="Marie Curie", top_k=5, constraints=BoundConstraints(search_depth=0))
+        async with SqliteGraphLane(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path)) as lane:
+            assert [h.id for h in await lane.search(req)] == ["c1"]
+
+    async def test_alias_file_maps_query_entities(self, tmp_path: Path) -> None:
+        """An aliases file lets 'U.S.' in a query match 'United States' in the corpus."""
+        aliases = tmp_path / "aliases.toml"
+        aliases.write_text('"u.s." = "united states"\n')
+        await _store(tmp_path, aliases_file=str(aliases))
+        lane_spec = spec(LaneKind.GRAPH, "sqlite_graph", aliases_file=str(aliases))
+        async with SqliteGraphLane(lane_spec, resources(tmp_path)) as lane:
+            hits = await lane.search(LaneRequest(query="U.S. space program", top_k=5))
+        assert hits[0].id == "c3"
+
+    async def test_bad_aliases_file_is_a_config_error(self, tmp_path: Path) -> None:
+        """A missing aliases file raises ConfigError naming the option."""
+        lane = SqliteGraphLane(
+            spec(LaneKind.GRAPH, "sqlite_graph", aliases_file=str(tmp_path / "no.toml")), resources(tmp_path)
+        )
+        with pytest.raises(ConfigError, match="aliases_file"):
+            await lane.open()
+
+    async def test_no_entity_match_returns_nothing(self, tmp_path: Path) -> None:
+        """A query naming no known entity returns no hits."""
+        await _store(tmp_path)
+        async with SqliteGraphLane(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path)) as lane:
+            assert await lane.search(LaneRequest(query="quantum chromodynamics", top_k=5)) == []
+
+    async def test_delete_removes_edges_and_orphans(self, tmp_path: Path) -> None:
+        """Deleting a chunk removes its provenance edges and entities nothing mentions any more."""
+        await _store(tmp_path)
+        store = SqliteGraphStore(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path))
+        await store.delete(["c3"])
+        left = await store.db.run(
+            lambda conn: conn.execute("SELECT COUNT(*) FROM entities WHERE norm = 'apollo'").fetchone()[0]
+        )
+        await store.aclose()
+        assert left == 0
+        async with SqliteGraphLane(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path)) as lane:
+            assert await lane.search(LaneRequest(query="United States", top_k=5)) == []
+
+    async def test_custom_extractor_plugs_in(self, tmp_path: Path) -> None:
+        """Any EntityExtractor can replace the rule extractor in store and lane."""
+
+        class Fixed:
+            def extract(self, text: str) -> Extraction:
+                return Extraction(entities={"banana": "banana"} if "anana" in text else {})
+
+        store = SqliteGraphStore(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path), extractor=Fixed())
+        await store.upsert(CORPUS)
+        await store.aclose()
+        lane = SqliteGraphLane(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path), extractor=Fixed())
+        async with lane:
+            assert [h.id for h in await lane.search(LaneRequest(query="bananas", top_k=5))] == ["c4"]
+
+
+def test_public_api() -> None:
+    """The module exports exactly the lane."""
+    assert mod.__all__ == ["SqliteGraphLane"]

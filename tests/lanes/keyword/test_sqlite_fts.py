@@ -1,0 +1,155 @@
+"""Tests of the SQLite FTS5 keyword store and lane."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+import lanes.keyword.sqlite_fts as mod
+from fabric.models import BoundConstraints, LaneKind, LaneRequest, Trust
+from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane, match_expression
+from lanes.keyword.sqlite_fts_store import SqliteFtsStore
+from tests.embedded_support import chunk, resources, spec
+
+CORPUS = [
+    chunk("a", "Reciprocal rank fusion merges ranked lists from several retrievers.", title="Fusion notes"),
+    chunk("b", "The fusion reactor runs hot.", title="Reactor"),
+    chunk("c", "Runners were running quickly during the marathon.", title="Sport"),
+    chunk("d", "Qdrant stores vectors; error QD-LOCK-01 means the folder is locked.", title="Qdrant"),
+    chunk("e", "Notes from 2019 about rank fusion.", title="Old", published_at=datetime(2019, 5, 1, tzinfo=UTC)),
+    chunk("f", "Rank fusion on example.org pages.", title="Web", url="https://docs.example.org/x"),
+    chunk("g", "Trusted operator notes on rank fusion.", title="Ops", trust=Trust.TRUSTED),
+]
+
+
+@pytest.fixture
+async def lane(tmp_path: Path):
+    """A keyword lane over a store holding CORPUS."""
+    store = SqliteFtsStore(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+    await store.open()
+    await store.upsert(CORPUS)
+    await store.aclose()
+    lane = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+    async with lane:
+        yield lane
+
+
+def ids(hits) -> list[str]:
+    return [h.id for h in hits]
+
+
+class TestMatchExpression:
+    def test_terms_are_quoted_and_ored(self) -> None:
+        """Each word token becomes a quoted term joined by OR."""
+        assert match_expression("rank fusion") == '("rank" OR "fusion")'
+
+    def test_phrases_are_required(self) -> None:
+        """Phrases are ANDed as quoted FTS5 phrases."""
+        assert match_expression("x", ("rank fusion",)) == '("x") AND "rank fusion"'
+
+    def test_no_tokens_gives_none(self) -> None:
+        """A query of punctuation only has no expression."""
+        assert match_expression('"()*^:') is None
+
+
+class TestSearch:
+    async def test_bm25_ranks_matching_chunks(self, lane: SqliteFtsKeywordLane) -> None:
+        """Chunks matching more query terms rank first, with 1-based ranks and positive scores."""
+        hits = await lane.search(LaneRequest(query="reciprocal rank fusion retrievers", top_k=3))
+        assert hits[0].id == "a"
+        assert [h.rank for h in hits] == [1, 2, 3]
+        assert all(h.score > 0 for h in hits)
+
+    async def test_title_weighs_above_body(self, lane: SqliteFtsKeywordLane) -> None:
+        """A term in the title outranks the same term in a body of similar length."""
+        hits = await lane.search(LaneRequest(query="reactor", top_k=5))
+        assert ids(hits) == ["b"]
+        hits = await lane.search(LaneRequest(query="qdrant", top_k=5))
+        assert ids(hits) == ["d"]
+
+    async def test_porter_stemming_matches_inflections(self, lane: SqliteFtsKeywordLane) -> None:
+        """'runs' finds 'running' and 'runners' through the porter stemmer."""
+        assert "c" in ids(await lane.search(LaneRequest(query="run", top_k=5)))
+
+    @pytest.mark.parametrize(
+        "query",
+        [
+            '"unbalanced',
+            "rank NEAR(fusion, 2)",
+            "fus*",
+            "^rank",
+            "title:fusion",
+            "((rank fusion",
+            "rank) OR (",
+            "AND OR NOT",
+            "- + : {} [] ; '",
+        ],
+    )
+    async def test_fts_syntax_is_never_injected(self, lane: SqliteFtsKeywordLane, query: str) -> None:
+        """FTS5 operators in user text are searched as plain words, never parsed as syntax."""
+        hits = await lane.search(LaneRequest(query=query, top_k=5))
+        assert isinstance(hits, list)
+
+    async def test_column_filter_text_is_a_plain_word(self, lane: SqliteFtsKeywordLane) -> None:
+        """'title:reactor' searches the words title and reactor instead of filtering a column."""
+        assert ids(await lane.search(LaneRequest(query="title:reactor", top_k=5))) == ["b"]
+
+    async def test_phrase_constraint_requires_the_phrase(self, lane: SqliteFtsKeywordLane) -> None:
+        """With a phrase, only chunks containing it verbatim come back."""
+        req = LaneRequest(query="fusion", top_k=10, constraints=BoundConstraints(phrases=("rank fusion",)))
+        assert "b" not in ids(await lane.search(req))
+        assert "a" in ids(await lane.search(req))
+
+    async def test_date_range_filters(self, lane: SqliteFtsKeywordLane) -> None:
+        """A date range keeps only chunks published or mentioning a year in it."""
+        c = BoundConstraints(date_from=datetime(2019, 1, 1, tzinfo=UTC), date_to=datetime(2019, 12, 31, tzinfo=UTC))
+        assert ids(await lane.search(LaneRequest(query="rank fusion", top_k=10, constraints=c))) == ["e"]
+
+    async def test_site_filter_matches_subdomains(self, lane: SqliteFtsKeywordLane) -> None:
+        """site: constraints keep chunks from the domain and its sub-domains."""
+        c = BoundConstraints(sites=("example.org",))
+        assert ids(await lane.search(LaneRequest(query="rank fusion", top_k=10, constraints=c))) == ["f"]
+
+    async def test_trust_option_filters(self, tmp_path: Path, lane: SqliteFtsKeywordLane) -> None:
+        """options.trust = trusted keeps only trusted chunks."""
+        trusted = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts", trust="trusted"), resources(tmp_path))
+        async with trusted:
+            assert ids(await trusted.search(LaneRequest(query="rank fusion", top_k=10))) == ["g"]
+
+    async def test_hits_carry_provenance(self, lane: SqliteFtsKeywordLane) -> None:
+        """Hits carry doc id, source, trust, quality and years from the store."""
+        hit = (await lane.search(LaneRequest(query="2019 notes", top_k=1)))[0]
+        assert hit.id == "e"
+        assert hit.doc_id == "e"
+        assert hit.source_ref == "test"
+        assert hit.published_at == datetime(2019, 5, 1, tzinfo=UTC)
+        assert hit.metadata["years"] == [2019]
+        assert hit.quality is not None
+
+    async def test_empty_query_returns_nothing(self, lane: SqliteFtsKeywordLane) -> None:
+        """A query without word tokens returns no hits."""
+        assert await lane.search(LaneRequest(query="?!", top_k=5)) == []
+
+
+class TestStore:
+    async def test_upsert_replaces_by_id(self, tmp_path: Path, lane: SqliteFtsKeywordLane) -> None:
+        """Upserting an id again replaces its text in the index."""
+        store = SqliteFtsStore(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+        await store.upsert([chunk("b", "Now about tokamaks.", title="Reactor v2")])
+        await store.aclose()
+        assert ids(await lane.search(LaneRequest(query="tokamaks", top_k=5))) == ["b"]
+        assert ids(await lane.search(LaneRequest(query="hot", top_k=5))) == []
+
+    async def test_delete_removes_from_index(self, tmp_path: Path, lane: SqliteFtsKeywordLane) -> None:
+        """Deleted ids no longer match."""
+        store = SqliteFtsStore(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+        await store.delete(["d"])
+        await store.aclose()
+        assert ids(await lane.search(LaneRequest(query="qdrant", top_k=5))) == []
+
+
+def test_public_api() -> None:
+    """The module exports exactly its lane and the expression builder."""
+    assert sorted(mod.__all__) == ["SqliteFtsKeywordLane", "match_expression"]

@@ -1,0 +1,148 @@
+"""Tests of the Qdrant vector store and lane (local mode in tmp_path; a loopback server for HTTP errors)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+import lanes.vector.qdrant as mod
+from fabric.errors import LaneUnavailable
+from fabric.models import BoundConstraints, LaneKind, LaneRequest, Trust
+from lanes.vector.qdrant import QdrantVectorLane
+from lanes.vector.qdrant_store import QdrantStore, point_id
+from tests.embedded_support import BagEmbedder, chunk, resources, spec
+
+VSPEC = spec(LaneKind.VECTOR, "qdrant")
+
+
+async def _write(home: Path, chunks, embedder) -> None:
+    vecs = embedder.embed([c.embed_text for c in chunks])
+    store = QdrantStore(VSPEC, resources(home, embedder))
+    await store.open()
+    await store.upsert([c.__class__(**{**_fields(c), "vector": tuple(v)}) for c, v in zip(chunks, vecs, strict=True)])
+    await store.aclose()
+
+
+def _fields(c) -> dict:
+    return {f: getattr(c, f) for f in c.__dataclass_fields__}
+
+
+@pytest.fixture
+def embedder() -> BagEmbedder:
+    """The deterministic bag-of-words embedder."""
+    return BagEmbedder()
+
+
+class TestSearch:
+    async def test_nearest_chunk_first(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """The chunk sharing the query's words ranks first with a cosine score."""
+        await _write(tmp_path, [chunk("a", "apple banana"), chunk("b", "car engine wheel")], embedder)
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            hits = await lane.search(LaneRequest(query="banana apple", top_k=2))
+        assert [h.id for h in hits] == ["a", "b"]
+        assert hits[0].rank == 1
+        assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+
+    async def test_no_embedder_is_unavailable(self, tmp_path: Path) -> None:
+        """Without an embedder the lane raises LaneUnavailable (the executor falls back to keyword)."""
+        lane = QdrantVectorLane(VSPEC, resources(tmp_path, None))
+        with pytest.raises(LaneUnavailable):
+            await lane.search(LaneRequest(query="x"))
+
+    async def test_missing_collection_returns_nothing(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """Before any ingestion the lane answers with no hits."""
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            assert await lane.search(LaneRequest(query="x")) == []
+
+    async def test_year_filter_fills_top_k_from_deep_ranks(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """With a year range, top_k is filled by in-range chunks even when they rank below 30 others."""
+        near = [chunk(f"n{i}", "alpha beta gamma delta") for i in range(30)]
+        far = [chunk(f"y{i}", f"alpha report of {2019 + i % 2}") for i in range(5)]
+        await _write(tmp_path, near + far, embedder)
+        c = BoundConstraints(date_from=datetime(2019, 1, 1, tzinfo=UTC), date_to=datetime(2020, 12, 31, tzinfo=UTC))
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            hits = await lane.search(LaneRequest(query="alpha beta gamma delta", top_k=5, constraints=c))
+        assert sorted(h.id for h in hits) == [f"y{i}" for i in range(5)]
+
+    async def test_site_filter_pages_deeper(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """A site filter (checked on payloads) pages past non-matching neighbours to fill top_k."""
+        near = [chunk(f"n{i}", "alpha beta", url=f"https://other{i}.com/") for i in range(80)]
+        far = [chunk(f"s{i}", "alpha", url="https://docs.example.org/p") for i in range(3)]
+        await _write(tmp_path, near + far, embedder)
+        c = BoundConstraints(sites=("example.org",))
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            hits = await lane.search(LaneRequest(query="alpha beta", top_k=3, constraints=c))
+        assert sorted(h.id for h in hits) == ["s0", "s1", "s2"]
+
+    async def test_trust_option_filters(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """options.trust keeps only chunks of that trust."""
+        await _write(tmp_path, [chunk("u", "alpha"), chunk("t", "alpha", trust=Trust.TRUSTED)], embedder)
+        lane_spec = spec(LaneKind.VECTOR, "qdrant", trust="trusted")
+        async with QdrantVectorLane(lane_spec, resources(tmp_path, embedder)) as lane:
+            assert [h.id for h in await lane.search(LaneRequest(query="alpha"))] == ["t"]
+
+
+class TestStore:
+    def test_point_ids_are_deterministic_per_model(self) -> None:
+        """Point ids are UUIDv5 of doc id, chunk id and model."""
+        assert point_id("d", "c", "m") == point_id("d", "c", "m")
+        assert point_id("d", "c", "m") != point_id("d", "c", "m2")
+
+    async def test_reupsert_does_not_duplicate(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """Upserting the same chunk twice leaves one point."""
+        await _write(tmp_path, [chunk("a", "alpha")], embedder)
+        await _write(tmp_path, [chunk("a", "alpha")], embedder)
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            assert len(await lane.search(LaneRequest(query="alpha", top_k=10))) == 1
+
+    async def test_delete_removes_points(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """Deleted chunk ids disappear from search."""
+        await _write(tmp_path, [chunk("a", "alpha"), chunk("b", "alpha beta")], embedder)
+        store = QdrantStore(VSPEC, resources(tmp_path, embedder))
+        await store.delete(["a"])
+        await store.aclose()
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            assert [h.id for h in await lane.search(LaneRequest(query="alpha"))] == ["b"]
+
+    async def test_store_and_lane_share_the_local_folder(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """An open lane and a writer on the same path coexist in one process despite the folder lock."""
+        await _write(tmp_path, [chunk("a", "alpha")], embedder)
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            await _write(tmp_path, [chunk("b", "alpha beta")], embedder)
+            assert {h.id for h in await lane.search(LaneRequest(query="alpha"))} == {"a", "b"}
+
+
+@pytest.fixture
+async def failing_qdrant() -> AsyncIterator[str]:
+    """A loopback HTTP server answering every Qdrant REST call with 503."""
+
+    async def fail(request: web.Request) -> web.Response:
+        return web.json_response({"status": {"error": "down"}}, status=503)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", fail)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+class TestServerMode:
+    async def test_server_5xx_is_unavailable(self, tmp_path: Path, failing_qdrant: str) -> None:
+        """With options.url the lane talks HTTP to the server, and a 503 maps to LaneUnavailable."""
+        lane_spec = spec(LaneKind.VECTOR, "qdrant", url=failing_qdrant)
+        async with QdrantVectorLane(lane_spec, resources(tmp_path, BagEmbedder())) as lane:
+            with pytest.raises(LaneUnavailable):
+                await lane.search(LaneRequest(query="alpha"))
+
+
+def test_public_api() -> None:
+    """The module exports exactly the lane."""
+    assert mod.__all__ == ["QdrantVectorLane"]
