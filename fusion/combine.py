@@ -55,30 +55,29 @@ def collect(
         hits_seen += len(out.hits)
         ids: list[str] = []
         seen: set[str] = set()
-        hits = []
         for h in out.hits:
-            if h.id not in seen:
-                seen.add(h.id)
-                ids.append(h.id)
-                hits.append(h)
-        rankings[name] = ids
-        norms = normalise([h.score for h in hits]) if normalise else None
-        for pos, h in enumerate(hits):
-            c = by_id.get(h.id)
+            i = h.id
+            if i in seen:
+                continue
+            seen.add(i)
+            ids.append(i)
+            rank = len(ids)
+            c = by_id.get(i)
             if c is None:
-                by_id[h.id] = {
-                    "id": h.id, "hit": h, "ranks": {name: pos + 1}, "native": {name: h.score},
-                    "norm": {name: norms[pos]} if norms else {}, "stage": stage, "merged": [],
-                    "scores": {}, "base": 0.0, "total": 0.0,
+                by_id[i] = {
+                    "id": i, "hit": h, "ranks": {name: rank}, "native": {name: h.score}, "norm": {},
+                    "stage": stage, "best": rank, "merged": [], "scores": {}, "base": 0.0, "total": 0.0,
                 }  # fmt: skip
                 continue
-            c["ranks"][name] = pos + 1
+            c["ranks"][name] = rank
             c["native"][name] = h.score
-            if norms:
-                c["norm"][name] = norms[pos]
-            if (stage, pos + 1) < (c["stage"], min(c["ranks"].values())):
-                c["hit"] = h
-            c["stage"] = min(c["stage"], stage)
+            if (stage, rank) < (c["stage"], c["best"]):
+                c["hit"], c["stage"] = h, stage
+            c["best"] = min(c["best"], rank)
+        rankings[name] = ids
+        if normalise is not None:
+            for i, value in zip(ids, normalise([by_id[i]["native"][name] for i in ids]), strict=True):
+                by_id[i]["norm"][name] = value
     run = FusionRun(ctx=ctx, mode=mode, lanes=lanes)
     return run, list(by_id.values()), rankings, hits_seen
 
@@ -107,7 +106,10 @@ class ModeScorer:
         kind = {name: COMPONENT_OF_KIND.get(info.kind) for name, info in run.lanes.items()}
         for c in cands:
             i = c["id"]
-            c["ranks"] = ranks.get(i, c["ranks"])
+            r = ranks.get(i)
+            if r is not None:
+                c["ranks"] = r
+                c["best"] = min(r.values())
             c["base"] = base.get(i, 0.0)
             scores = c["scores"]
             scores["rrf"] = rrf.get(i, 0.0)

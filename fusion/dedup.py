@@ -14,11 +14,13 @@ Two candidates are duplicates when any criterion holds (thresholds from ``[fusio
 Cost: exact criteria are dict lookups. Jaccard criteria use prefix filtering (tokens ordered rarest first; two
 sets can reach Jaccard t only if they share one of their first ``|x| - ⌈t·|x|⌉ + 1`` tokens), blocked by domain
 for titles; only group representatives are indexed, so a pile of copies costs one comparison each. SimHash:
-identical signatures are grouped with ``numpy.unique``; distinct ones are searched in ``d + 1`` bands for a
-distance budget ``d`` (pigeonhole: a pair within ``d`` bits agrees on a whole band), vectorised: per band, sort
-the band keys and compare only neighbours with equal keys. ``find_duplicates`` returns the comparison count.
+identical signatures are grouped with ``numpy.unique``; distinct ones are looked up in 28 exact-match tables
+keyed by a pair of the signature's 8 bytes (pigeonhole: a pair within ``d ≤ 6`` bits has at most 6 dirty bytes,
+so two clean bytes, so one table where the keys agree), vectorised: per table, sort the 16-bit keys and compare
+only neighbours with equal keys (≈ n² / 2¹⁷ random collisions per table). ``find_duplicates`` returns the
+comparison count.
 
-Merging (union-find): the representative is the candidate ahead by ``(stage, best rank, id)``; it keeps the
+Merging (union-find): the representative is the member ahead by ``(stage, best rank, id)``; it keeps the
 union of lanes, the best rank per lane (with that rank's native score), the highest normalised score per lane,
 and ``merged`` (the other ids). The criterion of each merge goes to ``merged_by``.
 """
@@ -28,7 +30,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable
-from itertools import chain
+from itertools import chain, combinations
 
 import numpy as np
 from numpy.typing import NDArray
@@ -80,11 +82,12 @@ _SMALL = 256
 
 
 class _Groups:
-    """Union-find over candidate indices; the root is the lowest index (the best candidate)."""
+    """Union-find over candidate indices; each group's root is its member with the smallest ``key``."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, key: Callable[[int], tuple[int, int, str]] | None = None) -> None:
         self.parent = list(range(n))
         self.why: dict[int, str] = {}
+        self.key = key
 
     def find(self, i: int) -> int:
         p = self.parent
@@ -95,10 +98,13 @@ class _Groups:
 
     def union(self, a: int, b: int, why: str) -> None:
         ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            lo, hi = min(ra, rb), max(ra, rb)
-            self.parent[hi] = lo
-            self.why[hi] = why
+        if ra == rb:
+            return
+        key = self.key
+        if (key(rb) < key(ra)) if key is not None else rb < ra:
+            ra, rb = rb, ra
+        self.parent[rb] = ra
+        self.why[rb] = why
 
 
 def _jaccard_join(items: list[tuple[int, str, frozenset[str]]], t: float, g: _Groups, why: str) -> int:
@@ -130,26 +136,36 @@ def _jaccard_join(items: list[tuple[int, str, frozenset[str]]], t: float, g: _Gr
     return comparisons
 
 
+def _tables(max_bits: int) -> list[tuple[int, ...]]:
+    """Byte positions forming each lookup table's key: every pair of 8 bytes when that is exact, else bands."""
+    if 8 - max_bits >= 2:  # ≤ 6 dirty bytes leave ≥ 2 clean ones, so some pair of bytes is clean
+        return list(combinations(range(8), 2))
+    if max_bits < 8:
+        return [(b,) for b in range(8)]
+    raise ValueError(f"near_duplicate threshold too low for SimHash blocking (max {max_bits} bits)")
+
+
 def _near_pairs(sigs: NDArray[np.uint64], max_bits: int) -> tuple[list[tuple[int, int]], int]:
-    """Index pairs within ``max_bits`` (banded: ``max_bits + 1`` bands), and how many pairs were compared."""
+    """Index pairs within ``max_bits``, found through exact-match tables on byte pairs, and the comparisons made."""
     n = len(sigs)
     if n < 2:
         return [], 0
-    bands = max_bits + 1
-    width = 64 // bands
-    shifts = np.array([width * b for b in range(bands)], dtype=np.uint64)[:, None]
-    masks = np.array([(1 << (64 - width * b if b == bands - 1 else width)) - 1 for b in range(bands)], np.uint64)
-    keys = (sigs[None, :] >> shifts) & masks[:, None]
-    order = np.argsort(keys, axis=1, kind="stable")
-    ks = np.take_along_axis(keys, order, axis=1)
+    octets = sigs.view(np.uint8).reshape(n, 8).astype(np.uint64)
+    tables = np.array(_tables(max_bits), dtype=np.intp)
+    keys = np.arange(len(tables), dtype=np.uint64)[:, None]
+    for k in range(tables.shape[1]):
+        keys = (keys << np.uint64(8)) | octets[:, tables[:, k]].T
+    # (table, key, index) packed in one uint64 so a plain sort groups equal keys and carries the index along.
+    packed = np.sort(((keys << np.uint64(32)) | np.arange(n, dtype=np.uint64)).ravel())
+    group, idx = packed >> np.uint64(32), (packed & np.uint64(0xFFFFFFFF)).astype(np.intp)
     found: set[tuple[int, int]] = set()
     comparisons = 0
-    for d in range(1, n):  # entries d apart in a band's sorted keys are candidates when their keys are equal
-        rows, cols = np.nonzero(ks[:, d:] == ks[:, :-d])
-        if not len(rows):
+    for d in range(1, len(packed)):  # entries d apart in sorted order are candidates when (table, key) agree
+        at = np.flatnonzero(group[d:] == group[:-d])
+        if not len(at):
             break
-        i, j = order[rows, cols], order[rows, cols + d]
-        comparisons += len(rows)
+        i, j = idx[at], idx[at + d]
+        comparisons += len(at)
         close = np.bitwise_count(sigs[i] ^ sigs[j]) <= max_bits
         found.update(zip(np.minimum(i, j)[close].tolist(), np.maximum(i, j)[close].tolist(), strict=True))
     return sorted(found), comparisons
@@ -160,45 +176,52 @@ def _norm_text(text: str) -> str:
 
 
 def find_duplicates(cands: list[Candidate], cfg: DedupConfig) -> tuple[_Groups, int]:
-    """Group duplicates among ``cands`` (already in representative order); return the groups and comparisons."""
-    g = _Groups(len(cands))
+    """Group duplicates among ``cands``; each group's root is its best member by ``(stage, best rank, id)``.
+
+    Returns:
+        The groups (union-find) and the number of pairwise comparisons made.
+    """
+    hits = [c["hit"] for c in cands]
+    g = _Groups(len(hits), lambda i: (cands[i]["stage"], cands[i]["best"], cands[i]["id"]))
     by_url: dict[str, int] = {}
     long_urls: list[tuple[int, str, frozenset[str]]] = []
-    domains = Counter(c["hit"].domain for c in cands)
-    titles: list[tuple[int, str, frozenset[str]]] = []
-    for i, c in enumerate(cands):
-        h = c["hit"]
-        if h.url.startswith(("http://", "https://")):
+    by_domain: dict[str, list[int]] = {}
+    for i, h in enumerate(hits):
+        if h.url.startswith(("https://", "http://")):
             nurl = normalise_url(h.url)
             j = by_url.setdefault(nurl, i)
             if j != i:
                 g.union(j, i, "url")
             elif nurl.count("/") + nurl.count("&") >= 8:  # shorter token sets only reach 0.9 when equal
                 long_urls.append((i, "", url_tokens(nurl)))
-        if h.title and h.domain and domains[h.domain] > 1:
-            titles.append((i, h.domain, frozenset(h.title.casefold().split())))
+        if h.title and h.domain:
+            by_domain.setdefault(h.domain, []).append(i)
+    titles = [
+        (i, d, frozenset(hits[i].title.casefold().split())) for d, ids in by_domain.items() if len(ids) > 1 for i in ids
+    ]
     comparisons = _jaccard_join(titles, cfg.title_jaccard, g, "title")
     comparisons += _jaccard_join(long_urls, cfg.url_similarity, g, "url")
-    missing = [i for i, c in enumerate(cands) if c["hit"].simhash is None and c["hit"].text]
-    computed = dict(zip(missing, simhash_many([cands[i]["hit"].text for i in missing]), strict=True))
-    idx: list[int] = []
-    raw: list[int] = []
-    for i, c in enumerate(cands):
-        sig = computed.get(i) if c["hit"].simhash is None else c["hit"].simhash
-        if sig is not None:
-            idx.append(i)
-            raw.append(sig)
-    sigs = np.array(raw, dtype=np.uint64)
-    # Identical signatures first (a pile of copies costs one step each), then banded search over distinct ones.
+    raw = [h.simhash for h in hits]
+    if None in raw:
+        missing = [i for i, s in enumerate(raw) if s is None and hits[i].text]
+        for i, s in zip(missing, simhash_many([hits[i].text for i in missing]), strict=True):
+            raw[i] = s
+    if None in raw:
+        idx = np.flatnonzero(np.fromiter((s is not None for s in raw), dtype=bool, count=len(raw)))
+        sigs = np.array([raw[i] for i in idx.tolist()], dtype=np.uint64)
+    else:
+        idx, sigs = np.arange(len(raw)), np.array(raw, dtype=np.uint64)
+    # Identical signatures first (a pile of copies costs one step each), then the table search over distinct ones.
     uniq, first, inverse = np.unique(sigs, return_index=True, return_inverse=True)
-    for k, rep in enumerate(first[inverse].tolist()):
-        if rep != k:
-            ta, tb = cands[idx[rep]]["hit"].text, cands[idx[k]]["hit"].text
-            g.union(idx[rep], idx[k], "content" if ta == tb or _norm_text(ta) == _norm_text(tb) else "near")
+    reps = idx[first[inverse]]
+    for k in np.flatnonzero(reps != idx).tolist():
+        a, b = int(reps[k]), int(idx[k])
+        ta, tb = hits[a].text, hits[b].text
+        g.union(a, b, "content" if ta == tb or _norm_text(ta) == _norm_text(tb) else "near")
     pairs, near_cmp = _near_pairs(uniq, math.floor((1.0 - cfg.near_duplicate) * 64 + 1e-9))
-    firsts = first.tolist()
+    firsts = idx[first].tolist()
     for pa, pb in pairs:
-        g.union(idx[firsts[pa]], idx[firsts[pb]], "near")
+        g.union(firsts[pa], firsts[pb], "near")
     return g, comparisons + near_cmp + len(idx) - len(uniq)
 
 
@@ -212,6 +235,7 @@ def _merge(rep: Candidate, dup: Candidate) -> None:
     rep["merged"].append(dup["id"])
     rep["merged"].extend(dup["merged"])
     rep["stage"] = min(rep["stage"], dup["stage"])
+    rep["best"] = min(rep["best"], dup["best"])
 
 
 class Deduplicator:
@@ -224,15 +248,11 @@ class Deduplicator:
 
     def __call__(self, cands: list[Candidate], run: FusionRun) -> list[Candidate]:
         """Return the representatives, each carrying its merged duplicates."""
-        cands.sort(key=lambda c: (c["stage"], min(c["ranks"].values()), c["id"]))
         groups, _ = find_duplicates(cands, self.cfg)
-        out: list[Candidate] = []
-        for i, c in enumerate(cands):
-            root = groups.find(i)
-            if root == i:
-                out.append(c)
-                continue
-            _merge(cands[root], c)
+        if not groups.why:
+            return cands
+        for i in sorted(groups.why):  # members that lost to a root, in candidate order
+            _merge(cands[groups.find(i)], cands[i])
             if self.on_merge is not None:
                 self.on_merge(groups.why[i])
-        return out
+        return [c for i, c in enumerate(cands) if i not in groups.why]

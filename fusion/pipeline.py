@@ -33,7 +33,7 @@ def fuse(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> FusionOutpu
     """
     run, cands, rankings, hits = collect(outcomes, ctx)
     merges: Counter[str] = Counter()
-    stages: list[Stage] = [Deduplicator(ctx.config.dedup, merges.update)] if ctx.dedup else []
+    stages: list[Stage] = [Deduplicator(ctx.config.dedup, lambda why: merges.update((why,)))] if ctx.dedup else []
     stages += [ModeScorer(rankings), *_BOOSTERS, Ranker(ctx.config.factors)]
     for stage in stages:
         cands = stage(cands, run)

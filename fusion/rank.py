@@ -32,11 +32,11 @@ FACTORS = ("domain_diversity", "recency", "authority", "quality")
 
 def sort_key(c: Candidate) -> tuple[float, float, int, int, str]:
     """The deterministic order: ``(score desc, fused desc, stage_priority asc, best rank asc, id asc)``."""
-    return (-c["total"], -c["base"], c["stage"], min(c["ranks"].values(), default=0), c["id"])
+    return (-c["total"], -c["base"], c["stage"], c["best"], c["id"])
 
 
 def _staged_key(c: Candidate) -> tuple[int, float, float, int, str]:
-    return (c["stage"], -c["total"], -c["base"], min(c["ranks"].values(), default=0), c["id"])
+    return (c["stage"], -c["total"], -c["base"], c["best"], c["id"])
 
 
 class Ranker:
@@ -66,10 +66,11 @@ class Ranker:
             for c in cands:
                 c["total"] = c["base"]
         else:
-            wb = self.w_base
-            for c in cands:
-                s = c["scores"]
-                c["total"] = (wb * c["base"] + sum(w * s[f] for f, w in used.items())) / norm
+            totals = [self.w_base * c["base"] for c in cands]
+            for f, w in used.items():  # factor by factor: one tight comprehension each
+                totals = [t + w * c["scores"][f] for t, c in zip(totals, cands, strict=True)]
+            for t, c in zip(totals, cands, strict=True):
+                c["total"] = t / norm
         for c in cands:
             c["scores"]["fused"] = c["base"]
         cands.sort(key=_staged_key if run.mode is FusionMode.APPEND_FILL else sort_key)

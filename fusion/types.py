@@ -94,6 +94,8 @@ class Candidate(TypedDict):
     """Lane → normalised score (score modes only; empty otherwise)."""
     stage: int
     """0 if any stage-1 lane returned it, else 1."""
+    best: int
+    """Best rank over its lanes (the tie-break's "best source rank")."""
     merged: list[str]
     """Ids of duplicates merged into this candidate."""
     scores: dict[str, float]

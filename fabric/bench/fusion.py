@@ -2,20 +2,25 @@
 
 Hits are realistic and overlapping: a pool of documents over 24 domains (Wikipedia, GitHub, news sites, ...),
 titles, ~50-word bodies, URLs with tracking parameters, dates spread over two years, ingest-time quality and
-SimHash, ~6 % near-duplicate copies under other URLs; each lane draws 50 of them from a shared relevant set
-plus its own tail, best first. Every figure comes from the same run: ``floor_*`` is a plain 15-line RRF
-(ids → ``Σ 1/(60 + rank)`` → sort) over the same outcomes. ``dedup_2000_ms`` deduplicates 2,000 candidates
-whose SimHash was stored at ingest; ``dedup_2000_cold_ms`` computes every SimHash in the call.
+SimHash, ~6 % near-duplicate copies and ~6 % same-page copies under tracking URLs; each lane draws 50 of them
+from a shared relevant set plus its own tail, best first. Every figure comes from the same run: ``floor_*`` is a
+plain 15-line RRF (ids → ``Σ 1/(60 + rank)`` → sort) over the same outcomes. The timed call is ``fuse(...)``
+plus reading the first page of 10 items (items are frozen lazily); ``p50_us_*_all_items`` freezes every item,
+``p50_us_*_no_dedup`` skips cross-lane deduplication (fusion + ranking only).
+``dedup_2000_ms`` deduplicates 2,000 distinct candidates whose SimHash was stored at ingest;
+``dedup_2000_cold_ms`` computes every SimHash in the call.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import random
 import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -54,11 +59,14 @@ def _pool(rng: random.Random, n: int) -> list[Hit]:
             url=f"https://www.{domain}/articles/{slug}{query}",
             published_at=NOW - timedelta(hours=rng.randint(1, 24 * 730)) if rng.random() < 0.8 else None,
         ))  # fmt: skip
-    for i in rng.sample(range(n), n // 16):  # near-duplicate copies under another id and URL
+    for i in rng.sample(range(n), n // 16):  # near-duplicate copies (syndication) under another id and URL
         src = docs[rng.randrange(n)]
         words = src.text.split()
         words[rng.randrange(len(words))] = "changed"
         docs[i] = replace(src, id=docs[i].id, url=docs[i].url, text=" ".join(words))
+    for i in rng.sample(range(n), n // 16):  # the same page seen by another lane under a tracking URL
+        src = docs[rng.randrange(n)]
+        docs[i] = replace(src, id=docs[i].id, url=src.url.partition("?")[0] + "?utm_campaign=x&gclid=1")
     sigs = simhash_many([d.text for d in docs])
     return [replace(d, quality=content_quality(d.title, d.text), simhash=s) for d, s in zip(docs, sigs, strict=True)]
 
@@ -107,18 +115,27 @@ def _pct(samples: list[float], q: float) -> float:
 
 
 def _dedup_ms(ctx: FusionContext, cold: bool, repeat: int) -> float:
-    outcomes = make_outcomes(40, 50, seed=11, pool=2200)  # ≈ 2,000 distinct candidates
-    if cold:
-        outcomes = {n: replace(o, hits=tuple(replace(h, simhash=None) for h in o.hits)) for n, o in outcomes.items()}
+    docs = _pool(random.Random(11), 2000)  # 2,000 distinct ids, ≈ 12 % of them duplicates of another
+    hits = tuple(replace(d, rank=r, score=1.0 / r, simhash=None if cold else d.simhash) for r, d in enumerate(docs, 1))
+    outcomes = {"big": LaneOutcome(lane="big", kind=LaneKind.WEB, provider="synthetic", status=LaneStatus.SUCCESS,
+                                   hits=hits)}  # fmt: skip
     stage = Deduplicator(ctx.config.dedup)
     times = []
     for _ in range(repeat):
         run, cands, _, _ = collect(outcomes, ctx)
-        cands = cands[:2000]
+        assert len(cands) == 2000
         t0 = time.perf_counter_ns()
         stage(cands, run)
         times.append((time.perf_counter_ns() - t0) / 1e6)
     return round(statistics.median(times), 2)
+
+
+def _page(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> object:
+    return fuse(outcomes, ctx).items[:10]
+
+
+def _all_items(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> object:
+    return tuple(fuse(outcomes, ctx).items)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -130,21 +147,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Measure and return the figures."""
     try:
         settings = load_settings()
-    except Exception:  # noqa: BLE001 - the bench still runs on defaults without a config folder
+    except Exception:  # the bench still runs on defaults without a config folder
         settings = Settings()
     cfg: FusionConfig = settings.fusion
     ctx = FusionContext(config=cfg, now=NOW, authority=settings.authority, authority_default=settings.authority_default)
+    plain = dataclasses.replace(ctx, dedup=False)
     repeat = max(20, int(args.repeat))
     figures: dict[str, Any] = {}
     for lanes in (6, 2):
         outcomes = make_outcomes(lanes, 50)
-        fused = _time_us(lambda o=outcomes: fuse(o, ctx), repeat)  # type: ignore[misc]
-        floor = _time_us(lambda o=outcomes: plain_rrf(o), repeat)  # type: ignore[misc]
+        fused = _time_us(partial(_page, outcomes, ctx), repeat)
+        full = _time_us(partial(_all_items, outcomes, ctx), repeat // 4)
+        no_dedup = _time_us(partial(_page, outcomes, plain), repeat // 4)
+        floor = _time_us(partial(plain_rrf, outcomes), repeat)
         out = fuse(outcomes, ctx)
         tag = f"{lanes}x50"
         figures[f"p50_us_{tag}"] = _pct(fused, 0.5)
         figures[f"p99_us_{tag}"] = _pct(fused, 0.99)
         figures[f"floor_p50_us_{tag}"] = _pct(floor, 0.5)
+        figures[f"p50_us_{tag}_all_items"] = _pct(full, 0.5)
+        figures[f"p50_us_{tag}_no_dedup"] = _pct(no_dedup, 0.5)
         figures[f"ratio_to_floor_{tag}"] = round(_pct(fused, 0.5) / max(_pct(floor, 0.5), 1e-9), 2)
         figures[f"items_{tag}"] = len(out.items)
         figures[f"duplicates_merged_{tag}"] = sum(out.duplicates.values())

@@ -1,0 +1,160 @@
+"""Tests for fusion.dedup: each criterion, merging, URL normalisation and non-quadratic cost."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from fabric.config import DedupConfig
+from fabric.models import LaneKind
+from fusion import dedup
+from fusion.combine import collect
+from fusion.dedup import find_duplicates, normalise_url, url_tokens
+from fusion.pipeline import fuse
+from tests.fusion.conftest import context, hit, lane, outcomes
+
+BODY = " ".join(f"word{i}" for i in range(60))
+
+
+def run(*lanes: object) -> object:
+    """Fuse lanes with the default context."""
+    return fuse(outcomes(*lanes), context())  # type: ignore[arg-type]
+
+
+class TestNormaliseUrl:
+    def test_public_api(self) -> None:
+        """The module exports its stage, helpers and tracking list."""
+        assert sorted(dedup.__all__) == [
+            "Deduplicator", "TRACKING_PARAMS", "find_duplicates", "normalise_url", "url_tokens",
+        ]  # fmt: skip
+
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "https://www.example.com/a/b/",
+            "http://example.com/a/b",
+            "https://EXAMPLE.com/a/b#section",
+            "https://example.com:443/a/b?utm_source=x&gclid=1&fbclid=2",
+        ],
+    )
+    def test_equivalent_forms(self, url: str) -> None:
+        """Scheme, www., case of host, port, trailing slash, fragment and tracking params are dropped."""
+        assert normalise_url(url) == "example.com/a/b"
+
+    def test_query_sorted(self) -> None:
+        """Remaining query parameters are sorted."""
+        assert normalise_url("https://x.org/p?b=2&a=1") == normalise_url("https://x.org/p?a=1&b=2")
+
+    def test_tokens(self) -> None:
+        """Tokens are the host, positioned path segments and query pairs."""
+        assert url_tokens("x.org/a/b?c=1") == {"h:x.org", "0:a", "1:b", "q:c=1"}
+
+
+class TestCriteria:
+    def test_content_hash(self) -> None:
+        """Equal text after case/whitespace normalisation merges."""
+        out = run(lane("a", [hit("x", text=BODY)]), lane("b", [hit("y", text="  " + BODY.upper())]))
+        assert [it.id for it in out.items] == ["x"]  # type: ignore[attr-defined]
+        assert out.duplicates["content"] == 1  # type: ignore[attr-defined]
+
+    def test_same_domain_similar_title(self) -> None:
+        """Same domain and title Jaccard ≥ 0.8 merges."""
+        t1 = "Aspirin lowers the risk of heart attack in adults"
+        t2 = "Aspirin lowers the risk of heart attack in older adults"
+        out = run(lane("a", [hit("x", title=t1, domain="n.org"), hit("y", rank=2, title=t2, domain="n.org")]))
+        assert out.duplicates["title"] == 1  # type: ignore[attr-defined]
+
+    def test_similar_title_other_domain_kept(self) -> None:
+        """The same title on two domains is not a duplicate by title."""
+        t = "Aspirin lowers the risk of heart attack"
+        out = run(lane("a", [hit("x", title=t, domain="n.org"), hit("y", rank=2, title=t, domain="m.org")]))
+        assert len(out.items) == 2  # type: ignore[attr-defined]
+
+    def test_url_after_normalisation(self) -> None:
+        """URLs equal after normalisation merge."""
+        out = run(
+            lane("web", [hit("x", url="https://www.site.org/post/1/")], kind=LaneKind.WEB),
+            lane("news", [hit("y", url="http://site.org/post/1?utm_medium=rss#c")], kind=LaneKind.NEWS),
+        )
+        assert out.duplicates["url"] == 1  # type: ignore[attr-defined]
+
+    def test_url_similarity_long(self) -> None:
+        """Long URLs differing in one token out of ten or more merge (Jaccard ≥ 0.9)."""
+        base = "https://site.org/a/b/c/d/e/f/g/h/i/j/k?x=1"
+        out = run(lane("a", [hit("x", url=base), hit("y", rank=2, url=base + "&lang=en")]))
+        assert out.duplicates["url"] == 1  # type: ignore[attr-defined]
+
+    def test_doc_references_not_compared(self) -> None:
+        """Chunks of one local document (same doc: URL) are not merged by URL."""
+        out = run(lane("a", [hit("x", url="doc:paper-1"), hit("y", rank=2, url="doc:paper-1")]))
+        assert len(out.items) == 2  # type: ignore[attr-defined]
+
+    def test_near_duplicate_bodies(self) -> None:
+        """Bodies that differ in one word out of sixty merge as near duplicates."""
+        other = BODY.replace("word30", "changed")
+        out = run(lane("a", [hit("x", text=BODY)]), lane("b", [hit("y", text=other)]))
+        assert out.duplicates["near"] == 1  # type: ignore[attr-defined]
+
+    def test_different_bodies_kept(self) -> None:
+        """Unrelated bodies are not merged."""
+        out = run(lane("a", [hit("x"), hit("y", rank=2)]))
+        assert len(out.items) == 2  # type: ignore[attr-defined]
+
+    def test_dedup_can_be_disabled(self) -> None:
+        """ctx.dedup = False keeps duplicates apart."""
+        out = fuse(outcomes(lane("a", [hit("x", text=BODY)]), lane("b", [hit("y", text=BODY)])), context(dedup=False))
+        assert len(out.items) == 2
+
+
+class TestMerge:
+    def test_union_of_lanes_and_best_rank(self) -> None:
+        """The representative keeps every lane, the best rank per lane and the merged ids."""
+        out = run(
+            lane("a", [hit("p"), hit("x", rank=2, text=BODY)]),
+            lane("b", [hit("y", text=BODY), hit("q", rank=2)]),
+        )
+        item = next(it for it in out.items if "x" in (it.id, *it.merged_ids))  # type: ignore[attr-defined]
+        assert item.lanes == ("a", "b")
+        assert item.ranks == {"a": 2, "b": 1}
+        assert {item.id, *item.merged_ids} == {"x", "y"}
+
+    def test_merged_duplicate_adds_rrf_once_per_lane(self) -> None:
+        """Two copies in one lane contribute once, at the better rank."""
+        out = run(lane("a", [hit("x", text=BODY), hit("p", rank=2), hit("y", rank=3, text=BODY)]))
+        top = out.items[0]  # type: ignore[attr-defined]
+        assert top.scores["rrf"] == 1 / 61
+        assert out.items[1].ranks == {"a": 2}  # type: ignore[attr-defined]
+
+    def test_counts_in_output(self) -> None:
+        """candidates counts hits received; removed counts what did not survive."""
+        out = run(lane("a", [hit("x", text=BODY), hit("y", rank=2, text=BODY)]), lane("b", [hit("x")]))
+        assert (out.candidates, out.removed, len(out.items)) == (3, 2, 1)  # type: ignore[attr-defined]
+
+
+class TestCost:
+    def test_comparisons_grow_linearly(self) -> None:
+        """Comparisons on distinct candidates stay far below n² / 2 and grow about linearly."""
+        rng = random.Random(3)
+        vocab = [f"t{i}" for i in range(5000)]
+
+        def count(n: int) -> int:
+            hits = [
+                hit(f"h{i:05d}", rank=i + 1, title=" ".join(rng.sample(vocab, 7)), domain=f"d{i % 20}.org",
+                    url=f"https://d{i % 20}.org/p/{i}", text=" ".join(rng.sample(vocab, 50)))
+                for i in range(n)
+            ]  # fmt: skip
+            _, cands, _, _ = collect(outcomes(lane("a", hits)), context())
+            return find_duplicates(cands, DedupConfig())[1]
+
+        small, large = count(500), count(2000)
+        assert small < 2 * 500
+        assert large < 2 * 2000  # n² / 2 would be 1,999,000
+
+    def test_pile_of_copies_is_linear(self) -> None:
+        """2,000 identical candidates merge with about one step each."""
+        hits = [hit(f"h{i:05d}", rank=i + 1, text=BODY, title="Same title", domain="x.org") for i in range(2000)]
+        _, cands, _, _ = collect(outcomes(lane("a", hits)), context())
+        groups, comparisons = find_duplicates(cands, DedupConfig())
+        assert comparisons < 3 * 2000
+        assert len({groups.find(i) for i in range(2000)}) == 1
