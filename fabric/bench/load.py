@@ -3,7 +3,8 @@
 The service (:func:`fabric.service.create_app`) runs in-process on 127.0.0.1 over an engine with three fake
 lanes (50 hits each, ``--lane-delay-ms`` apart from each other), so the figures are the HTTP edge + engine +
 fusion cost under concurrency, not a backend's. A semaphore bounds requests in flight (``--concurrency``).
-Figures: p50/p99/max latency per request as the client sees it, requests per second, non-200 answers.
+Figures: p50/p99/max latency per request as the client sees it, requests per second, non-200 answers, and
+(100 sequential requests) the HTTP edge's own cost: p50 over HTTP minus p50 of the same ``engine.search`` direct.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from lanes.fake import FakeLane
 
 __all__ = ["add_arguments", "run"]
 
+_SEQUENTIAL = 100
 _LANES = (("keyword", LaneKind.KEYWORD), ("vector", LaneKind.VECTOR), ("graph", LaneKind.GRAPH))
 
 
@@ -80,6 +82,19 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
                         latencies.append((time.perf_counter() - t0) * 1000.0)
 
                 await asyncio.gather(*(one(i) for i in range(min(50, args.requests))))  # warm-up
+                # Sequential: the HTTP edge's own cost = one request over HTTP minus the same engine.search direct.
+                from fabric.validation import parse_request
+
+                seq_http, seq_engine = [], []
+                for i in range(_SEQUENTIAL):
+                    body = {"query": f"load query {i % 50}", "top_k": 10}
+                    t1 = time.perf_counter()
+                    async with client.post(url, json=body) as resp:
+                        await resp.read()
+                    seq_http.append((time.perf_counter() - t1) * 1000.0)
+                    t1 = time.perf_counter()
+                    await engine.search(parse_request(body, settings))
+                    seq_engine.append((time.perf_counter() - t1) * 1000.0)
                 latencies.clear()
                 t0 = time.perf_counter()
                 await asyncio.gather(*(one(i) for i in range(args.requests)))
@@ -95,6 +110,9 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
         "max_ms": round(max(latencies), 3),
         "rps": round(args.requests / wall, 1),
         "non_200": failures,
+        "sequential_http_p50_ms": round(_pct(seq_http, 0.5), 3),
+        "sequential_engine_p50_ms": round(_pct(seq_engine, 0.5), 3),
+        "http_edge_p50_ms": round(_pct(seq_http, 0.5) - _pct(seq_engine, 0.5), 3),
         "wall_s": round(wall, 3),
     }
 
