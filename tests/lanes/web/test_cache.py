@@ -37,6 +37,16 @@ class TestCachedWebLane:
         """Without a shared cache the lane answers empty rather than failing."""
         assert await _lane(None).search(LaneRequest(query="q")) == []
 
+    async def test_served_once_per_query(self) -> None:
+        """Two failed web lanes of one query get the cached items once, not twice."""
+        cache = WebCache()
+        cache.remember("q", "searxng", [_hit("a")])
+        lane = _lane(cache)
+        first = await lane.search(LaneRequest(query="q", trace_id="t1"))
+        second = await lane.search(LaneRequest(query="q", trace_id="t1"))
+        other = await lane.search(LaneRequest(query="q", trace_id="t2"))
+        assert ([h.id for h in first], second, [h.id for h in other]) == (["a"], [], ["a"])
+
     async def test_site_constraint_applies(self) -> None:
         """Cached hits outside a site: constraint are dropped."""
         cache = WebCache()
