@@ -11,7 +11,9 @@ The hung-server part runs the engine with a healthy keyword lane and the SearXNG
 lane budgets: keyword 50 %, web 60 % of the request budget, so a fallback has time left):
 first while SearXNG answers (filling the web cache), then while it hangs. Figures: total latency of the hung
 queries against the request budget, the web lane's statuses (``fallback`` = answered from the cache), cached
-hits served, and the ``searxng`` provider's health after the run (penalty / suspension).
+hits served, and the ``searxng`` provider's health after the run (penalty / suspension). ``hung_each`` repeats
+the hung-server run for every adapter (no fallback): latency against the budget, the lane's statuses and the
+provider's state and penalty afterwards.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def _app(state: dict[str, bool]) -> web.Application:
 
     def canned(key: str, status: int = 200, ctype: str = "application/json") -> Any:
         async def handler(_request: web.Request) -> web.Response:
-            if key == "searx" and state.get("hang"):
+            if (key == "searx" and state.get("hang")) or state.get(f"hang_{key}"):
                 await asyncio.sleep(3600)
             return web.Response(body=bodies[key], status=status, content_type=ctype)
 
@@ -213,6 +215,7 @@ async def _hung(port: int, resources: LaneResources, args: argparse.Namespace) -
             state["hang"] = True
             results = [await engine.search(request) for _ in range(args.hung_queries)]
             health = engine.penalties.snapshot("searxng")
+            state["hang"] = False
     totals = [r.timings["total_ms"] for r in results]
     statuses: dict[str, int] = {}
     for r in results:
@@ -232,6 +235,48 @@ async def _hung(port: int, resources: LaneResources, args: argparse.Namespace) -
     }
 
 
+_ROUTE_OF = {"searxng": "searx", "wikipedia": "wiki", "mdn": "mdn", "meilisearch": "meili", "arango": "arango",
+             "rss": "rss", "quotes": "quote"}
+
+
+async def _hung_each(port: int, resources: LaneResources, args: argparse.Namespace) -> dict[str, Any]:
+    """Every adapter against a hung server, through the engine: latency against budget, status, provider health."""
+    from fabric.engine import Engine
+
+    state = resources.extras["state"]
+    out: dict[str, Any] = {}
+    for name, (lane, _m, _u, _b) in _lanes(port, resources).items():
+        state[f"hang_{_ROUTE_OF[name]}"] = True
+        with tempfile.TemporaryDirectory(prefix="fabric-bench-") as tmp:
+            settings = Settings(
+                home=Path(tmp),
+                modes={Mode.SIMPLE: ModeConfig(total_budget_ms=args.budget_ms,
+                                               lanes={"keyword": args.budget_ms, name: args.budget_ms * 0.6})},
+                lanes={"keyword": LaneConfig(name="keyword", kind=LaneKind.KEYWORD, backend="fake"),
+                       name: LaneConfig(name=name, kind=lane.kind, backend=name)},
+                penalties=PenaltyConfig(), preflight=PreflightConfig(enabled=False),
+            )
+            request = SearchRequest(query="insulin AAPL q", mode=Mode.SIMPLE, top_k=10, lanes=("keyword", name))
+            lanes: dict[str, Lane] = {"keyword": FakeLane(name="keyword", hits=10, delay_ms=2), name: lane}
+            async with Engine(settings, lanes=lanes, resources=resources) as engine:
+                results = [await engine.search(request) for _ in range(args.hung_queries)]
+                health = engine.penalties.snapshot(lane.provider)
+        state[f"hang_{_ROUTE_OF[name]}"] = False
+        totals = [r.timings["total_ms"] for r in results]
+        statuses: dict[str, int] = {}
+        for r in results:
+            statuses[r.lanes[name].status.value] = statuses.get(r.lanes[name].status.value, 0) + 1
+        out[name] = {
+            "total_max_ms": round(max(totals), 3),
+            "total_p50_ms": round(_pct(totals, 0.5), 3),
+            "statuses": statuses,
+            "keyword_success_all": all(r.lanes["keyword"].status is LaneStatus.SUCCESS for r in results),
+            "provider_state": health["state"],
+            "provider_penalty": health["penalty"],
+        }
+    return out
+
+
 async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     from aiohttp.test_utils import TestServer
 
@@ -246,10 +291,11 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
         assert port is not None
         overheads = await _overheads(port, resources, args.iterations)
         hung = await _hung(port, resources, args)
+        hung_each = await _hung_each(port, resources, args)
     finally:
         await session.close()
         await server.close()
-    return {"iterations": args.iterations, "overhead": overheads, "hung_server": hung}
+    return {"iterations": args.iterations, "overhead": overheads, "hung_server": hung, "hung_each": hung_each}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

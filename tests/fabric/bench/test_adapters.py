@@ -15,4 +15,7 @@ def test_figures_present() -> None:
     hung = figures["hung_server"]
     assert (hung["warm_web_status"], hung["keyword_success_all"]) == ("success", True)
     assert sum(hung["web_statuses"].values()) == 3
+    each = figures["hung_each"]
+    assert set(each) == set(figures["overhead"])
+    assert all(v["keyword_success_all"] and "success" not in v["statuses"] for v in each.values())
     assert (hung["searxng_health"]["reason"], hung["searxng_health"]["failure_rate"] > 0) == ("timeout", True)
