@@ -9,7 +9,7 @@ from fabric.bench import adapters
 
 def test_figures_present() -> None:
     """A tiny run reports overhead for every adapter and the hung-server section."""
-    args = argparse.Namespace(iterations=2, budget_ms=300.0, hung_queries=3)
+    args = argparse.Namespace(iterations=2, budget_ms=150.0, hung_queries=3)
     figures = adapters.run(args)
     assert set(figures["overhead"]) == {"searxng", "wikipedia", "mdn", "meilisearch", "arango", "rss", "quotes"}
     hung = figures["hung_server"]
