@@ -22,12 +22,9 @@ created once under the home (``cursor.secret``), read when the engine opens.
 from __future__ import annotations
 
 import asyncio
-import os
-import secrets
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -36,8 +33,9 @@ import structlog
 from fabric.budgets import lane_budget_ms, total_budget_ms
 from fabric.config import LaneConfig, Settings
 from fabric.constraints import BUDGET_MULTIPLIERS, bind_constraints
+from fabric.cursor_secret import CURSOR_SECRET_ENV, load_cursor_secret
 from fabric.errors import ConfigError, PartialResultError
-from fabric.executor import LaneExecutor, PlannedLane
+from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.logs import new_trace_id
 from fabric.metrics import EngineMetrics
 from fabric.models import LaneKind, LaneOutcome, LaneRequest, LaneStatus, SearchRequest, SearchResult
@@ -54,33 +52,7 @@ __all__ = ["CURSOR_SECRET_ENV", "Engine"]
 
 log = structlog.get_logger(__name__)
 
-CURSOR_SECRET_ENV = "FABRIC_CURSOR_SECRET"
-"""Environment variable holding the cursor HMAC secret (shared by every replica behind one API)."""
-
 _OPEN_TIMEOUT_S = 60.0
-
-
-def _load_secret(home: Path) -> bytes:
-    env = os.environ.get(CURSOR_SECRET_ENV)
-    if env:
-        return env.encode("utf-8")
-    path = home / "cursor.secret"
-    try:
-        home.mkdir(parents=True, exist_ok=True)
-        secret = secrets.token_hex(32).encode("ascii")
-        try:  # exclusive create: concurrent first starts on one home agree on the winner's secret
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            existing = path.read_bytes().strip()
-            if existing:
-                return existing
-            raise OSError(f"{path} is empty") from None
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(secret)
-        return secret
-    except OSError as exc:
-        log.warning("cursor_secret_ephemeral", path=str(path), error=str(exc))
-        return secrets.token_hex(32).encode("ascii")
 
 
 class Engine:
@@ -138,7 +110,7 @@ class Engine:
                     why = f"lane disabled in configuration (lanes.{lc.name}.enabled = false)"
                     self.executor.unavailable[lc.name] = why
             self.preflight.http = self.resources.http
-            self._secret = _load_secret(self.settings.home)
+            self._secret = load_cursor_secret(self.settings.home)
             self._unopened = set(self.lanes)
             await asyncio.gather(self._warm_up(sorted(self.lanes), _OPEN_TIMEOUT_S), self._warm_embedder())
         except BaseException:
@@ -204,8 +176,10 @@ class Engine:
             log.warning("embedder_warm_up_failed", error=f"{type(exc).__name__}: {exc}")
 
     async def aclose(self) -> None:
-        """Close lanes and the resources the engine opened."""
+        """Close lanes and the resources the engine opened; abandoned calls are cancelled, not awaited."""
         await self.loop_lag.stop()
+        for task in list(self.executor.abandoned):
+            task.cancel()
         for name, lane in self.lanes.items():
             try:
                 await lane.aclose()
@@ -315,6 +289,7 @@ class Engine:
         else:
             pf = await pf_run
         preflight_ms = (time.perf_counter() - t_pf) * 1000.0
+        chat_preflight = bool(s.preflight.chat_url) and not (pf.reason or "").startswith(("disabled", "pressure"))
 
         bound = bind_constraints(request.constraints, now=now, preflight=pf)
         lane_top_k = s.engine.lane_top_k if bound.max_results is None else min(s.engine.lane_top_k, bound.max_results)
@@ -329,15 +304,19 @@ class Engine:
         )
 
         t_lanes = time.perf_counter()
-        outcomes = await self.executor.run([p for p in plan if p.stage == 1], lane_request, deadline=deadline)
-        lanes_ms = (time.perf_counter() - t_lanes) * 1000.0
+        waited = RunStats()
+        outcomes = await self.executor.run(
+            [p for p in plan if p.stage == 1], lane_request, deadline=deadline, stats=waited
+        )
+        stage1_ms = (time.perf_counter() - t_lanes) * 1000.0
+        lanes_ms = waited.wait_ms
         stage2 = [p for p in plan if p.stage == 2]
         stages: dict[str, Any] = {
             "stage2_should_trigger": False,
             "stage2_used": False,
             "stage2_skipped_budget": False,
             "stage2_lanes": [],
-            "stage1_ms": round(lanes_ms, 3),
+            "stage1_ms": round(stage1_ms, 3),
             "stage2_ms": 0.0,
         }
         by_design: set[str] = set()
@@ -351,9 +330,10 @@ class Engine:
                 executor=self.executor,
                 config=s.fusion.stages,
                 by_design=by_design,
+                stats=(waited2 := RunStats()),
             )
-            stages["stage1_ms"] = round(lanes_ms, 3)
-            lanes_ms += stages["stage2_ms"]
+            stages["stage1_ms"] = round(stage1_ms, 3)
+            lanes_ms += waited2.wait_ms
 
         t_fuse = time.perf_counter()
         fused = fuse(outcomes, ctx)
@@ -368,6 +348,12 @@ class Engine:
         partial = any(n not in by_design for n in not_ok)
         total_ms = (time.perf_counter() - t0) * 1000.0
         self._observe(ordered, fused, total_ms, partial)
+        log.debug(
+            "search_finished",
+            total_ms=round(total_ms, 3),
+            partial=partial,
+            lanes={n: o.status.value for n, o in ordered.items()},
+        )
         if request.strict and partial:
             raise PartialResultError({n: v for n, v in not_ok.items() if n not in by_design})
         return SearchResult(
@@ -385,7 +371,8 @@ class Engine:
                 "preflight_ms": preflight_ms,
                 "lanes_ms": lanes_ms,
                 "fusion_ms": fusion_ms,
-                "overhead_ms": max(0.0, total_ms - lanes_ms - preflight_ms),
+                # A chat pre-flight is waiting on a remote lane; rule-based pre-flight is the engine's own work.
+                "overhead_ms": max(0.0, total_ms - lanes_ms - (preflight_ms if chat_preflight else 0.0)),
             },
             stages=stages,
             fusion_mode=request.fusion or s.fusion.mode,

@@ -274,8 +274,14 @@ class ProviderPenalties:
         if h is None:
             return {"state": CircuitState.CLOSED.value, "samples": 0, "failure_rate": 0.0, "penalty": 1.0}
         now = self.clock()
-        rate, samples = self._failure_rate(h)
-        timeouts = sum(1 for s in h.window if s.failure == "timeout")
+        samples = len(h.window)
+        failures = timeouts = 0
+        for sample in h.window:  # one pass: this runs for every lane of every query
+            if not sample.ok:
+                failures += 1
+                timeouts += sample.failure == "timeout"
+        rate = failures / samples if samples else 0.0
+        penalty = 1.0 if samples < self.config.min_samples else max(_MIN_WEIGHT, 1.0 - rate)
         state = h.state
         if state is CircuitState.OPEN and now >= h.suspended_until:
             state = CircuitState.HALF_OPEN
@@ -284,7 +290,7 @@ class ProviderPenalties:
             "samples": samples,
             "failure_rate": round(rate, 4),
             "timeout_rate": round(timeouts / samples, 4) if samples else 0.0,
-            "penalty": round(self.weight(provider), 4),
+            "penalty": round(penalty, 4),
             "reason": h.reason,
             "suspended_for_s": round(max(0.0, h.suspended_until - now), 3) if state is CircuitState.OPEN else 0.0,
             "backoff_level": h.backoff_level,

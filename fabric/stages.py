@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from fabric.config import StageConfig
-from fabric.executor import LaneExecutor, PlannedLane
+from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.models import LaneOutcome, LaneRequest, LaneStatus
 from fusion.pipeline import FusionContext, fuse
 
@@ -34,6 +34,7 @@ async def run_stage2(
     executor: LaneExecutor,
     config: StageConfig,
     by_design: set[str],
+    stats: RunStats | None = None,
 ) -> dict[str, Any]:
     """Run the stage-2 lanes if stage 1 is short; adds their outcomes to ``outcomes`` in place.
 
@@ -46,6 +47,7 @@ async def run_stage2(
         executor: the engine's executor (its penalties give observed latencies).
         config: the gate and the cap.
         by_design: receives the names of lanes skipped by policy (not a partial answer).
+        stats: filled with the time spent waiting on stage-2 lane calls.
 
     Returns:
         The stage metadata for ``SearchResult.stages``.
@@ -77,7 +79,7 @@ async def run_stage2(
         outcomes[p.name] = executor.outcome(p, LaneStatus.SKIPPED, 0.0, error=reason)
     if runnable:
         t = time.perf_counter()
-        outcomes.update(await executor.run(runnable, lane_request, deadline=deadline))
+        outcomes.update(await executor.run(runnable, lane_request, deadline=deadline, stats=stats))
         info["stage2_ms"] = round((time.perf_counter() - t) * 1000.0, 3)
         info["stage2_used"] = True
     return info

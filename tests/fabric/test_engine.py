@@ -176,6 +176,31 @@ class TestBuild:
             await Engine(make_settings(tmp_path)).search(parse_request({"query": "q"}, make_settings(tmp_path)))
 
 
+class FlakyOpenLane(FakeLane):
+    """Fails to open the first time, opens fine afterwards."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.opens = 0
+
+    async def open(self) -> None:
+        self.opens += 1
+        if self.opens == 1:
+            raise ConnectionError("not yet")
+
+
+class TestWarmUp:
+    async def test_lane_failing_to_open_is_retried_with_preflight(self, tmp_path: Path) -> None:
+        """A lane whose open() failed at engine start is opened again during the next query's pre-flight."""
+        lane = FlakyOpenLane(name="a")
+        async with Engine(make_settings(tmp_path, {"a": {}}), lanes={"a": lane}) as engine:
+            assert not engine.health()["lanes"]["a"]["opened"]
+            res = await search(engine)
+            assert engine.health()["lanes"]["a"]["opened"]
+        assert lane.opens == 2
+        assert res.lanes["a"].status is LaneStatus.SUCCESS
+
+
 class TestPaging:
     async def test_pages_neither_repeat_nor_skip(self, tmp_path: Path) -> None:
         """Following next_cursor walks the whole fused list exactly once, in order."""

@@ -16,6 +16,8 @@ MODULES = [
     "fabric.bulkhead",
     "fabric.engine",
     "fabric.stages",
+    "fabric.retries",
+    "fabric.cursor_secret",
     "fabric.resources",
     "fabric.logs",
     "fabric.metrics",

@@ -9,7 +9,7 @@ import pytest
 
 from fabric.config import PenaltyConfig
 from fabric.errors import LaneRejected, LaneUnavailable
-from fabric.executor import LaneExecutor, PlannedLane
+from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.metrics import EngineMetrics
 from fabric.models import Hit, LaneRequest, LaneStatus
 from fabric.penalties import ProviderPenalties
@@ -97,6 +97,15 @@ class TestOutcomes:
         ex = LaneExecutor({"h": FakeLane(name="h", hang=True)})
         out = await run(ex, plan("h", budget_ms=60_000), deadline_s=0.03)
         assert out["h"].status is LaneStatus.TIMEOUT
+
+    async def test_run_stats_cover_the_lane_wait(self) -> None:
+        """RunStats records the window spent waiting on lane calls."""
+        ex = LaneExecutor({"a": FakeLane(name="a", delay_ms=20)})
+        stats = RunStats()
+        loop = asyncio.get_running_loop()
+        await ex.run(plan("a"), REQ, deadline=loop.time() + 5, stats=stats)
+        assert stats.wait_ms > 0.0
+        assert RunStats().wait_ms == 0.0
 
     async def test_no_time_left_is_skipped(self) -> None:
         """A lane planned after the deadline passed is skipped."""
