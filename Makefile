@@ -39,3 +39,18 @@ lint: setup
 
 clean:
 	rm -rf $(VENV) .fabric .cache .mypy_cache .ruff_cache .pytest_cache
+
+# The compose stack (Docker engine required): copy .env.example to .env and set the secrets first.
+compose-up:
+	@test -f .env || { echo "make compose-up: copy .env.example to .env and set the secrets first" >&2; exit 2; }
+	docker compose up -d --build --wait
+
+# Integration tests against the running stack (ports published on 127.0.0.1 by docker-compose.yml).
+compose-test: setup
+	@test -f .env || { echo "make compose-test: .env missing (copy .env.example)" >&2; exit 2; }
+	set -a; . ./.env; set +a; \
+	FABRIC_QDRANT_URL=http://127.0.0.1:6333 FABRIC_QDRANT_API_KEY="$$QDRANT_API_KEY" \
+	FABRIC_MEILI_URL=http://127.0.0.1:7700 FABRIC_MEILI_KEY="$$MEILI_MASTER_KEY" \
+	FABRIC_ARANGO_URL=http://127.0.0.1:8529 FABRIC_ARANGO_PASSWORD="$$ARANGO_ROOT_PASSWORD" \
+	FABRIC_SEARXNG_URL=http://127.0.0.1:8888 \
+	$(PY) -m pytest -q -m integration

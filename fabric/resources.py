@@ -13,6 +13,8 @@ import aiohttp
 import structlog
 
 from fabric.config import Settings
+from fabric.httpclient import allowlist_from_lanes, create_session
+from fabric.webcache import WEB_CACHE_KEY, WebCache
 from lanes.base import LaneResources
 
 if TYPE_CHECKING:
@@ -50,9 +52,24 @@ def _build_embedder(settings: Settings) -> Embedder | None:
 
 async def open_resources(settings: Settings, *, embedder: bool = True) -> LaneResources:
     """Create the shared HTTP session and (unless ``embedder=False``) the embedder."""
-    connector = aiohttp.TCPConnector(limit=HTTP_LIMIT, limit_per_host=HTTP_LIMIT_PER_HOST, ttl_dns_cache=300)
-    http = aiohttp.ClientSession(connector=connector, timeout=HTTP_TIMEOUT, raise_for_status=False)
-    return LaneResources(home=settings.home, http=http, embedder=_build_embedder(settings) if embedder else None)
+    # The session is SSRF-guarded: only hosts named in lane options (and the embeddings / chat endpoints) can be
+    # contacted, checked at connect time and on every request (fabric.httpclient).
+    allow = allowlist_from_lanes(
+        settings.lanes.values(), extra_urls=[settings.embeddings.url, settings.preflight.chat_url]
+    )
+    http = create_session(
+        allow,
+        limit=HTTP_LIMIT,
+        limit_per_host=HTTP_LIMIT_PER_HOST,
+        connect_timeout_s=HTTP_TIMEOUT.sock_connect or 3.0,
+        total_timeout_s=HTTP_TIMEOUT.total or 15.0,
+    )
+    return LaneResources(
+        home=settings.home,
+        http=http,
+        embedder=_build_embedder(settings) if embedder else None,
+        extras={WEB_CACHE_KEY: WebCache()},
+    )
 
 
 async def close_resources(resources: LaneResources) -> None:

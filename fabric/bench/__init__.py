@@ -5,5 +5,5 @@ wall-clock assertions in tests.
 
 __all__ = ["BENCHES"]
 
-BENCHES = ("budget", "fusion", "load", "embedded")
+BENCHES = ("budget", "fusion", "load", "embedded", "adapters")
 """Benchmark module names under :mod:`fabric.bench`."""

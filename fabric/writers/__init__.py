@@ -1,0 +1,67 @@
+"""Shared helpers of the server store writers (Meilisearch and ArangoDB, under ``lanes/*/*_store.py``).
+
+They implement :class:`fabric.ingest.model.StoreWriter` and share its idempotency rule: every
+record's id is derived deterministically from the chunk (UUIDv5 of doc id and chunk id, plus the model for
+vectors), never generated randomly, so a retried or repeated ingest overwrites instead of duplicating.
+
+Chunks are read by attribute (``id``, ``doc_id``, ``title``, ``text``, ``url``, ``domain``,
+``published_at``, ``source_kind``, ``source_ref``, ``trust``, ``quality``), so any chunk type with those fields
+works; :func:`chunk_record` is the one place that does it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+__all__ = ["ID_NAMESPACE", "chunk_key", "chunk_record"]
+
+ID_NAMESPACE = uuid.UUID("6f1c2a3e-8d4b-5e6f-9a0b-1c2d3e4f5a6b")
+"""UUIDv5 namespace of the fabric's deterministic store ids."""
+
+
+def chunk_key(chunk_id: str, model: str = "") -> str:
+    """Deterministic, store-safe id of a chunk (32 hex chars: a valid Meilisearch id and ArangoDB ``_key``).
+
+    ``chunk_id`` is the store-wide :attr:`fabric.ingest.model.Chunk.id` (``doc_id#chunk_id``), so the key is a
+    UUIDv5 of doc id and chunk id (plus the embedding model for vector stores); ``delete(ids)`` derives the same
+    key from the id alone.
+    """
+    return uuid.uuid5(ID_NAMESPACE, "\x1f".join((chunk_id, model))).hex
+
+
+def _get(chunk: Any, name: str, default: Any = None) -> Any:
+    if isinstance(chunk, Mapping):
+        return chunk.get(name, default)
+    return getattr(chunk, name, default)
+
+
+def chunk_record(chunk: Any) -> dict[str, Any]:
+    """A JSON-ready record of a chunk: ``key`` (deterministic), ``chunk_id`` and the payload fields."""
+    chunk_id = str(_get(chunk, "id") or _get(chunk, "chunk_id"))
+    doc_id = str(_get(chunk, "doc_id") or chunk_id)
+    published = _get(chunk, "published_at")
+    if isinstance(published, datetime):
+        published_ts: int | None = int((published if published.tzinfo else published.replace(tzinfo=UTC)).timestamp())
+    else:
+        published_ts = None
+    url = str(_get(chunk, "url") or f"doc:{doc_id}")
+    record: dict[str, Any] = {
+        "key": chunk_key(chunk_id),
+        "chunk_id": chunk_id,
+        "doc_id": doc_id,
+        "title": str(_get(chunk, "title") or ""),
+        "text": str(_get(chunk, "text") or ""),
+        "url": url,
+        "domain": str(_get(chunk, "domain") or ""),
+        "published_ts": published_ts,
+        "source_ref": str(_get(chunk, "source_ref") or ""),
+        "quality": _get(chunk, "quality"),
+    }
+    for name, default in (("source_kind", "import"), ("trust", "untrusted")):
+        value = _get(chunk, name, default)
+        record[name] = value.value if isinstance(value, Enum) else str(value)
+    return record

@@ -1,0 +1,128 @@
+"""Static validation of the compose stack: no Docker engine runs here, so the files must be right by construction."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from yarl import URL
+
+from fabric.config import load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+BACKENDS = ("qdrant", "meilisearch", "arangodb", "searxng")
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    """The parsed docker-compose.yml."""
+    data: dict[str, Any] = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    return data
+
+
+class TestComposeFile:
+    def test_services(self, compose: dict[str, Any]) -> None:
+        """The stack has the four backends and the fabric service."""
+        assert set(compose["services"]) == {*BACKENDS, "fabric"}
+
+    def test_images_pinned(self, compose: dict[str, Any]) -> None:
+        """Every image carries an explicit version tag (never latest)."""
+        for name, svc in compose["services"].items():
+            image = svc["image"]
+            tag = image.rsplit(":", 1)[1] if ":" in image else ""
+            assert re.match(r"v?\d+\.\d+", tag), f"{name}: {image} is not pinned"
+
+    def test_health_checks(self, compose: dict[str, Any]) -> None:
+        """Every service has a health check with a test, interval and retries."""
+        for name, svc in compose["services"].items():
+            hc = svc.get("healthcheck") or {}
+            assert {"test", "interval", "retries"} <= set(hc), name
+
+    def test_fabric_waits_for_healthy_backends(self, compose: dict[str, Any]) -> None:
+        """fabric depends on every backend with condition service_healthy."""
+        deps = compose["services"]["fabric"]["depends_on"]
+        assert {k: v["condition"] for k, v in deps.items()} == dict.fromkeys(BACKENDS, "service_healthy")
+
+    def test_named_volumes(self, compose: dict[str, Any]) -> None:
+        """Stateful services mount named volumes that are declared at the top level."""
+        declared = set(compose["volumes"])
+        for name in (*BACKENDS, "fabric"):
+            mounts = [v.split(":")[0] for v in compose["services"][name].get("volumes", [])]
+            named = [m for m in mounts if not m.startswith((".", "/"))]
+            assert named, f"{name} has no named volume"
+            assert set(named) <= declared
+
+    def test_ports_bound_to_loopback(self, compose: dict[str, Any]) -> None:
+        """Published ports listen on 127.0.0.1 only, on the ports compose-test expects."""
+        ports = {n: s["ports"][0] for n, s in compose["services"].items()}
+        assert all(p.startswith("127.0.0.1:") for p in ports.values())
+        assert (ports["qdrant"], ports["meilisearch"], ports["arangodb"], ports["searxng"]) == (
+            "127.0.0.1:6333:6333", "127.0.0.1:7700:7700", "127.0.0.1:8529:8529", "127.0.0.1:8888:8080")
+
+    def test_secrets_from_env_example(self, compose: dict[str, Any]) -> None:
+        """Every ${VAR} the file needs is documented in .env.example, and required ones fail loudly."""
+        text = (ROOT / "docker-compose.yml").read_text()
+        used = set(re.findall(r"\$\{(\w+)", text))
+        documented = {line.split("=", 1)[0] for line in (ROOT / ".env.example").read_text().splitlines()
+                      if "=" in line and not line.startswith("#")}
+        assert used <= documented
+        assert "${MEILI_MASTER_KEY:?" in text
+
+    def test_searxng_json_enabled(self, compose: dict[str, Any]) -> None:
+        """The mounted SearXNG settings enable the json format the web lane requests."""
+        mount = compose["services"]["searxng"]["volumes"][0]
+        assert mount.endswith(":/etc/searxng/settings.yml:ro")
+        settings = yaml.safe_load((ROOT / mount.split(":")[0]).read_text())
+        assert "json" in settings["search"]["formats"]
+
+    def test_fabric_built_from_dockerfile(self, compose: dict[str, Any]) -> None:
+        """The fabric service builds the repository Dockerfile, whose base image is pinned and which serves."""
+        assert compose["services"]["fabric"]["build"]["dockerfile"] == "Dockerfile"
+        dockerfile = (ROOT / "Dockerfile").read_text()
+        assert re.search(r"^FROM python:\d+\.\d+\.\d+-", dockerfile, re.M)
+        assert '"fabric", "serve"' in dockerfile
+
+
+class TestComposeProfile:
+    def test_lanes_point_at_service_names(self) -> None:
+        """config/compose.toml switches lanes to the server backends at the compose service names."""
+        settings = load_settings(profile="compose", env={})
+        lanes = settings.lanes
+        hosts = {name: URL(lanes[name].options["url"]).host for name in ("keyword", "vector", "graph", "web")}
+        assert hosts == {"keyword": "meilisearch", "vector": "qdrant", "graph": "arangodb", "web": "searxng"}
+        assert (lanes["keyword"].backend, lanes["graph"].backend, lanes["web"].backend) == (
+            "meilisearch", "arango", "searxng")
+
+    def test_web_and_news_enabled(self) -> None:
+        """The compose profile enables web (with keyless Wikipedia and MDN) and news lanes."""
+        enabled = {lc.name for lc in load_settings(profile="compose", env={}).enabled_lanes()}
+        assert {"web", "wikipedia", "mdn", "news"} <= enabled
+
+    def test_env_urls_override_profile(self) -> None:
+        """FABRIC_MEILI_URL (set by make compose-test) overrides the service-name URL."""
+        settings = load_settings(profile="compose", env={"FABRIC_MEILI_URL": "http://127.0.0.1:7700"})
+        assert settings.lanes["keyword"].options["url"] == "http://127.0.0.1:7700"
+
+    def test_profile_lanes_build(self) -> None:
+        """Every lane of the compose profile that is ours builds from its options (no I/O in constructors)."""
+        from lanes.base import LaneResources, LaneSpec
+        from lanes.registry import build_lane
+
+        for lc in load_settings(profile="compose", env={}).enabled_lanes():
+            if lc.backend in ("qdrant",):
+                continue
+            spec = LaneSpec(name=lc.name, kind=lc.kind, backend=lc.backend, options=lc.options)
+            assert build_lane(spec, LaneResources()).name == lc.name
+
+    def test_makefile_targets(self) -> None:
+        """make compose-up / compose-test exist and compose-test runs the integration marker with the URLs set."""
+        makefile = (ROOT / "Makefile").read_text()
+        assert "compose-up:" in makefile
+        assert "compose-test:" in makefile
+        block = makefile.split("\ncompose-test:")[1]
+        for var in ("FABRIC_QDRANT_URL", "FABRIC_MEILI_URL", "FABRIC_ARANGO_URL", "FABRIC_SEARXNG_URL"):
+            assert var in block
+        assert "-m integration" in block

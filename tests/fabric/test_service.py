@@ -1,0 +1,114 @@
+"""The HTTP service on loopback (aiohttp test client) with an engine over fake lanes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp.test_utils import TestClient, TestServer
+
+import fabric.service as mod
+from fabric.config import load_settings
+from fabric.engine import Engine
+from fabric.errors import LaneUnavailable
+from fabric.models import LaneKind
+from fabric.service import create_app
+from lanes.base import LaneResources
+from lanes.fake import FakeLane
+
+
+@pytest.fixture
+async def client(tmp_path: Path) -> AsyncIterator[TestClient]:
+    """A client for an app whose engine has a good keyword lane, a hung lane and a failing lane."""
+    settings = load_settings(env={"FABRIC_HOME": str(tmp_path)})
+    lanes = {
+        "keyword": FakeLane(name="keyword", hits=5),
+        "vector": FakeLane(name="vector", kind=LaneKind.VECTOR, hang=True),
+        "graph": FakeLane(name="graph", kind=LaneKind.GRAPH, error=LaneUnavailable("down")),
+    }
+    engine = Engine(settings, lanes=lanes, resources=LaneResources(home=tmp_path))
+    async with TestClient(TestServer(create_app(engine), host="127.0.0.1")) as c:
+        yield c
+
+
+class TestSearchEndpoint:
+    async def test_answers_design_shape(self, client: TestClient) -> None:
+        """POST /v1/search answers the DESIGN.md result shape with per-lane outcomes."""
+        resp = await client.post("/v1/search", json={"query": "rrf", "budget_ms": 300, "top_k": 3})
+        body = await resp.json()
+        assert resp.status == 200
+        assert {"query", "mode", "trace_id", "items", "next_cursor", "lanes", "preflight", "dedup", "timings",
+                "receipt"} <= set(body)
+        assert len(body["items"]) == 3
+        assert body["lanes"]["vector"]["status"] in ("timeout", "fallback")
+        assert body["lanes"]["keyword"]["status"] == "success"
+
+    async def test_validation_error_is_400_naming_field(self, client: TestClient) -> None:
+        """A bad field answers 400 with error.field and error.message, no traceback."""
+        resp = await client.post("/v1/search", json={"query": "x", "top_k": -1})
+        body = await resp.json()
+        assert (resp.status, body["error"]["field"]) == (400, "top_k")
+        assert "Traceback" not in await resp.text()
+
+    async def test_missing_query(self, client: TestClient) -> None:
+        """A body without query names the field."""
+        resp = await client.post("/v1/search", json={"mode": "simple"})
+        assert (resp.status, (await resp.json())["error"]["field"]) == (400, "query")
+
+    async def test_invalid_json(self, client: TestClient) -> None:
+        """Malformed JSON answers 400 on field body."""
+        resp = await client.post("/v1/search", data=b"{nope", headers={"Content-Type": "application/json"})
+        assert (resp.status, (await resp.json())["error"]["field"]) == (400, "body")
+
+    async def test_non_object_body(self, client: TestClient) -> None:
+        """A JSON array is refused."""
+        resp = await client.post("/v1/search", json=["query"])
+        assert resp.status == 400
+
+    async def test_wrong_content_type(self, client: TestClient) -> None:
+        """A form body answers 415."""
+        resp = await client.post("/v1/search", data="query=x")
+        assert resp.status == 415
+
+    async def test_oversized_body(self, client: TestClient) -> None:
+        """A body over the cap answers a JSON 413."""
+        resp = await client.post("/v1/search", data=b"x" * 70_000, headers={"Content-Type": "application/json"})
+        assert (resp.status, (await resp.json())["error"]["field"]) == (413, "body")
+
+    async def test_strict_partial_is_503(self, client: TestClient) -> None:
+        """strict with a failing lane answers 503 listing the lanes."""
+        resp = await client.post("/v1/search", json={"query": "x", "strict": True, "budget_ms": 200})
+        body = await resp.json()
+        assert (resp.status, body["error"]["field"]) == (503, "strict")
+
+    async def test_unknown_route_json_404(self, client: TestClient) -> None:
+        """Unknown paths answer a JSON 404."""
+        resp = await client.get("/v2/nothing")
+        assert (resp.status, "error" in await resp.json()) == (404, True)
+
+
+class TestOpsEndpoints:
+    async def test_healthz(self, client: TestClient) -> None:
+        """/healthz answers ok."""
+        resp = await client.get("/healthz")
+        assert (resp.status, await resp.json()) == (200, {"status": "ok"})
+
+    async def test_readyz(self, client: TestClient) -> None:
+        """/readyz is ready once the engine is open with lanes."""
+        resp = await client.get("/readyz")
+        body = await resp.json()
+        assert (resp.status, body["status"], sorted(body["lanes"])) == (200, "ready", ["graph", "keyword", "vector"])
+
+    async def test_metrics_prometheus_text(self, client: TestClient) -> None:
+        """/metrics is Prometheus text including query counters after a search."""
+        await client.post("/v1/search", json={"query": "x", "budget_ms": 200})
+        resp = await client.get("/metrics")
+        text = await resp.text()
+        assert resp.headers["Content-Type"].startswith("text/plain")
+        assert "fabric_queries_total 1.0" in text
+
+
+def test_public_api() -> None:
+    """The module exports the app factory, the engine key and the error shape."""
+    assert set(mod.__all__) == {"ENGINE_KEY", "create_app", "error_body"}

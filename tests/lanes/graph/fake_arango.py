@@ -1,0 +1,167 @@
+"""A loopback ArangoDB stand-in speaking the HTTP API ``python-arango`` uses (collections, documents, cursors).
+
+Paths are database-scoped (``/_db/<db>/_api/...``); errors are ``{"error": true, "code", "errorNum",
+"errorMessage"}``; ``POST /_api/cursor`` answers ``201`` with ``{"result", "hasMore", "cached", "extra", "error",
+"code"}``. AQL is not parsed: the cursor endpoint evaluates the lane's and writer's *known* query texts in Python
+over the stored collections (any other text is a 400 parse error, errorNum 1501), which also proves that user text
+never reaches the query string. ``maxRuntime`` is honoured: a query slower than it is killed (410, errorNum 1500).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+from aiohttp import web
+
+from lanes.graph.arango import SEARCH_AQL
+from lanes.graph.arango_store import _DELETE_MENTIONS, _DELETE_RELATIONS
+
+__all__ = ["FakeArango"]
+
+
+def _err(status: int, num: int, message: str) -> web.Response:
+    return web.json_response({"error": True, "code": status, "errorNum": num, "errorMessage": message}, status=status)
+
+
+class FakeArango:
+    """In-memory ArangoDB. ``password`` enables basic auth for ``root``; ``query_delay_s`` slows cursors."""
+
+    def __init__(self, password: str = "") -> None:
+        self.password = password
+        self.collections: dict[str, dict[str, Any]] = {}
+        self.databases: list[str] = ["_system"]
+        self.cursors: list[dict[str, Any]] = []
+        self.query_delay_s = 0.0
+        self.hang = False
+
+    def app(self) -> web.Application:
+        """The aiohttp application."""
+        app = web.Application(middlewares=[self._auth])
+        app.router.add_get("/_db/_system/_api/database", self._databases)
+        app.router.add_post("/_db/_system/_api/database", self._create_database)
+        app.router.add_get("/_db/{db}/_api/collection", self._list)
+        app.router.add_post("/_db/{db}/_api/collection", self._create)
+        app.router.add_post("/_db/{db}/_api/document/{coll}", self._insert)
+        app.router.add_delete("/_db/{db}/_api/document/{coll}", self._remove)
+        app.router.add_post("/_db/{db}/_api/cursor", self._cursor)
+        return app
+
+    @web.middleware
+    async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        expected = "Basic " + base64.b64encode(f"root:{self.password}".encode()).decode()
+        if self.password and request.headers.get("Authorization") != expected:
+            return _err(401, 401, "not authorized to execute this request")
+        resp: web.StreamResponse = await handler(request)
+        return resp
+
+    async def _databases(self, _request: web.Request) -> web.Response:
+        return web.json_response({"error": False, "code": 200, "result": self.databases})
+
+    async def _create_database(self, request: web.Request) -> web.Response:
+        name = (await request.json())["name"]
+        if name in self.databases:
+            return _err(409, 1207, "duplicate database name")
+        self.databases.append(name)
+        return web.json_response({"error": False, "code": 201, "result": True}, status=201)
+
+    async def _list(self, _request: web.Request) -> web.Response:
+        result = [{"id": str(i), "name": n, "isSystem": False, "type": c["type"], "status": 3, "globallyUniqueId": n}
+                  for i, (n, c) in enumerate(self.collections.items())]
+        return web.json_response({"error": False, "code": 200, "result": result})
+
+    async def _create(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        name = body["name"]
+        if name in self.collections:
+            return _err(409, 1207, "duplicate name")
+        self.collections[name] = {"type": body.get("type", 2), "docs": {}}
+        return web.json_response({"id": "1", "name": name, "type": body.get("type", 2), "status": 3,
+                                  "isSystem": False, "error": False, "code": 200})
+
+    async def _insert(self, request: web.Request) -> web.Response:
+        coll = self.collections.get(request.match_info["coll"])
+        if coll is None:
+            return _err(404, 1203, "collection or view not found")
+        for doc in await request.json():
+            coll["docs"][doc["_key"]] = doc
+        return web.json_response([], status=202)
+
+    async def _remove(self, request: web.Request) -> web.Response:
+        coll = self.collections.get(request.match_info["coll"])
+        if coll is None:
+            return _err(404, 1203, "collection or view not found")
+        for doc in await request.json():
+            coll["docs"].pop(doc["_key"] if isinstance(doc, dict) else doc, None)
+        return web.json_response([], status=200)
+
+    def _docs(self, name: str) -> dict[str, Any]:
+        if name not in self.collections:
+            raise KeyError(name)
+        docs: dict[str, Any] = self.collections[name]["docs"]
+        return docs
+
+    async def _cursor(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        self.cursors.append(body)
+        if self.hang:
+            await asyncio.sleep(60)
+        max_runtime = (body.get("options") or {}).get("maxRuntime") or 0
+        if self.query_delay_s:
+            if max_runtime and self.query_delay_s > max_runtime:
+                await asyncio.sleep(max_runtime)
+                return _err(410, 1500, "query killed")
+            await asyncio.sleep(self.query_delay_s)
+        bind = body.get("bindVars") or {}
+        try:
+            if body["query"] == SEARCH_AQL:
+                result = self._search(bind)
+            elif body["query"] in (_DELETE_MENTIONS, _DELETE_RELATIONS):
+                field = "_to" if body["query"] == _DELETE_MENTIONS else "chunk_key"
+                values = set(bind.get("t") or bind.get("k") or [])
+                docs = self._docs(bind["@c"])
+                for key in [k for k, d in docs.items() if d.get(field) in values]:
+                    del docs[key]
+                result = []
+            else:
+                return _err(400, 1501, "syntax error, unexpected query")
+        except KeyError as exc:
+            return _err(404, 1203, f"AQL: collection or view not found: {exc.args[0]}")
+        return web.json_response({"result": result, "hasMore": False, "cached": False, "error": False, "code": 201,
+                                  "extra": {"warnings": [], "stats": {"executionTime": 0.001}}}, status=201)
+
+    def _search(self, bind: dict[str, Any]) -> list[dict[str, Any]]:
+        entities, relations = self._docs(bind["@entities"]), self._docs(bind["@relations"])
+        mentions, chunks = self._docs(bind["@mentions"]), self._docs(bind["chunks"])
+        seeds = [e for e in entities.values() if e["name_norm"] in bind["terms"]][: bind["max_seeds"]]
+        agg: dict[str, list[float]] = {}
+
+        def walk(vertex: str, used: frozenset[str], length: int) -> None:
+            for m in mentions.values():
+                if m["_from"] == vertex:
+                    key = m["_to"].split("/", 1)[1]
+                    hops, score = agg.get(key, [float("inf"), 0.0])
+                    agg[key] = [min(hops, length), score + 1 / (1 + length)]
+            if length == bind["depth"]:
+                return
+            for rk, r in relations.items():
+                if rk in used or vertex not in (r["_from"], r["_to"]):
+                    continue
+                walk(r["_to"] if r["_from"] == vertex else r["_from"], used | {rk}, length + 1)
+
+        for seed in seeds:
+            walk(f"entities/{seed['_key']}", frozenset(), 0)
+        rows = []
+        for key, (hops, score) in agg.items():
+            doc = chunks.get(key)
+            ts = doc.get("published_ts") if doc else None
+            if doc is None or (bind["sites"] and doc.get("domain") not in bind["sites"]):
+                continue
+            if ts is not None and bind["date_from"] is not None and ts < bind["date_from"]:
+                continue
+            if ts is not None and bind["date_to"] is not None and ts > bind["date_to"]:
+                continue
+            rows.append({"doc": dict(doc), "hops": int(hops), "score": score})
+        rows.sort(key=lambda r: (-r["score"], r["hops"], r["doc"]["_key"]))
+        return rows[: bind["top_k"]]

@@ -1,0 +1,177 @@
+"""ArangoGraphLane and ArangoWriter (python-arango, off the loop) against a loopback ArangoDB stand-in."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+import lanes.graph.arango as mod
+from fabric.errors import LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.models import BoundConstraints, LaneKind, LaneRequest
+from fabric.writers import chunk_key
+from lanes.base import LaneResources, LaneSpec
+from lanes.graph.arango import SEARCH_AQL, ArangoGraphLane, query_terms
+from lanes.graph.arango_store import ArangoGraphStore, extract_entities
+from tests.httpfakes import serve
+from tests.lanes.graph.fake_arango import FakeArango
+
+CHUNKS = [
+    {"id": "d1#0", "doc_id": "d1", "title": "Insulin", "text": "Insulin regulates Glucose uptake.", "domain": "a.org",
+     "published_at": datetime(2024, 1, 1, tzinfo=UTC)},
+    {"id": "d2#0", "doc_id": "d2", "title": "Glucose", "text": "Glucose fuels the Brain.", "domain": "b.org",
+     "published_at": datetime(2010, 1, 1, tzinfo=UTC)},
+    {"id": "d3#0", "doc_id": "d3", "title": "Neurons", "text": "The Brain contains Neurons.", "domain": "c.org"},
+]
+
+
+def _lane(port: int, **opts: Any) -> ArangoGraphLane:
+    spec = LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango",
+                    options={"url": f"http://127.0.0.1:{port}", **opts})
+    return ArangoGraphLane(spec, LaneResources())
+
+
+async def _ingest(port: int, password: str = "") -> ArangoGraphStore:
+    spec = LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango",
+                    options={"url": f"http://127.0.0.1:{port}", "password": password, "write_timeout_s": 5})
+    writer = ArangoGraphStore(spec, LaneResources())
+    await writer.open()
+    await writer.upsert(CHUNKS)
+    return writer
+
+
+class TestHelpers:
+    def test_query_terms_are_ngrams(self) -> None:
+        """Terms are the normalised 1- to 3-grams."""
+        assert query_terms("Type 2 Diabetes") == ["2", "2 diabetes", "diabetes", "type", "type 2", "type 2 diabetes"]
+
+    def test_extract_entities(self) -> None:
+        """Capitalised phrases and acronyms are entities, tagged with their sentence."""
+        assert extract_entities("Insulin binds the IR. Then Glucose Transporter moves.") == [
+            ("insulin", 0), ("ir", 0), ("glucose transporter", 1)]
+
+
+class TestArangoGraphStore:
+    async def test_collections_created_with_edge_types(self) -> None:
+        """Ingest creates chunks/entities documents and relations/mentions edge collections."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+        assert {n: c["type"] for n, c in fake.collections.items()} == {
+            "chunks": 2, "entities": 2, "relations": 3, "mentions": 3}
+
+    async def test_database_created_once(self) -> None:
+        """A missing database is created through _system, and not again on the next open."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+            await _ingest(srv.port)
+        assert fake.databases == ["_system", "fabric"]
+
+    async def test_repeated_ingest_is_idempotent(self) -> None:
+        """Deterministic keys and replace-on-insert: a second ingest changes no counts."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+            counts = {n: len(c["docs"]) for n, c in fake.collections.items()}
+            await _ingest(srv.port)
+        assert {n: len(c["docs"]) for n, c in fake.collections.items()} == counts
+        assert set(fake.collections["chunks"]["docs"]) == {chunk_key(c["id"]) for c in CHUNKS}
+
+    async def test_delete_removes_chunk_and_its_edges(self) -> None:
+        """Deleting a chunk removes it and the mention edges pointing at it."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            writer = await _ingest(srv.port)
+            await writer.delete(["d3#0"])
+        mentions = fake.collections["mentions"]["docs"].values()
+        assert all(not m["_to"].endswith(chunk_key("d3#0")) for m in mentions)
+        assert len(fake.collections["chunks"]["docs"]) == 2
+
+
+class TestArangoGraphLane:
+    async def test_traversal_reaches_related_chunks(self) -> None:
+        """Depth 1 reaches chunks one relation away, scored below direct mentions, with graph_hops."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+            hits = await _lane(srv.port).search(LaneRequest(query="insulin", constraints=BoundConstraints()))
+        assert [(h.id, h.graph_hops) for h in hits] == [("d1#0", 0), ("d2#0", 1)]
+        assert hits[0].score > hits[1].score
+
+    async def test_depth_from_constraints(self) -> None:
+        """search_depth=2 reaches two hops out."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+            hits = await _lane(srv.port).search(
+                LaneRequest(query="insulin", constraints=BoundConstraints(search_depth=2)))
+        assert [h.id for h in hits] == ["d1#0", "d2#0", "d3#0"]
+
+    async def test_bind_variables_only_and_max_runtime(self) -> None:
+        """The query text is the constant; user text travels in bindVars; maxRuntime is set."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+            await _lane(srv.port, max_runtime_s=1.5).search(LaneRequest(query='x" RETURN 1 //'))
+        body = fake.cursors[-1]
+        assert body["query"] == SEARCH_AQL
+        assert 'x" return 1' not in body["query"].lower()
+        assert (body["options"]["maxRuntime"], body["bindVars"]["terms"][0]) == (1.5, "1")
+
+    async def test_date_and_site_filters(self) -> None:
+        """Old dated chunks and other sites are filtered server-side."""
+        fake = FakeArango()
+        c = BoundConstraints(search_depth=2, date_from=datetime(2020, 1, 1, tzinfo=UTC), sites=("a.org", "c.org"))
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+            hits = await _lane(srv.port).search(LaneRequest(query="insulin", constraints=c))
+        assert [h.id for h in hits] == ["d1#0", "d3#0"]
+
+    async def test_missing_collections_unavailable(self) -> None:
+        """Nothing ingested (collection not found, 1203) is LaneUnavailable."""
+        async with serve(FakeArango().app()) as srv:
+            with pytest.raises(LaneUnavailable, match="1203"):
+                await _lane(srv.port).search(LaneRequest(query="insulin"))
+
+    async def test_bad_password_forbidden(self) -> None:
+        """401 is a forbidden rejection."""
+        fake = FakeArango(password="pw")
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port, password="pw")
+            with pytest.raises(LaneRejected) as err:
+                await _lane(srv.port, password="wrong").search(LaneRequest(query="insulin"))
+        assert err.value.failure == "forbidden"
+
+    async def test_max_runtime_kill_is_timeout(self) -> None:
+        """A query killed at maxRuntime (410/1500) is LaneTimeout."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+            fake.query_delay_s = 5
+            with pytest.raises(LaneTimeout, match="killed"):
+                await _lane(srv.port, max_runtime_s=0.1).search(LaneRequest(query="insulin"))
+
+    async def test_hung_server_times_out(self) -> None:
+        """A server that never answers fails at the driver timeout we set, not the driver's 60 s."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+            fake.hang = True
+            lane = _lane(srv.port, timeout_s=0.3)
+            with pytest.raises(LaneTimeout):
+                await lane.search(LaneRequest(query="insulin"))
+            await lane.aclose()
+
+    async def test_connection_refused_unavailable(self) -> None:
+        """A closed port is LaneUnavailable (no driver retries)."""
+        async with serve(FakeArango().app()) as srv:
+            port = srv.port
+        with pytest.raises(LaneUnavailable):
+            await _lane(port).search(LaneRequest(query="insulin"))
+
+
+def test_public_api() -> None:
+    """The module exports the lane, its query, the term helper and the error mapper."""
+    assert set(mod.__all__) == {"SEARCH_AQL", "ArangoGraphLane", "map_arango_error", "query_terms"}

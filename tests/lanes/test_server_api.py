@@ -1,0 +1,44 @@
+"""Public API of the server-backend helper modules (every module defines ``__all__``)."""
+
+from __future__ import annotations
+
+import fabric.writers
+import lanes._options
+import lanes.graph.arango_store
+import lanes.keyword.meilisearch_store
+import lanes.web._common
+from fabric.ingest.model import StoreWriter
+from fabric.models import LaneKind
+from lanes.base import LaneResources, LaneSpec
+
+
+class TestPublicApi:
+    def test_store_modules(self) -> None:
+        """The store modules export their writer classes and constants."""
+        assert set(lanes.keyword.meilisearch_store.__all__) == {"INDEX_SETTINGS", "MeilisearchStore"}
+        assert set(lanes.graph.arango_store.__all__) == {
+            "COLLECTIONS", "ArangoGraphStore", "entity_key", "extract_entities"}
+
+    def test_helpers(self) -> None:
+        """Helper modules export their documented names."""
+        assert set(fabric.writers.__all__) == {"ID_NAMESPACE", "chunk_key", "chunk_record"}
+        assert lanes._options.__all__ == ["LaneOptions"]
+        assert "normalise_url" in lanes.web._common.__all__
+
+    def test_stores_satisfy_protocol(self) -> None:
+        """Both server stores are StoreWriters (checked at runtime) and need no vectors."""
+        meili = lanes.keyword.meilisearch_store.MeilisearchStore(
+            LaneSpec(name="keyword", kind=LaneKind.KEYWORD, backend="meilisearch", options={"url": "http://m:7700"}),
+            LaneResources())
+        arango = lanes.graph.arango_store.ArangoGraphStore(
+            LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango", options={"url": "http://a:8529"}),
+            LaneResources())
+        assert all(isinstance(s, StoreWriter) and not s.needs_vectors for s in (meili, arango))
+
+
+class TestDeterministicIds:
+    def test_key_is_stable_and_safe(self) -> None:
+        """chunk_key is a pure function of the id (and model), 32 hex chars."""
+        key = fabric.writers.chunk_key("doc:a.md#intro-1")
+        assert (key, len(key), key.isalnum()) == (fabric.writers.chunk_key("doc:a.md#intro-1"), 32, True)
+        assert fabric.writers.chunk_key("x", "minilm") != fabric.writers.chunk_key("x")
