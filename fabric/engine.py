@@ -38,7 +38,7 @@ from fabric.errors import ConfigError, PartialResultError
 from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.logs import new_trace_id
 from fabric.metrics import EngineMetrics
-from fabric.models import LaneKind, LaneOutcome, LaneRequest, LaneStatus, SearchRequest, SearchResult
+from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, SearchRequest, SearchResult
 from fabric.penalties import ProviderPenalties
 from fabric.preflight import LoopLagMonitor, Preflight
 from fabric.resources import close_resources, open_resources
@@ -116,6 +116,7 @@ class Engine:
         except BaseException:
             await self.aclose()
             raise
+        self._warm_fusion()
         self.loop_lag.start()
         self._opened = True
         log.info("engine_opened", lanes=sorted(self.lanes), unavailable=sorted(self.build_errors))
@@ -174,6 +175,19 @@ class Engine:
                     await asyncio.to_thread(embedder.embed, ["warm-up"])
         except Exception as exc:  # the vector lane reports the embedder's failure per query; lexical lanes go on
             log.warning("embedder_warm_up_failed", error=f"{type(exc).__name__}: {exc}")
+
+    def _warm_fusion(self) -> None:
+        """Run fusion once on a tiny synthetic input so the first query does not pay its first-call costs."""
+        hits = tuple(
+            Hit(id=f"warm-{i}", rank=i + 1, score=1.0 / (i + 1), title=f"warm {i}", text=f"warm up text {i}")
+            for i in range(3)
+        )
+        outcomes = {
+            name: LaneOutcome(lane=name, kind=kind, provider="warm", status=LaneStatus.SUCCESS, hits=hits)
+            for name, kind in (("warm-a", LaneKind.KEYWORD), ("warm-b", LaneKind.VECTOR))
+        }
+        ctx = FusionContext(config=self.settings.fusion, now=datetime.now(UTC))
+        tuple(fuse(outcomes, ctx).items)
 
     async def aclose(self) -> None:
         """Close lanes and the resources the engine opened; abandoned calls are cancelled, not awaited."""
