@@ -161,12 +161,13 @@ class Engine:
     async def _warm_embedder(self) -> None:
         """Load the embedding model now rather than inside the first query's vector-lane budget.
 
-        Uses the embedder's ``warm_up()`` when it has one, else embeds a short text (fail-open).
+        Uses the embedder's ``warm()`` (``fabric.embeddings``; a cached embedder must load its model even when
+        the warm-up text is cached) when it has one, else embeds a short text. Fail-open.
         """
         embedder = self.resources.embedder if self.resources is not None else None
         if embedder is None or self._given_resources is not None:
             return
-        warm = getattr(embedder, "warm_up", None)
+        warm = getattr(embedder, "warm", None) or getattr(embedder, "warm_up", None)
         try:
             async with asyncio.timeout(_OPEN_TIMEOUT_S):
                 if callable(warm):
