@@ -341,3 +341,34 @@ class TestPenaltiesInEngine:
         async with Engine(settings, lanes={"slow": FakeLane(name="slow", delay_ms=750)}) as engine:
             res = await search(engine, constraints={"cost": "low"})
         assert res.lanes["slow"].status is LaneStatus.TIMEOUT
+
+
+class WarmEmbedder:
+    """Counts warm() calls."""
+
+    name = "fake"
+    dim = 2
+
+    def __init__(self) -> None:
+        self.warmed = 0
+
+    def warm(self) -> None:
+        self.warmed += 1
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+
+class TestEmbedderWarmUp:
+    async def test_engine_open_warms_the_embedder(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The embedder's model is loaded at open, not inside the first query's vector budget."""
+        from lanes.base import LaneResources
+
+        embedder = WarmEmbedder()
+
+        async def fake_open(settings: Any, *, embedder_wanted: bool = True, **_: Any) -> LaneResources:
+            return LaneResources(home=tmp_path, embedder=embedder)
+
+        monkeypatch.setattr("fabric.engine.open_resources", fake_open)
+        async with Engine(make_settings(tmp_path, {"a": {}})):
+            assert embedder.warmed == 1
