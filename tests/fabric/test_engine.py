@@ -53,7 +53,7 @@ class TestSearch:
 
     async def test_hung_and_raising_lanes_do_not_lose_healthy_hits(self, tmp_path: Path) -> None:
         """A lane ignoring cancellation and a raising lane leave the healthy lane's hits intact."""
-        settings = make_settings(tmp_path, {"a": {}, "s": {}, "bad": {}}, total_ms=60, lane_ms=40)
+        settings = make_settings(tmp_path, {"a": {}, "s": {}, "bad": {}}, total_ms=250, lane_ms=150)
         lanes = {
             "a": FakeLane(name="a", hits=5),
             "s": StubbornLane(name="s"),
