@@ -31,6 +31,8 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from itertools import chain, combinations
+from operator import itemgetter
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -110,19 +112,25 @@ class _Groups:
 def _jaccard_join(items: list[tuple[int, str, frozenset[str]]], t: float, g: _Groups, why: str) -> int:
     """Prefix-filtered set-similarity join within blocks; unions pairs with Jaccard ≥ t; returns comparisons."""
     # Any fixed global token order keeps prefix filtering exact; rarest-first keeps buckets small on big inputs.
-    rarity = Counter(chain.from_iterable(s for _, _, s in items)).__getitem__ if len(items) > _SMALL else None
+    order: Callable[[str], Any] | None = None
+    if len(items) > _SMALL:
+        df = Counter(chain.from_iterable(s for _, _, s in items))
+        order = {tok: r for r, (tok, _) in enumerate(sorted(df.items(), key=itemgetter(1, 0)))}.__getitem__
     blocks: dict[str, dict[str, list[tuple[int, frozenset[str]]]]] = {}
     comparisons = 0
     for i, block, s in items:
-        if not s:
+        n = len(s)
+        if not n:
             continue
-        toks = sorted(s) if rarity is None else sorted(sorted(s), key=rarity)  # stable: ties by the token
-        prefix = toks[: len(s) - math.ceil(t * len(s)) + 1]
+        prefix = (sorted(s) if order is None else sorted(s, key=order))[: n - math.ceil(t * n) + 1]
         index = blocks.setdefault(block, {})
         seen: set[int] = set()
         merged = False
         for tok in prefix:
-            for j, other in index.get(tok, ()):
+            bucket = index.get(tok)
+            if not bucket:
+                continue
+            for j, other in bucket:
                 if j in seen or g.find(j) == g.find(i):
                     continue
                 seen.add(j)
