@@ -103,7 +103,7 @@ class ModeScorer:
             ceiling = rrf_ceiling(weights.values(), k=k)
             base = {i: s / ceiling for i, s in rrf.items()} if ceiling > 0 else dict.fromkeys(rrf, 0.0)
         else:
-            base = _score_base(cands, weights, run.ctx.combmnz)
+            base = _score_base(cands, weights, run.ctx.combmnz or run.ctx.config.combmnz)
         kind = {name: comp for name, info in run.lanes.items() if (comp := COMPONENT_OF_KIND.get(info.kind))}
         for c in cands:
             i = c["id"]
