@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 
 from fabric.config import AuthorityEntry
 from fusion.types import Candidate, FusionRun
@@ -53,10 +53,16 @@ RECENCY_STEPS: tuple[tuple[float, float], ...] = ((1.0, 1.0), (7.0, 0.8), (30.0,
 _DAY_S = 86400.0
 
 
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
 def recency_of(published_at: datetime | None, now: datetime) -> float:
     """The seed's age-step recency score of one date relative to ``now`` (undated → 0.5)."""
     if published_at is None:
         return UNKNOWN
+    if published_at.tzinfo is None or now.tzinfo is None:  # naive times are taken as UTC, never a crash
+        published_at, now = _utc(published_at), _utc(now)
     age_days = (now - published_at).total_seconds() / _DAY_S
     for limit, score in RECENCY_STEPS:
         if age_days <= limit:

@@ -44,6 +44,10 @@ class TestRecency:
         """An undated item scores 0.5."""
         assert recency_of(None, NOW) == 0.5
 
+    def test_naive_date_taken_as_utc(self) -> None:
+        """A naive datetime is read as UTC instead of raising."""
+        assert recency_of((NOW - timedelta(days=3)).replace(tzinfo=None), NOW) == 0.8
+
     def test_future_date_is_fresh(self) -> None:
         """A date after now counts as age 0."""
         assert recency_of(NOW + timedelta(days=2), NOW) == 1.0
