@@ -6,7 +6,7 @@ Two candidates are duplicates when any criterion holds (thresholds from ``[fusio
   equal texts always have, so it costs nothing beyond the SimHash step;
 - ``title``: same non-empty domain and title word-set Jaccard ≥ ``title_jaccard`` (0.8);
 - ``url``: URL similarity ≥ ``url_similarity`` (0.9), where similarity is the Jaccard of the token sets of the
-  normalised URLs (:func:`normalise_url`: scheme, ``www.``, port, trailing slash, fragment and tracking
+  normalised URLs (:func:`fusion.urls.normalise_url`: scheme, ``www.``, port, trailing slash, fragment and tracking
   parameters dropped, query sorted; tokens are the host, the path segments tagged with their position, and
   the query pairs). Only ``http(s)`` URLs take part (``doc:`` references name whole documents, not passages);
 - ``near``: SimHash similarity ``1 - hamming / 64`` ≥ ``near_duplicate`` (0.9) of the bodies (:mod:`fusion.simhash`).
@@ -40,44 +40,9 @@ from numpy.typing import NDArray
 from fabric.config import DedupConfig
 from fusion.simhash import simhash_many
 from fusion.types import Candidate, FusionRun
+from fusion.urls import normalise_url, url_tokens
 
-__all__ = ["TRACKING_PARAMS", "Deduplicator", "find_duplicates", "normalise_url", "url_tokens"]
-
-TRACKING_PARAMS = frozenset({"gclid", "fbclid", "msclkid", "dclid", "yclid", "mc_cid", "mc_eid", "_ga", "igshid"})
-"""Query parameters dropped by :func:`normalise_url` (plus every ``utm_*``)."""
-
-
-def normalise_url(url: str) -> str:
-    """``host/path?sorted&query`` without scheme, ``www.``, default port, trailing slash, fragment or tracking."""
-    rest = url.strip()
-    rest = rest.partition("://")[2] or rest
-    if "#" in rest:
-        rest = rest.partition("#")[0]
-    hostpart, slash, tail = rest.partition("/")
-    host = hostpart.lower()
-    if "@" in host or ":" in host:
-        host = host.rpartition("@")[2]
-        if host.endswith((":80", ":443")):
-            host = host.rpartition(":")[0]
-    host = host.removeprefix("www.")
-    if "?" not in tail:
-        return host + (slash + tail).rstrip("/")
-    path, _, query = (slash + tail).partition("?")
-    keys = [(p, p.partition("=")[0].lower()) for p in query.split("&") if p]
-    query = "&".join(sorted(p for p, key in keys if not key.startswith("utm_") and key not in TRACKING_PARAMS))
-    path = path.rstrip("/")
-    return f"{host}{path}?{query}" if query else f"{host}{path}"
-
-
-def url_tokens(normalised: str) -> frozenset[str]:
-    """Tokens of a normalised URL: host, ``i:segment`` per path segment, ``q:pair`` per query pair."""
-    head, _, query = normalised.partition("?")
-    host, _, path = head.partition("/")
-    toks = {"h:" + host}
-    toks.update(f"{i}:{seg}" for i, seg in enumerate(path.split("/")) if seg)
-    toks.update("q:" + p for p in query.split("&") if p)
-    return frozenset(toks)
-
+__all__ = ["Deduplicator", "find_duplicates"]
 
 _SMALL = 256
 """Up to this many sets, the prefix order is lexicographic (no frequency count needed)."""
