@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
 from fabric.config import DedupConfig
 from fabric.models import LaneKind
 from fusion import dedup
