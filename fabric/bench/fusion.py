@@ -20,8 +20,8 @@ import statistics
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from functools import partial
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any
 
 from fabric.config import FusionConfig, Settings, load_settings
