@@ -175,7 +175,7 @@ class TestChatEndpoint:
     async def test_chat_over_budget_bypasses(self, chat_server: tuple[str, dict[str, Any]]) -> None:
         """A chat endpoint slower than the budget bypasses with budget_exceeded."""
         url, state = chat_server
-        state["delay"] = 1.0
+        state["delay"] = 0.3
         async with aiohttp.ClientSession() as http:
             r = await Preflight(PreflightConfig(chat_url=url), http=http).run("q", **run_kw(budget_ms=30.0))
         assert r.bypassed
