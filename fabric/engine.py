@@ -300,7 +300,8 @@ class Engine:
         )
         unopened = [n for n in names if n in self._unopened]
         if unopened:
-            pf, _ = await asyncio.gather(pf_run, self._warm_up(unopened, mode_cfg.preflight_ms / 1000.0))
+            warm_s = max(0.0, min(mode_cfg.preflight_ms / 1000.0, (deadline - loop.time()) / 2))
+            pf, _ = await asyncio.gather(pf_run, self._warm_up(unopened, warm_s))
         else:
             pf = await pf_run
         preflight_ms = (time.perf_counter() - t_pf) * 1000.0
