@@ -62,6 +62,12 @@ class TestRules:
         assert r.sites == ("docs.rs", "github.com")
         assert r.query == "rust async"
 
+    def test_negated_site_is_not_a_restriction(self) -> None:
+        """-site: excludes a domain: it leaves the text and is not added to sites."""
+        r = refine_rules("recipes -site:pinterest.com site:bbc.co.uk", current_year=YEAR)
+        assert r.sites == ("bbc.co.uk",)
+        assert r.query == "recipes"
+
     @pytest.mark.parametrize(
         ("query", "intent"),
         [
