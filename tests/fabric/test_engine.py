@@ -284,6 +284,19 @@ class TestStages:
         assert lanes["s2"].calls == 0
         assert not res.partial
 
+    async def test_stage2_lane_used_as_fallback_is_not_run_twice(self, tmp_path: Path) -> None:
+        """A stage-2 lane that already served as a fallback in stage 1 is not run again."""
+        settings = make_settings(
+            tmp_path, {"s1": {"fallback": "s2"}, "s2": {"stage": 2}}, stages=StageConfig(min_must_count=50)
+        )
+        lanes = {"s1": FakeLane(name="s1", error=RuntimeError("x")), "s2": FakeLane(name="s2", provider="p2", hits=4)}
+        async with Engine(settings, lanes=lanes) as engine:
+            res = await search(engine)
+        assert res.lanes["s1"].status is LaneStatus.FALLBACK
+        assert res.lanes["s2"].status is LaneStatus.SKIPPED
+        assert lanes["s2"].calls == 1
+        assert len(res.items) == 4
+
     async def test_stage2_skipped_when_observed_latency_over_cap(self, tmp_path: Path) -> None:
         """A stage-2 provider whose observed p50 exceeds stage2_cap_ms is skipped and recorded."""
         lanes = {"s1": FakeLane(name="s1", hits=1), "s2": FakeLane(name="s2", provider="slow", hits=4)}
