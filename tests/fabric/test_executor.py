@@ -168,6 +168,19 @@ class TestFallbacks:
         assert out["b"].status is LaneStatus.SUCCESS
         assert lanes["b"].calls == 1
 
+    async def test_shared_fallback_runs_once(self) -> None:
+        """Two failed lanes with the same unplanned fallback run it once; its hits are recorded once."""
+        lanes = {
+            "a": FakeLane(name="a", error=RuntimeError("x")),
+            "g": FakeLane(name="g", error=RuntimeError("y")),
+            "v": FakeLane(name="v", provider="pv", hits=3, delay_ms=5),
+        }
+        out = await run(LaneExecutor(lanes), plan("a", "g", fallback={"a": "v", "g": "v"}))
+        assert out["a"].status is LaneStatus.FALLBACK
+        assert out["g"].status is LaneStatus.FALLBACK
+        assert lanes["v"].calls == 1
+        assert sorted(len(o.hits) for o in out.values()) == [0, 3]
+
     async def test_fallback_limited_to_remaining_budget(self) -> None:
         """A fallback that would overrun the failed lane's budget is cut; the original failure stays."""
         lanes = {"a": FakeLane(name="a", error=RuntimeError("x")), "slow": FakeLane(name="slow", hang=True)}
