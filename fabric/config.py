@@ -131,6 +131,8 @@ class FusionConfig:
 
     mode: FusionMode = FusionMode.RRF
     rrf_k: int = 60
+    combmnz: bool = False
+    """Score modes: multiply the fused score by the number of lanes that returned the item (CombMNZ)."""
     factors: FactorWeights = field(default_factory=FactorWeights)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     stages: StageConfig = field(default_factory=StageConfig)

@@ -38,7 +38,7 @@ from fabric.errors import ConfigError, PartialResultError
 from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.logs import new_trace_id
 from fabric.metrics import EngineMetrics
-from fabric.models import LaneKind, LaneOutcome, LaneRequest, LaneStatus, SearchRequest, SearchResult
+from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, SearchRequest, SearchResult
 from fabric.penalties import ProviderPenalties
 from fabric.preflight import LoopLagMonitor, Preflight
 from fabric.resources import close_resources, open_resources
@@ -116,6 +116,7 @@ class Engine:
         except BaseException:
             await self.aclose()
             raise
+        self._warm_fusion()
         self.loop_lag.start()
         self._opened = True
         log.info("engine_opened", lanes=sorted(self.lanes), unavailable=sorted(self.build_errors))
@@ -160,12 +161,13 @@ class Engine:
     async def _warm_embedder(self) -> None:
         """Load the embedding model now rather than inside the first query's vector-lane budget.
 
-        Uses the embedder's ``warm_up()`` when it has one, else embeds a short text (fail-open).
+        Uses the embedder's ``warm()`` (``fabric.embeddings``; a cached embedder must load its model even when
+        the warm-up text is cached) when it has one, else embeds a short text. Fail-open.
         """
         embedder = self.resources.embedder if self.resources is not None else None
         if embedder is None or self._given_resources is not None:
             return
-        warm = getattr(embedder, "warm_up", None)
+        warm = getattr(embedder, "warm", None) or getattr(embedder, "warm_up", None)
         try:
             async with asyncio.timeout(_OPEN_TIMEOUT_S):
                 if callable(warm):
@@ -174,6 +176,19 @@ class Engine:
                     await asyncio.to_thread(embedder.embed, ["warm-up"])
         except Exception as exc:  # the vector lane reports the embedder's failure per query; lexical lanes go on
             log.warning("embedder_warm_up_failed", error=f"{type(exc).__name__}: {exc}")
+
+    def _warm_fusion(self) -> None:
+        """Run fusion once on a tiny synthetic input so the first query does not pay its first-call costs."""
+        hits = tuple(
+            Hit(id=f"warm-{i}", rank=i + 1, score=1.0 / (i + 1), title=f"warm {i}", text=f"warm up text {i}")
+            for i in range(3)
+        )
+        outcomes = {
+            name: LaneOutcome(lane=name, kind=kind, provider="warm", status=LaneStatus.SUCCESS, hits=hits)
+            for name, kind in (("warm-a", LaneKind.KEYWORD), ("warm-b", LaneKind.VECTOR))
+        }
+        ctx = FusionContext(config=self.settings.fusion, now=datetime.now(UTC))
+        tuple(fuse(outcomes, ctx).items)
 
     async def aclose(self) -> None:
         """Close lanes and the resources the engine opened; abandoned calls are cancelled, not awaited."""
@@ -285,7 +300,8 @@ class Engine:
         )
         unopened = [n for n in names if n in self._unopened]
         if unopened:
-            pf, _ = await asyncio.gather(pf_run, self._warm_up(unopened, mode_cfg.preflight_ms / 1000.0))
+            warm_s = max(0.0, min(mode_cfg.preflight_ms / 1000.0, (deadline - loop.time()) / 2))
+            pf, _ = await asyncio.gather(pf_run, self._warm_up(unopened, warm_s))
         else:
             pf = await pf_run
         preflight_ms = (time.perf_counter() - t_pf) * 1000.0
@@ -386,6 +402,7 @@ class Engine:
         m.observe_query(total_ms=total_ms, partial=partial, candidates=fused.candidates, removed=fused.removed)
         for out in outcomes.values():
             m.set_suspended(out.provider, self.penalties.is_suspended(out.provider))
+            m.set_health(out.provider, out.health)
 
     # ------------------------------------------------------------------ health
 

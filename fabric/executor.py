@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
@@ -84,6 +84,8 @@ class _Run:
     tasks: dict[str, asyncio.Task[LaneOutcome]]
     failed: set[str]
     stats: RunStats
+    fallbacks: dict[str, asyncio.Future[tuple[str, bool]]] = field(default_factory=dict)
+    """Fallback target → (lane that ran it, answered?): a target is run once per query."""
 
 
 @dataclass(slots=True)
@@ -369,7 +371,31 @@ class LaneExecutor:
             return failure()
         if fb_lane is None or cut_at - loop.time() <= 0.001:
             return failure()
-        result, fb_error = await self._attempt(fb_lane, request, cut_at, state.stats)
+        shared = state.fallbacks.get(target)
+        if shared is not None:
+            # Another failed lane already runs this fallback: share its answer, fuse its hits once.
+            t_wait = loop.time()
+            await asyncio.wait({shared}, timeout=max(0.0, cut_at - loop.time()))
+            state.stats.mark(t_wait, loop.time())
+            owner, hits_ok = shared.result() if shared.done() else ("", False)
+            if hits_ok:
+                return self.outcome(
+                    p,
+                    LaneStatus.FALLBACK,
+                    (loop.time() - start) * 1000.0,
+                    lane=fb_lane,
+                    fallback_for=p.name,
+                    error=f"{error}; fallback {target!r} shared with lane {owner!r} (hits fused once, under {owner!r})",
+                )
+            return failure()
+        mine: asyncio.Future[tuple[str, bool]] = loop.create_future()
+        state.fallbacks[target] = mine
+        try:
+            result, fb_error = await self._attempt(fb_lane, request, cut_at, state.stats)
+        except BaseException:
+            mine.set_result((p.name, False))
+            raise
+        mine.set_result((p.name, isinstance(result, list)))
         if not isinstance(result, list):
             return self.outcome(
                 p, status, (loop.time() - start) * 1000.0, error=f"{error}; fallback {target!r}: {fb_error}"

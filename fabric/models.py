@@ -214,7 +214,7 @@ class Hit:
     quality: float | None = None
     """Content quality in [0, 1], computed once per document at ingest; None when unknown."""
     simhash: int | None = None
-    """64-bit SimHash of the normalised text (``fusion.dedup.simhash64``), computed once at ingest.
+    """64-bit SimHash of the text (``fusion.simhash.simhash64``), computed once at ingest.
 
     None: dedup computes it.
     """

@@ -41,7 +41,7 @@ __all__ = ["LoopLagMonitor", "Preflight", "RuleRefinement", "refine_rules"]
 log = structlog.get_logger(__name__)
 
 _QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”')
-_SITE = re.compile(r"(?<!\S)-?site:([A-Za-z0-9.-]+\.[A-Za-z]{2,}|[A-Za-z]{2,})(?!\S)", re.IGNORECASE)
+_SITE = re.compile(r"(?<!\S)(-?)site:([A-Za-z0-9.-]+\.[A-Za-z]{2,}|[A-Za-z]{2,})(?!\S)", re.IGNORECASE)
 _Y = r"(1[89]\d\d|20\d\d|21\d\d)"
 _RANGE = re.compile(rf"\b(?:between\s+{_Y}\s+and\s+{_Y}|(?:from\s+)?{_Y}\s*(?:-|–|—|to|until)\s*{_Y})\b", re.I)
 _SINCE = re.compile(rf"\b(since|after|from|before|in|during)\s+{_Y}\b", re.IGNORECASE)
@@ -125,7 +125,8 @@ def _years(text: str, current_year: int) -> tuple[int, int] | None:
 def refine_rules(query: str, *, current_year: int) -> RuleRefinement:
     """Normalise ``query`` and extract years, ``site:`` domains, quoted phrases and an intent class."""
     phrases = tuple(" ".join((a or b).split()).lower() for a, b in _QUOTED.findall(query) if (a or b).strip())
-    sites = tuple(dict.fromkeys(s.lower().removeprefix("www.") for s in _SITE.findall(query)))
+    # ``-site:x`` (exclusion) is removed from the text but is not a site to restrict to.
+    sites = tuple(dict.fromkeys(d.lower().removeprefix("www.") for neg, d in _SITE.findall(query) if not neg))
     text = _SITE.sub(" ", query)
     text = text.replace('"', " ").replace("“", " ").replace("”", " ")
     text = " ".join(text.split()).lower()

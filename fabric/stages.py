@@ -64,10 +64,14 @@ async def run_stage2(
         "stage2_lanes": [p.name for p in stage2],
     }
     runnable: list[PlannedLane] = []
+    # A stage-2 lane that already answered as a stage-1 lane's fallback is not run again (no double counting).
+    served = {o.provider: o.lane for o in outcomes.values() if o.status is LaneStatus.FALLBACK and o.hits}
     for p in stage2:
         lane = executor.lanes.get(p.name)
         observed = executor.penalties.latency_p50_ms(lane.provider) if lane is not None else None
-        if not should:
+        if lane is not None and lane.provider in served:
+            reason = f"stage 2 not run: already answered as the fallback of lane {served[lane.provider]!r}"
+        elif not should:
             reason = f"stage 2 not triggered: stage 1 yielded {len(first.items)} >= {config.min_must_count} items"
         elif observed is not None and observed > config.stage2_cap_ms:
             reason = f"stage 2 skipped: observed p50 {observed:.0f} ms > stage2_cap_ms {config.stage2_cap_ms:g}"

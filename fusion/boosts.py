@@ -10,7 +10,11 @@ All values are pure functions of the candidates and the context (``ctx.now``; no
 - ``authority``: the ``config/authority.toml`` score of the item's domain or its closest listed parent domain
   (``en.wikipedia.org`` → ``wikipedia.org``), plus :data:`KEYLESS_BONUS` for keyless sources (Wikipedia, MDN),
   capped at 1.0; unlisted domains get ``ctx.authority_default``.
-- ``quality``: :attr:`Hit.quality` computed once at ingest (:mod:`fusion.quality`); unknown scores 0.5.
+- ``quality``: ``min(1, q / QUALITY_GOOD)`` with ``q`` = :attr:`Hit.quality` computed once at ingest
+  (:mod:`fusion.quality`) and ``QUALITY_GOOD = 0.8``; unknown scores 0.5. Quality demotes weak documents
+  (fragments, boilerplate, number dumps) but does not rank good documents against each other: among documents
+  that read well, quality differences are noise next to relevance (on SciFact, where 97 % of abstracts score
+  ≥ 0.8, the raw value cost 0.0016 nDCG@10; saturated, the full ranking scores at least plain RRF).
 
 Whether a factor carries information is decided later, in :mod:`fusion.rank` (a factor equal for every
 candidate is dropped there, so it cannot reorder anything).
@@ -20,13 +24,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime
 
 from fabric.config import AuthorityEntry
 from fusion.types import Candidate, FusionRun
 
 __all__ = [
     "KEYLESS_BONUS",
+    "QUALITY_GOOD",
     "RECENCY_STEPS",
     "UNKNOWN",
     "AuthorityBooster",
@@ -37,6 +42,8 @@ __all__ = [
     "recency_of",
 ]
 
+QUALITY_GOOD = 0.8
+"""Ingest-time quality at or above which a document counts as fully good for ranking."""
 UNKNOWN = 0.5
 """The value of a factor for an item that lacks the information (no domain, no date, no quality)."""
 KEYLESS_BONUS = 0.1
@@ -46,10 +53,16 @@ RECENCY_STEPS: tuple[tuple[float, float], ...] = ((1.0, 1.0), (7.0, 0.8), (30.0,
 _DAY_S = 86400.0
 
 
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+
 def recency_of(published_at: datetime | None, now: datetime) -> float:
     """The seed's age-step recency score of one date relative to ``now`` (undated → 0.5)."""
     if published_at is None:
         return UNKNOWN
+    if published_at.tzinfo is None or now.tzinfo is None:  # naive times are taken as UTC, never a crash
+        published_at, now = _utc(published_at), _utc(now)
     age_days = (now - published_at).total_seconds() / _DAY_S
     for limit, score in RECENCY_STEPS:
         if age_days <= limit:
@@ -115,7 +128,7 @@ class AuthorityBooster:
 
 
 class QualityBooster:
-    """Stage: copy the ingest-time content quality (unknown → 0.5)."""
+    """Stage: ingest-time content quality saturated at :data:`QUALITY_GOOD` (unknown → 0.5)."""
 
     name = "quality"
 
@@ -123,5 +136,5 @@ class QualityBooster:
         """Score every candidate's content quality."""
         for c in cands:
             q = c["hit"].quality
-            c["scores"]["quality"] = UNKNOWN if q is None else min(1.0, max(0.0, q))
+            c["scores"]["quality"] = UNKNOWN if q is None else min(1.0, max(0.0, q) / QUALITY_GOOD)
         return cands

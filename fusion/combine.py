@@ -94,7 +94,8 @@ class ModeScorer:
         k = run.ctx.config.rrf_k
         weights = {name: info.weight for name, info in run.lanes.items()}
         rankings = _aliased(self.rankings, cands)
-        ranks: dict[str, dict[str, int]] = {}
+        # Ranks only move when a merge closed a gap inside a lane; otherwise collect's ranks are already final.
+        ranks: dict[str, dict[str, int]] | None = {} if rankings is not self.rankings else None
         rrf = fuse_rrf(rankings, k=k, weights=weights, ranks_out=ranks)
         if run.mode is FusionMode.APPEND_FILL:
             base = _staged_rrf(rankings, run, k)
@@ -102,32 +103,31 @@ class ModeScorer:
             ceiling = rrf_ceiling(weights.values(), k=k)
             base = {i: s / ceiling for i, s in rrf.items()} if ceiling > 0 else dict.fromkeys(rrf, 0.0)
         else:
-            base = _score_base(cands, weights, run.ctx.combmnz)
-        kind = {name: COMPONENT_OF_KIND.get(info.kind) for name, info in run.lanes.items()}
+            base = _score_base(cands, weights, run.ctx.combmnz or run.ctx.config.combmnz)
+        kind = {name: comp for name, info in run.lanes.items() if (comp := COMPONENT_OF_KIND.get(info.kind))}
         for c in cands:
             i = c["id"]
-            r = ranks.get(i)
-            if r is not None:
+            if ranks is not None and (r := ranks.get(i)) is not None:
                 c["ranks"] = r
                 c["best"] = min(r.values())
             c["base"] = base.get(i, 0.0)
             scores = c["scores"]
             scores["rrf"] = rrf.get(i, 0.0)
             for lane, value in c["native"].items():
-                comp = kind[lane]
+                comp = kind.get(lane)
                 if comp is not None and value > scores.get(comp, float("-inf")):
                     scores[comp] = value
         return cands
 
 
-def _aliased(rankings: Mapping[str, list[str]], cands: list[Candidate]) -> dict[str, list[str]]:
+def _aliased(rankings: Mapping[str, list[str]], cands: list[Candidate]) -> Mapping[str, list[str]]:
     alias = {m: c["id"] for c in cands for m in c["merged"]}
     if not alias:
-        return dict(rankings)
+        return rankings
     return {lane: [alias.get(i, i) for i in ids] for lane, ids in rankings.items()}
 
 
-def _staged_rrf(rankings: dict[str, list[str]], run: FusionRun, k: int) -> dict[str, float]:
+def _staged_rrf(rankings: Mapping[str, list[str]], run: FusionRun, k: int) -> dict[str, float]:
     base: dict[str, float] = {}
     for stage in (1, 0):  # stage 0 last so an item in both stages keeps its stage-1 score
         lanes = {n: info.weight for n, info in run.lanes.items() if info.stage == stage}

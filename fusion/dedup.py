@@ -6,7 +6,7 @@ Two candidates are duplicates when any criterion holds (thresholds from ``[fusio
   equal texts always have, so it costs nothing beyond the SimHash step;
 - ``title``: same non-empty domain and title word-set Jaccard ≥ ``title_jaccard`` (0.8);
 - ``url``: URL similarity ≥ ``url_similarity`` (0.9), where similarity is the Jaccard of the token sets of the
-  normalised URLs (:func:`normalise_url`: scheme, ``www.``, port, trailing slash, fragment and tracking
+  normalised URLs (:func:`fusion.urls.normalise_url`: scheme, ``www.``, port, trailing slash, fragment and tracking
   parameters dropped, query sorted; tokens are the host, the path segments tagged with their position, and
   the query pairs). Only ``http(s)`` URLs take part (``doc:`` references name whole documents, not passages);
 - ``near``: SimHash similarity ``1 - hamming / 64`` ≥ ``near_duplicate`` (0.9) of the bodies (:mod:`fusion.simhash`).
@@ -31,6 +31,8 @@ import math
 from collections import Counter
 from collections.abc import Callable
 from itertools import chain, combinations
+from operator import itemgetter
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,44 +40,9 @@ from numpy.typing import NDArray
 from fabric.config import DedupConfig
 from fusion.simhash import simhash_many
 from fusion.types import Candidate, FusionRun
+from fusion.urls import normalise_url, url_tokens
 
-__all__ = ["TRACKING_PARAMS", "Deduplicator", "find_duplicates", "normalise_url", "url_tokens"]
-
-TRACKING_PARAMS = frozenset({"gclid", "fbclid", "msclkid", "dclid", "yclid", "mc_cid", "mc_eid", "_ga", "igshid"})
-"""Query parameters dropped by :func:`normalise_url` (plus every ``utm_*``)."""
-
-
-def normalise_url(url: str) -> str:
-    """``host/path?sorted&query`` without scheme, ``www.``, default port, trailing slash, fragment or tracking."""
-    rest = url.strip()
-    rest = rest.partition("://")[2] or rest
-    if "#" in rest:
-        rest = rest.partition("#")[0]
-    hostpart, slash, tail = rest.partition("/")
-    host = hostpart.lower()
-    if "@" in host or ":" in host:
-        host = host.rpartition("@")[2]
-        if host.endswith((":80", ":443")):
-            host = host.rpartition(":")[0]
-    host = host.removeprefix("www.")
-    if "?" not in tail:
-        return host + (slash + tail).rstrip("/")
-    path, _, query = (slash + tail).partition("?")
-    keys = [(p, p.partition("=")[0].lower()) for p in query.split("&") if p]
-    query = "&".join(sorted(p for p, key in keys if not key.startswith("utm_") and key not in TRACKING_PARAMS))
-    path = path.rstrip("/")
-    return f"{host}{path}?{query}" if query else f"{host}{path}"
-
-
-def url_tokens(normalised: str) -> frozenset[str]:
-    """Tokens of a normalised URL: host, ``i:segment`` per path segment, ``q:pair`` per query pair."""
-    head, _, query = normalised.partition("?")
-    host, _, path = head.partition("/")
-    toks = {"h:" + host}
-    toks.update(f"{i}:{seg}" for i, seg in enumerate(path.split("/")) if seg)
-    toks.update("q:" + p for p in query.split("&") if p)
-    return frozenset(toks)
-
+__all__ = ["Deduplicator", "find_duplicates"]
 
 _SMALL = 256
 """Up to this many sets, the prefix order is lexicographic (no frequency count needed)."""
@@ -110,19 +77,25 @@ class _Groups:
 def _jaccard_join(items: list[tuple[int, str, frozenset[str]]], t: float, g: _Groups, why: str) -> int:
     """Prefix-filtered set-similarity join within blocks; unions pairs with Jaccard ≥ t; returns comparisons."""
     # Any fixed global token order keeps prefix filtering exact; rarest-first keeps buckets small on big inputs.
-    rarity = Counter(chain.from_iterable(s for _, _, s in items)).__getitem__ if len(items) > _SMALL else None
+    order: Callable[[str], Any] | None = None
+    if len(items) > _SMALL:
+        df = Counter(chain.from_iterable(s for _, _, s in items))
+        order = {tok: r for r, (tok, _) in enumerate(sorted(df.items(), key=itemgetter(1, 0)))}.__getitem__
     blocks: dict[str, dict[str, list[tuple[int, frozenset[str]]]]] = {}
     comparisons = 0
     for i, block, s in items:
-        if not s:
+        n = len(s)
+        if not n:
             continue
-        toks = sorted(s) if rarity is None else sorted(sorted(s), key=rarity)  # stable: ties by the token
-        prefix = toks[: len(s) - math.ceil(t * len(s)) + 1]
+        prefix = (sorted(s) if order is None else sorted(s, key=order))[: n - math.ceil(t * n) + 1]
         index = blocks.setdefault(block, {})
         seen: set[int] = set()
         merged = False
         for tok in prefix:
-            for j, other in index.get(tok, ()):
+            bucket = index.get(tok)
+            if not bucket:
+                continue
+            for j, other in bucket:
                 if j in seen or g.find(j) == g.find(i):
                     continue
                 seen.add(j)

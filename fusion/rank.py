@@ -73,5 +73,5 @@ class Ranker:
                 c["total"] = t / norm
         for c in cands:
             c["scores"]["fused"] = c["base"]
-        cands.sort(key=_staged_key if run.mode is FusionMode.APPEND_FILL else sort_key)
-        return cands
+        keyed = list(map(_staged_key if run.mode is FusionMode.APPEND_FILL else sort_key, cands))
+        return [cands[i] for i in sorted(range(len(cands)), key=keyed.__getitem__)]

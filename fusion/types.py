@@ -34,7 +34,7 @@ class FusionContext:
     stage_of: Mapping[str, int] = field(default_factory=dict)
     """Lane → stage (1 must-first, 2 fill); default 1."""
     combmnz: bool = False
-    """Score modes only: multiply the fused score by the number of lanes that returned the item (CombMNZ)."""
+    """Score modes: force CombMNZ for this call (``config.combmnz`` turns it on for every call)."""
     dedup: bool = True
     """Whether cross-lane deduplication runs (ids are always merged)."""
 

@@ -53,7 +53,7 @@ class TestSearch:
 
     async def test_hung_and_raising_lanes_do_not_lose_healthy_hits(self, tmp_path: Path) -> None:
         """A lane ignoring cancellation and a raising lane leave the healthy lane's hits intact."""
-        settings = make_settings(tmp_path, {"a": {}, "s": {}, "bad": {}}, total_ms=60, lane_ms=40)
+        settings = make_settings(tmp_path, {"a": {}, "s": {}, "bad": {}}, total_ms=250, lane_ms=150)
         lanes = {
             "a": FakeLane(name="a", hits=5),
             "s": StubbornLane(name="s"),
@@ -284,6 +284,19 @@ class TestStages:
         assert lanes["s2"].calls == 0
         assert not res.partial
 
+    async def test_stage2_lane_used_as_fallback_is_not_run_twice(self, tmp_path: Path) -> None:
+        """A stage-2 lane that already served as a fallback in stage 1 is not run again."""
+        settings = make_settings(
+            tmp_path, {"s1": {"fallback": "s2"}, "s2": {"stage": 2}}, stages=StageConfig(min_must_count=50)
+        )
+        lanes = {"s1": FakeLane(name="s1", error=RuntimeError("x")), "s2": FakeLane(name="s2", provider="p2", hits=4)}
+        async with Engine(settings, lanes=lanes) as engine:
+            res = await search(engine)
+        assert res.lanes["s1"].status is LaneStatus.FALLBACK
+        assert res.lanes["s2"].status is LaneStatus.SKIPPED
+        assert lanes["s2"].calls == 1
+        assert len(res.items) == 4
+
     async def test_stage2_skipped_when_observed_latency_over_cap(self, tmp_path: Path) -> None:
         """A stage-2 provider whose observed p50 exceeds stage2_cap_ms is skipped and recorded."""
         lanes = {"s1": FakeLane(name="s1", hits=1), "s2": FakeLane(name="s2", provider="slow", hits=4)}
@@ -341,3 +354,34 @@ class TestPenaltiesInEngine:
         async with Engine(settings, lanes={"slow": FakeLane(name="slow", delay_ms=750)}) as engine:
             res = await search(engine, constraints={"cost": "low"})
         assert res.lanes["slow"].status is LaneStatus.TIMEOUT
+
+
+class WarmEmbedder:
+    """Counts warm() calls."""
+
+    name = "fake"
+    dim = 2
+
+    def __init__(self) -> None:
+        self.warmed = 0
+
+    def warm(self) -> None:
+        self.warmed += 1
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+
+class TestEmbedderWarmUp:
+    async def test_engine_open_warms_the_embedder(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The embedder's model is loaded at open, not inside the first query's vector budget."""
+        from lanes.base import LaneResources
+
+        embedder = WarmEmbedder()
+
+        async def fake_open(settings: Any, *, embedder_wanted: bool = True, **_: Any) -> LaneResources:
+            return LaneResources(home=tmp_path, embedder=embedder)
+
+        monkeypatch.setattr("fabric.engine.open_resources", fake_open)
+        async with Engine(make_settings(tmp_path, {"a": {}})):
+            assert embedder.warmed == 1

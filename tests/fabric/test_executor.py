@@ -25,7 +25,7 @@ class StubbornLane(BaseLane):
 
     provider = "stubborn"
 
-    def __init__(self, name: str = "stubborn", block_s: float = 0.4) -> None:
+    def __init__(self, name: str = "stubborn", block_s: float = 0.6) -> None:
         from fabric.models import LaneKind
 
         super().__init__(LaneSpec(name=name, kind=LaneKind.KEYWORD, backend="fake"), LaneResources())
@@ -88,7 +88,7 @@ class TestOutcomes:
     async def test_hanging_lane_times_out_at_budget(self) -> None:
         """An async lane that never answers is cut at its budget."""
         ex = LaneExecutor({"h": FakeLane(name="h", hang=True), "a": FakeLane(name="a")})
-        out = await run(ex, plan("h", "a", budget_ms=30))
+        out = await run(ex, plan("h", "a", budget_ms=150))
         assert out["h"].status is LaneStatus.TIMEOUT
         assert out["a"].status is LaneStatus.SUCCESS
 
@@ -119,7 +119,7 @@ class TestAbandonment:
         """A lane that ignores cancellation is abandoned: the answer returns while it still runs."""
         metrics = EngineMetrics()
         ex = LaneExecutor({"s": StubbornLane(), "a": FakeLane(name="a")}, metrics=metrics)
-        out = await run(ex, plan("s", "a", budget_ms=30))
+        out = await run(ex, plan("s", "a", budget_ms=150))
         assert out["s"].status is LaneStatus.TIMEOUT
         assert out["a"].status is LaneStatus.SUCCESS
         assert ex.abandoned_running() == 1
@@ -139,7 +139,7 @@ class TestAbandonment:
 
     async def test_abandoned_set_empties_when_call_ends(self) -> None:
         """An abandoned call leaves the set once its thread returns."""
-        ex = LaneExecutor({"s": StubbornLane(block_s=0.1)})
+        ex = LaneExecutor({"s": StubbornLane(block_s=0.3)})
         await run(ex, plan("s", budget_ms=10))
         await asyncio.wait(set(ex.abandoned))
         await asyncio.sleep(0)
@@ -167,6 +167,19 @@ class TestFallbacks:
         assert out["a"].hits == ()
         assert out["b"].status is LaneStatus.SUCCESS
         assert lanes["b"].calls == 1
+
+    async def test_shared_fallback_runs_once(self) -> None:
+        """Two failed lanes with the same unplanned fallback run it once; its hits are recorded once."""
+        lanes = {
+            "a": FakeLane(name="a", error=RuntimeError("x")),
+            "g": FakeLane(name="g", error=RuntimeError("y")),
+            "v": FakeLane(name="v", provider="pv", hits=3, delay_ms=5),
+        }
+        out = await run(LaneExecutor(lanes), plan("a", "g", fallback={"a": "v", "g": "v"}))
+        assert out["a"].status is LaneStatus.FALLBACK
+        assert out["g"].status is LaneStatus.FALLBACK
+        assert lanes["v"].calls == 1
+        assert sorted(len(o.hits) for o in out.values()) == [0, 3]
 
     async def test_fallback_limited_to_remaining_budget(self) -> None:
         """A fallback that would overrun the failed lane's budget is cut; the original failure stays."""

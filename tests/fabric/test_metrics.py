@@ -34,6 +34,8 @@ class TestMetrics:
         m = EngineMetrics()
         m.observe_lanes({"k": outcome("k", LaneStatus.ERROR)})
         m.set_suspended("p", True)
+        m.set_health("p", {"penalty": 0.5, "failure_rate": 0.5})
         text = m.exposition().decode()
         assert 'fabric_lane_outcomes_total{lane="k",status="error"} 1.0' in text
         assert 'fabric_provider_suspended{provider="p"} 1.0' in text
+        assert 'fabric_provider_penalty{provider="p"} 0.5' in text

@@ -62,6 +62,12 @@ class TestRules:
         assert r.sites == ("docs.rs", "github.com")
         assert r.query == "rust async"
 
+    def test_negated_site_is_not_a_restriction(self) -> None:
+        """-site: excludes a domain: it leaves the text and is not added to sites."""
+        r = refine_rules("recipes -site:pinterest.com site:bbc.co.uk", current_year=YEAR)
+        assert r.sites == ("bbc.co.uk",)
+        assert r.query == "recipes"
+
     @pytest.mark.parametrize(
         ("query", "intent"),
         [
@@ -175,7 +181,7 @@ class TestChatEndpoint:
     async def test_chat_over_budget_bypasses(self, chat_server: tuple[str, dict[str, Any]]) -> None:
         """A chat endpoint slower than the budget bypasses with budget_exceeded."""
         url, state = chat_server
-        state["delay"] = 1.0
+        state["delay"] = 0.3
         async with aiohttp.ClientSession() as http:
             r = await Preflight(PreflightConfig(chat_url=url), http=http).run("q", **run_kw(budget_ms=30.0))
         assert r.bypassed

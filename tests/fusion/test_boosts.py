@@ -44,6 +44,10 @@ class TestRecency:
         """An undated item scores 0.5."""
         assert recency_of(None, NOW) == 0.5
 
+    def test_naive_date_taken_as_utc(self) -> None:
+        """A naive datetime is read as UTC instead of raising."""
+        assert recency_of((NOW - timedelta(days=3)).replace(tzinfo=None), NOW) == 0.8
+
     def test_future_date_is_fresh(self) -> None:
         """A date after now counts as age 0."""
         assert recency_of(NOW + timedelta(days=2), NOW) == 1.0
@@ -77,7 +81,12 @@ class TestDomainDiversity:
 
 
 class TestQuality:
-    def test_quality_copied_or_half(self) -> None:
-        """quality is the ingest-time value, 0.5 when unknown."""
-        out = fuse(outcomes(lane("l", [hit("a", quality=0.9), hit("b")])), context())
-        assert {it.id: it.scores["quality"] for it in out.items} == {"a": 0.9, "b": 0.5}
+    def test_quality_saturates_or_half(self) -> None:
+        """quality is ingest-time quality / 0.8 capped at 1, and 0.5 when unknown."""
+        out = fuse(outcomes(lane("l", [hit("a", quality=0.9), hit("b"), hit("c", quality=0.4)])), context())
+        assert {it.id: it.scores["quality"] for it in out.items} == {"a": 1.0, "b": 0.5, "c": 0.5}
+
+    def test_good_documents_are_equal(self) -> None:
+        """Documents at or above QUALITY_GOOD do not reorder each other."""
+        hits = [hit("a", quality=0.85), hit("b", rank=2, quality=0.99)]
+        assert [it.id for it in fuse(outcomes(lane("l", hits)), context()).items] == ["a", "b"]

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import random
 
-import pytest
-
 from fabric.config import DedupConfig
 from fabric.models import LaneKind
 from fusion import dedup
 from fusion.combine import collect
-from fusion.dedup import find_duplicates, normalise_url, url_tokens
+from fusion.dedup import find_duplicates
 from fusion.pipeline import fuse
 from tests.fusion.conftest import context, hit, lane, outcomes
 
@@ -22,33 +20,10 @@ def run(*lanes: object) -> object:
     return fuse(outcomes(*lanes), context())  # type: ignore[arg-type]
 
 
-class TestNormaliseUrl:
+class TestApi:
     def test_public_api(self) -> None:
-        """The module exports its stage, helpers and tracking list."""
-        assert sorted(dedup.__all__) == [
-            "Deduplicator", "TRACKING_PARAMS", "find_duplicates", "normalise_url", "url_tokens",
-        ]  # fmt: skip
-
-    @pytest.mark.parametrize(
-        "url",
-        [
-            "https://www.example.com/a/b/",
-            "http://example.com/a/b",
-            "https://EXAMPLE.com/a/b#section",
-            "https://example.com:443/a/b?utm_source=x&gclid=1&fbclid=2",
-        ],
-    )
-    def test_equivalent_forms(self, url: str) -> None:
-        """Scheme, www., case of host, port, trailing slash, fragment and tracking params are dropped."""
-        assert normalise_url(url) == "example.com/a/b"
-
-    def test_query_sorted(self) -> None:
-        """Remaining query parameters are sorted."""
-        assert normalise_url("https://x.org/p?b=2&a=1") == normalise_url("https://x.org/p?a=1&b=2")
-
-    def test_tokens(self) -> None:
-        """Tokens are the host, positioned path segments and query pairs."""
-        assert url_tokens("x.org/a/b?c=1") == {"h:x.org", "0:a", "1:b", "q:c=1"}
+        """The module exports its stage and the duplicate finder."""
+        assert sorted(dedup.__all__) == ["Deduplicator", "find_duplicates"]
 
 
 class TestCriteria:

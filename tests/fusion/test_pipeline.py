@@ -156,3 +156,16 @@ class TestFactorWeights:
         a = lane("a", [hit("x", published_at=None), hit("y", rank=2)])
         ctx = context(factors=FactorWeights(domain_diversity=0, recency=0, authority=0, quality=0))
         assert order(fuse(outcomes(a), ctx)) == ["x", "y"]
+
+
+class TestCombMnzConfig:
+    def test_config_switch(self) -> None:
+        """config.combmnz turns CombMNZ on like ctx.combmnz."""
+        from fabric.config import FusionConfig
+        from fusion.types import FusionContext
+        from tests.fusion.conftest import NOW
+
+        a = lane("a", ["x", "y"], scores=[1.0, 0.9])
+        b = lane("b", ["y", "z"], scores=[1.0, 0.0])
+        ctx = FusionContext(config=FusionConfig(mode=FusionMode.SCORE_MINMAX, combmnz=True), now=NOW)
+        assert order(fuse(outcomes(a, b), ctx))[0] == "y"
