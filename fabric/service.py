@@ -18,6 +18,7 @@ The engine is opened on start-up and closed on clean-up; bodies are capped (``ma
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -108,6 +109,10 @@ def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Applic
 
     async def on_startup(_app: web.Application) -> None:
         await engine.open()
+        # Everything built at start-up (models, stores, config) lives for the process: move it out of the
+        # collector's reach so full collections do not pause the loop for tens of ms under load.
+        gc.collect()
+        gc.freeze()
 
     async def on_cleanup(_app: web.Application) -> None:
         await engine.aclose()
