@@ -22,13 +22,9 @@ created once under the home (``cursor.secret``), read when the engine opens.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import os
-import secrets
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
@@ -37,14 +33,16 @@ import structlog
 from fabric.budgets import lane_budget_ms, total_budget_ms
 from fabric.config import LaneConfig, Settings
 from fabric.constraints import BUDGET_MULTIPLIERS, bind_constraints
+from fabric.cursor_secret import CURSOR_SECRET_ENV, load_cursor_secret
 from fabric.errors import ConfigError, PartialResultError
-from fabric.executor import LaneExecutor, PlannedLane
+from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.logs import new_trace_id
 from fabric.metrics import EngineMetrics
-from fabric.models import LaneKind, LaneOutcome, LaneRequest, LaneStatus, SearchRequest, SearchResult
+from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, SearchRequest, SearchResult
 from fabric.penalties import ProviderPenalties
 from fabric.preflight import LoopLagMonitor, Preflight
 from fabric.resources import close_resources, open_resources
+from fabric.stages import run_stage2
 from fusion.cursor import decode_cursor, encode_cursor, fingerprint
 from fusion.pipeline import FusionContext, FusionOutput, fuse
 from lanes.base import Lane, LaneResources, LaneSpec
@@ -54,28 +52,7 @@ __all__ = ["CURSOR_SECRET_ENV", "Engine"]
 
 log = structlog.get_logger(__name__)
 
-CURSOR_SECRET_ENV = "FABRIC_CURSOR_SECRET"
-"""Environment variable holding the cursor HMAC secret (shared by every replica behind one API)."""
-
 _OPEN_TIMEOUT_S = 60.0
-
-
-def _load_secret(home: Path) -> bytes:
-    env = os.environ.get(CURSOR_SECRET_ENV)
-    if env:
-        return env.encode("utf-8")
-    path = home / "cursor.secret"
-    try:
-        if path.exists():
-            return path.read_bytes().strip()
-        home.mkdir(parents=True, exist_ok=True)
-        secret = secrets.token_hex(32).encode("ascii")
-        path.write_bytes(secret)
-        path.chmod(0o600)
-        return secret
-    except OSError as exc:
-        log.warning("cursor_secret_ephemeral", path=str(path), error=str(exc))
-        return secrets.token_hex(32).encode("ascii")
 
 
 class Engine:
@@ -128,13 +105,18 @@ class Engine:
                 self._build_lanes(self.resources)
             self.executor.lanes = dict(self.lanes)
             self.executor.unavailable = dict(self.build_errors)
+            for lc in self.settings.lanes.values():
+                if lc.name not in self.lanes and lc.name not in self.build_errors:
+                    why = f"lane disabled in configuration (lanes.{lc.name}.enabled = false)"
+                    self.executor.unavailable[lc.name] = why
             self.preflight.http = self.resources.http
-            self._secret = _load_secret(self.settings.home)
+            self._secret = load_cursor_secret(self.settings.home)
             self._unopened = set(self.lanes)
             await asyncio.gather(self._warm_up(sorted(self.lanes), _OPEN_TIMEOUT_S), self._warm_embedder())
         except BaseException:
             await self.aclose()
             raise
+        self._warm_fusion()
         self.loop_lag.start()
         self._opened = True
         log.info("engine_opened", lanes=sorted(self.lanes), unavailable=sorted(self.build_errors))
@@ -179,12 +161,13 @@ class Engine:
     async def _warm_embedder(self) -> None:
         """Load the embedding model now rather than inside the first query's vector-lane budget.
 
-        Uses the embedder's ``warm_up()`` when it has one, else embeds a short text (fail-open).
+        Uses the embedder's ``warm()`` (``fabric.embeddings``; a cached embedder must load its model even when
+        the warm-up text is cached) when it has one, else embeds a short text. Fail-open.
         """
         embedder = self.resources.embedder if self.resources is not None else None
         if embedder is None or self._given_resources is not None:
             return
-        warm = getattr(embedder, "warm_up", None)
+        warm = getattr(embedder, "warm", None) or getattr(embedder, "warm_up", None)
         try:
             async with asyncio.timeout(_OPEN_TIMEOUT_S):
                 if callable(warm):
@@ -194,9 +177,24 @@ class Engine:
         except Exception as exc:  # the vector lane reports the embedder's failure per query; lexical lanes go on
             log.warning("embedder_warm_up_failed", error=f"{type(exc).__name__}: {exc}")
 
+    def _warm_fusion(self) -> None:
+        """Run fusion once on a tiny synthetic input so the first query does not pay its first-call costs."""
+        hits = tuple(
+            Hit(id=f"warm-{i}", rank=i + 1, score=1.0 / (i + 1), title=f"warm {i}", text=f"warm up text {i}")
+            for i in range(3)
+        )
+        outcomes = {
+            name: LaneOutcome(lane=name, kind=kind, provider="warm", status=LaneStatus.SUCCESS, hits=hits)
+            for name, kind in (("warm-a", LaneKind.KEYWORD), ("warm-b", LaneKind.VECTOR))
+        }
+        ctx = FusionContext(config=self.settings.fusion, now=datetime.now(UTC))
+        tuple(fuse(outcomes, ctx).items)
+
     async def aclose(self) -> None:
-        """Close lanes and the resources the engine opened."""
+        """Close lanes and the resources the engine opened; abandoned calls are cancelled, not awaited."""
         await self.loop_lag.stop()
+        for task in list(self.executor.abandoned):
+            task.cancel()
         for name, lane in self.lanes.items():
             try:
                 await lane.aclose()
@@ -306,6 +304,7 @@ class Engine:
         else:
             pf = await pf_run
         preflight_ms = (time.perf_counter() - t_pf) * 1000.0
+        chat_preflight = bool(s.preflight.chat_url) and not (pf.reason or "").startswith(("disabled", "pressure"))
 
         bound = bind_constraints(request.constraints, now=now, preflight=pf)
         lane_top_k = s.engine.lane_top_k if bound.max_results is None else min(s.engine.lane_top_k, bound.max_results)
@@ -320,15 +319,36 @@ class Engine:
         )
 
         t_lanes = time.perf_counter()
-        outcomes = await self.executor.run([p for p in plan if p.stage == 1], lane_request, deadline=deadline)
-        lanes_ms = (time.perf_counter() - t_lanes) * 1000.0
+        waited = RunStats()
+        outcomes = await self.executor.run(
+            [p for p in plan if p.stage == 1], lane_request, deadline=deadline, stats=waited
+        )
+        stage1_ms = (time.perf_counter() - t_lanes) * 1000.0
+        lanes_ms = waited.wait_ms
         stage2 = [p for p in plan if p.stage == 2]
-        stages: dict[str, Any] = {}
+        stages: dict[str, Any] = {
+            "stage2_should_trigger": False,
+            "stage2_used": False,
+            "stage2_skipped_budget": False,
+            "stage2_lanes": [],
+            "stage1_ms": round(stage1_ms, 3),
+            "stage2_ms": 0.0,
+        }
         by_design: set[str] = set()
         if stage2:
-            stages = await self._stage2(stage2, outcomes, lane_request, deadline, ctx, by_design)
-            stages["stage1_ms"] = round(lanes_ms, 3)
-            lanes_ms += stages["stage2_ms"]
+            stages = await run_stage2(
+                stage2,
+                outcomes,
+                lane_request,
+                deadline=deadline,
+                ctx=ctx,
+                executor=self.executor,
+                config=s.fusion.stages,
+                by_design=by_design,
+                stats=(waited2 := RunStats()),
+            )
+            stages["stage1_ms"] = round(stage1_ms, 3)
+            lanes_ms += waited2.wait_ms
 
         t_fuse = time.perf_counter()
         fused = fuse(outcomes, ctx)
@@ -343,6 +363,12 @@ class Engine:
         partial = any(n not in by_design for n in not_ok)
         total_ms = (time.perf_counter() - t0) * 1000.0
         self._observe(ordered, fused, total_ms, partial)
+        log.debug(
+            "search_finished",
+            total_ms=round(total_ms, 3),
+            partial=partial,
+            lanes={n: o.status.value for n, o in ordered.items()},
+        )
         if request.strict and partial:
             raise PartialResultError({n: v for n, v in not_ok.items() if n not in by_design})
         return SearchResult(
@@ -354,60 +380,18 @@ class Engine:
             preflight=pf,
             next_cursor=next_cursor,
             partial=partial,
-            dedup={"candidates": fused.candidates, "removed": fused.removed},
+            dedup={"candidates": fused.candidates, "removed": fused.removed, **fused.duplicates},
             timings={
                 "total_ms": total_ms,
                 "preflight_ms": preflight_ms,
                 "lanes_ms": lanes_ms,
                 "fusion_ms": fusion_ms,
-                "overhead_ms": max(0.0, total_ms - lanes_ms - preflight_ms),
+                # A chat pre-flight is waiting on a remote lane; rule-based pre-flight is the engine's own work.
+                "overhead_ms": max(0.0, total_ms - lanes_ms - (preflight_ms if chat_preflight else 0.0)),
             },
             stages=stages,
             fusion_mode=request.fusion or s.fusion.mode,
         )
-
-    async def _stage2(
-        self,
-        stage2: list[PlannedLane],
-        outcomes: dict[str, LaneOutcome],
-        lane_request: LaneRequest,
-        deadline: float,
-        ctx: FusionContext,
-        by_design: set[str],
-    ) -> dict[str, Any]:
-        """Run stage-2 lanes when stage 1 is short (seed 000); updates ``outcomes`` in place."""
-        cfg = self.settings.fusion.stages
-        first: FusionOutput = fuse(outcomes, ctx)
-        should = len(first.items) < cfg.min_must_count
-        info: dict[str, Any] = {
-            "stage1_count": len(first.items),
-            "min_must_count": cfg.min_must_count,
-            "stage2_should_trigger": should,
-            "stage2_used": False,
-            "stage2_skipped_budget": False,
-            "stage2_ms": 0.0,
-            "stage2_lanes": [p.name for p in stage2],
-        }
-        runnable: list[PlannedLane] = []
-        for p in stage2:
-            lane = self.lanes.get(p.name)
-            observed = self.penalties.latency_p50_ms(lane.provider) if lane is not None else None
-            if not should:
-                reason = f"stage 2 not triggered: stage 1 yielded {len(first.items)} >= {cfg.min_must_count} items"
-            elif observed is not None and observed > cfg.stage2_cap_ms:
-                reason = f"stage 2 skipped: observed p50 {observed:.0f} ms > stage2_cap_ms {cfg.stage2_cap_ms:g}"
-                info["stage2_skipped_budget"] = True
-            else:
-                runnable.append(dataclasses.replace(p, budget_ms=min(p.budget_ms, cfg.stage2_cap_ms)))
-                continue
-            by_design.add(p.name)
-            outcomes[p.name] = self.executor.outcome(p, LaneStatus.SKIPPED, 0.0, error=reason)
-        if runnable:
-            t = time.perf_counter()
-            outcomes.update(await self.executor.run(runnable, lane_request, deadline=deadline))
-            info["stage2_ms"] = round((time.perf_counter() - t) * 1000.0, 3)
-            info["stage2_used"] = True
-        return info
 
     def _observe(
         self, outcomes: Mapping[str, LaneOutcome], fused: FusionOutput, total_ms: float, partial: bool
@@ -417,6 +401,7 @@ class Engine:
         m.observe_query(total_ms=total_ms, partial=partial, candidates=fused.candidates, removed=fused.removed)
         for out in outcomes.values():
             m.set_suspended(out.provider, self.penalties.is_suspended(out.provider))
+            m.set_health(out.provider, out.health)
 
     # ------------------------------------------------------------------ health
 

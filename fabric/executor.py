@@ -14,8 +14,8 @@ Every lane ends as a :class:`~fabric.models.LaneOutcome` (success, timeout, erro
 fallback). Provider penalties decide admission (suspended / half-open probe) and the weight factor. Failed or
 suspended lanes run their configured fallback inside their own remaining budget; a fallback target already
 planned in the same query is not run twice: its answer is reused (counted once, under its own name).
-Retries (tenacity) happen only on :class:`~fabric.errors.LaneUnavailable`, only while budget is left and
-only within the provider's retry budget; ``except Exception`` appears only in :meth:`LaneExecutor._call`.
+Retries (:mod:`fabric.retries`) happen only on ``LaneUnavailable``, only while budget is left and only
+within the provider's retry budget; ``except Exception`` appears only in :meth:`LaneExecutor._call`.
 """
 
 from __future__ import annotations
@@ -26,24 +26,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import structlog
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_exception_type,
-    stop_after_attempt,
-    stop_any,
-    wait_exponential,
-)
-from tenacity.stop import stop_base
 
 from fabric.bulkhead import Bulkhead, reserve_threads
-from fabric.errors import LaneError, LaneRejected, LaneUnavailable
+from fabric.errors import LaneError, LaneRejected
 from fabric.metrics import EngineMetrics
 from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus
 from fabric.penalties import ProviderPenalties
+from fabric.retries import search_with_retries
 from lanes.base import Lane
 
-__all__ = ["LaneExecutor", "PlannedLane"]
+__all__ = ["LaneExecutor", "PlannedLane", "RunStats"]
 
 log = structlog.get_logger(__name__)
 
@@ -65,28 +57,40 @@ class PlannedLane:
 
 
 @dataclass(slots=True)
+class RunStats:
+    """The window (loop time) in which one :meth:`LaneExecutor.run` waited on lane calls.
+
+    Everything outside it (planning, task setup, outcome building, fusion) is the engine's own overhead.
+    """
+
+    wait_start: float | None = None
+    wait_end: float | None = None
+
+    def mark(self, start: float, end: float) -> None:
+        """Widen the window to include ``[start, end]``."""
+        self.wait_start = start if self.wait_start is None else min(self.wait_start, start)
+        self.wait_end = end if self.wait_end is None else max(self.wait_end, end)
+
+    @property
+    def wait_ms(self) -> float:
+        """Length of the window in milliseconds (0 when no lane was called)."""
+        if self.wait_start is None or self.wait_end is None:
+            return 0.0
+        return (self.wait_end - self.wait_start) * 1000.0
+
+
+@dataclass(slots=True)
+class _Run:
+    tasks: dict[str, asyncio.Task[LaneOutcome]]
+    failed: set[str]
+    stats: RunStats
+
+
+@dataclass(slots=True)
 class _Call:
     hits: list[Hit] | None = None
     error: BaseException | None = None
     timed_out: bool = False
-    retries: int = 0
-
-
-class _RetryBudgetStop(stop_base):
-    """Stop retrying when the lane's time is (nearly) up or the provider's retry budget is spent."""
-
-    def __init__(self, penalties: ProviderPenalties, provider: str, cut_at: float, call: _Call) -> None:
-        self.penalties = penalties
-        self.provider = provider
-        self.cut_at = cut_at
-        self.call = call
-
-    def __call__(self, retry_state: RetryCallState | None) -> bool:
-        if self.cut_at - asyncio.get_running_loop().time() < 0.005:
-            return True
-        granted = self.penalties.try_acquire_retry(self.provider)
-        self.call.retries += int(granted)
-        return not granted
 
 
 class LaneExecutor:
@@ -134,7 +138,12 @@ class LaneExecutor:
     # ------------------------------------------------------------------ public
 
     async def run(
-        self, plan: Sequence[PlannedLane], request: LaneRequest, *, deadline: float
+        self,
+        plan: Sequence[PlannedLane],
+        request: LaneRequest,
+        *,
+        deadline: float,
+        stats: RunStats | None = None,
     ) -> dict[str, LaneOutcome]:
         """Run ``plan`` concurrently; return one outcome per planned lane, by the time ``deadline`` passes.
 
@@ -142,12 +151,13 @@ class LaneExecutor:
             plan: lanes to run.
             request: the lane request (refined query, bound constraints, trace id).
             deadline: absolute ``loop.time()`` by which every outcome must be known.
+            stats: filled with the window spent waiting on lane calls (for overhead accounting).
         """
         loop = asyncio.get_running_loop()
-        failed: set[str] = set()
         tasks: dict[str, asyncio.Task[LaneOutcome]] = {}
+        state = _Run(tasks=tasks, failed=set(), stats=stats if stats is not None else RunStats())
         for p in plan:
-            tasks[p.name] = loop.create_task(self._run_lane(p, request, deadline, tasks, failed))
+            tasks[p.name] = loop.create_task(self._run_lane(p, request, deadline, state))
         if not tasks:
             return {}
         # Wrappers end by their cut plus the grace; this backstop only matters if a lane blocks the loop itself.
@@ -202,6 +212,7 @@ class LaneExecutor:
         lane = lane or self.lanes.get(p.name)
         provider = lane.provider if lane is not None else p.name
         kind = lane.kind if lane is not None else LaneKind.KEYWORD
+        health = self.penalties.snapshot(provider)
         return LaneOutcome(
             lane=p.name,
             kind=kind,
@@ -209,53 +220,48 @@ class LaneExecutor:
             status=status,
             latency_ms=latency_ms,
             hits=tuple(hits),
-            weight=p.weight * self.penalties.weight(provider),
+            weight=p.weight * float(health["penalty"]),
             error=error,
             fallback_for=fallback_for,
-            health=self.penalties.snapshot(provider),
+            health=health,
         )
 
-    async def _run_lane(
-        self,
-        p: PlannedLane,
-        request: LaneRequest,
-        deadline: float,
-        tasks: Mapping[str, asyncio.Task[LaneOutcome]],
-        failed: set[str],
-    ) -> LaneOutcome:
+    async def _run_lane(self, p: PlannedLane, request: LaneRequest, deadline: float, state: _Run) -> LaneOutcome:
         loop = asyncio.get_running_loop()
         start = loop.time()
         cut_at = min(start + p.budget_ms / 1000.0, deadline)
         lane = self.lanes.get(p.name)
         if lane is None:
-            failed.add(p.name)
+            state.failed.add(p.name)
             why = self.unavailable.get(p.name, "lane not built")
-            return await self._fallback(p, start, cut_at, request, tasks, failed, LaneStatus.ERROR, why)
+            return await self._fallback(p, start, cut_at, request, state, LaneStatus.ERROR, why)
         if cut_at <= start:
-            failed.add(p.name)
+            state.failed.add(p.name)
             return self.outcome(p, LaneStatus.SKIPPED, 0.0, error="no time left before the deadline")
-        status, error = await self._attempt(lane, request, cut_at)
+        status, error = await self._attempt(lane, request, cut_at, state.stats)
         latency_ms = (loop.time() - start) * 1000.0
         if isinstance(status, list):
             outcome = self.outcome(p, LaneStatus.SUCCESS, latency_ms, hits=status)
         else:
-            failed.add(p.name)
-            outcome = await self._fallback(p, start, cut_at, request, tasks, failed, status, error)
-        log.debug("lane_finished", lane=p.name, status=outcome.status.value, latency_ms=round(outcome.latency_ms, 3))
+            state.failed.add(p.name)
+            outcome = await self._fallback(p, start, cut_at, request, state, status, error)
         return outcome
 
     async def _attempt(
-        self, lane: Lane, request: LaneRequest, cut_at: float
+        self, lane: Lane, request: LaneRequest, cut_at: float, stats: RunStats
     ) -> tuple[list[Hit] | LaneStatus, str | None]:
         """Admit, call and record one lane; hits on success, else (status, error text)."""
         loop = asyncio.get_running_loop()
+        t_wait = loop.time()
         provider = lane.provider
         refusal = self.bulkhead.refusal(provider)
         if refusal is not None:
             return LaneStatus.SUSPENDED, refusal
-        if self.penalties.is_suspended(provider):
-            return LaneStatus.SUSPENDED, self.penalties.admit(provider, timeout_s=0.0).reason
+        suspended = self.penalties.suspension_reason(provider)
+        if suspended is not None:
+            return LaneStatus.SUSPENDED, suspended
         if not await self.bulkhead.acquire(provider, cut_at):
+            stats.mark(t_wait, loop.time())
             n = self.bulkhead.inflight(provider)
             return LaneStatus.TIMEOUT, f"no call slot within budget: {provider} is unproven with {n} calls in flight"
         admission = self.penalties.admit(provider, timeout_s=cut_at - loop.time())
@@ -264,6 +270,7 @@ class LaneExecutor:
             return LaneStatus.SUSPENDED, admission.reason
         t0 = loop.time()
         call = await self._call(lane, request, cut_at)
+        stats.mark(t_wait, loop.time())
         latency_ms = (loop.time() - t0) * 1000.0
         if call.hits is not None:
             self.penalties.record_success(provider, latency_ms)
@@ -281,7 +288,9 @@ class LaneExecutor:
         """Call ``lane.search`` in an inner task cut at ``cut_at``; never waits past ``cut_at`` + grace."""
         loop = asyncio.get_running_loop()
         call = _Call()
-        inner = loop.create_task(self._search_with_retries(lane, request, cut_at, call))
+        inner = loop.create_task(
+            search_with_retries(lane, request, cut_at=cut_at, max_attempts=self.max_attempts, penalties=self.penalties)
+        )
         provider = lane.provider
         inner.add_done_callback(lambda _: self.bulkhead.release(provider))
         done, _ = await asyncio.wait({inner}, timeout=max(0.0, cut_at - loop.time()))
@@ -307,24 +316,6 @@ class LaneExecutor:
             call.timed_out = True
         return call
 
-    async def _search_with_retries(self, lane: Lane, request: LaneRequest, cut_at: float, call: _Call) -> list[Hit]:
-        try:  # the common case stays off tenacity's machinery: one plain await
-            return list(await lane.search(request))
-        except LaneUnavailable:
-            stop = _RetryBudgetStop(self.penalties, lane.provider, cut_at, call)
-            if self.max_attempts < 2 or stop(None):
-                raise
-        retrying = AsyncRetrying(
-            retry=retry_if_exception_type(LaneUnavailable),
-            stop=stop_any(stop_after_attempt(self.max_attempts - 1), stop),
-            wait=wait_exponential(multiplier=0.002, max=0.02),
-            reraise=True,
-        )
-        async for attempt in retrying:
-            with attempt:
-                return list(await lane.search(request))
-        raise AssertionError("unreachable")  # pragma: no cover
-
     def _abandon(self, task: asyncio.Task[Any], provider: str) -> None:
         def changed() -> None:
             if self.metrics is not None:
@@ -343,8 +334,7 @@ class LaneExecutor:
         start: float,
         cut_at: float,
         request: LaneRequest,
-        tasks: Mapping[str, asyncio.Task[LaneOutcome]],
-        failed: set[str],
+        state: _Run,
         status: LaneStatus,
         error: str | None,
     ) -> LaneOutcome:
@@ -355,6 +345,7 @@ class LaneExecutor:
         def failure() -> LaneOutcome:
             return self.outcome(p, status, (loop.time() - start) * 1000.0, error=error)
 
+        tasks, failed = state.tasks, state.failed
         if not target or target in failed:
             return failure()
         fb_lane = self.lanes.get(target)
@@ -363,7 +354,9 @@ class LaneExecutor:
             # (its hits are fused once, under its own name, so they are not counted twice).
             other = tasks[target]
             if not other.done():
+                t_wait = loop.time()
                 await asyncio.wait({other}, timeout=max(0.0, cut_at - loop.time()))
+                state.stats.mark(t_wait, loop.time())
             if other.done() and other.result().status is LaneStatus.SUCCESS:
                 return self.outcome(
                     p,
@@ -376,7 +369,7 @@ class LaneExecutor:
             return failure()
         if fb_lane is None or cut_at - loop.time() <= 0.001:
             return failure()
-        result, fb_error = await self._attempt(fb_lane, request, cut_at)
+        result, fb_error = await self._attempt(fb_lane, request, cut_at, state.stats)
         if not isinstance(result, list):
             return self.outcome(
                 p, status, (loop.time() - start) * 1000.0, error=f"{error}; fallback {target!r}: {fb_error}"

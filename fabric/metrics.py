@@ -40,6 +40,12 @@ class EngineMetrics:
         self.dedup_removed = Counter("fabric_dedup_removed", "Duplicates removed by fusion", registry=r)
         self.suspended = Gauge("fabric_provider_suspended", "1 while a provider is suspended", ["provider"], registry=r)
         self.abandoned = Counter("fabric_abandoned_tasks", "Lane calls abandoned past their deadline", registry=r)
+        self.penalty = Gauge(
+            "fabric_provider_penalty", "Provider fusion weight factor in (0, 1]", ["provider"], registry=r
+        )
+        self.failure_rate = Gauge(
+            "fabric_provider_failure_rate", "Failure share of the provider's recent calls", ["provider"], registry=r
+        )
         self._outcome_children: dict[tuple[str, str], Any] = {}
         self._latency_children: dict[str, Any] = {}
         self._suspended_children: dict[str, Any] = {}
@@ -66,6 +72,11 @@ class EngineMetrics:
         if gauge is None:
             gauge = self._suspended_children[provider] = self.suspended.labels(provider)
         gauge.set(1.0 if suspended else 0.0)
+
+    def set_health(self, provider: str, health: Mapping[str, Any]) -> None:
+        """Export a provider health snapshot (penalty factor and failure rate)."""
+        self.penalty.labels(provider).set(float(health.get("penalty", 1.0)))
+        self.failure_rate.labels(provider).set(float(health.get("failure_rate", 0.0)))
 
     def observe_query(self, *, total_ms: float, partial: bool, candidates: int, removed: int) -> None:
         """Count one answered query."""

@@ -151,6 +151,14 @@ class ProviderPenalties:
         h = self._health.get(provider)
         return h is not None and h.state is CircuitState.CLOSED and bool(h.window) and h.window[-1].ok
 
+    def suspension_reason(self, provider: str) -> str | None:
+        """Why the provider is suspended and for how long, or None (does not change state, unlike admit)."""
+        h = self._health.get(provider)
+        now = self.clock()
+        if h is None or h.state is not CircuitState.OPEN or now >= h.suspended_until:
+            return None
+        return f"suspended ({h.reason}) for {h.suspended_until - now:.1f} s more"
+
     def is_suspended(self, provider: str) -> bool:
         """True while the provider's circuit is open and its suspension has not run out."""
         h = self._health.get(provider)
@@ -200,6 +208,12 @@ class ProviderPenalties:
             or (samples >= self.config.min_samples and rate >= self.config.failure_rate_suspend)
         )
         if not trips:
+            return
+        if h.state is CircuitState.OPEN and now < h.suspended_until:
+            # Calls admitted before the suspension are still reporting in: one burst is one suspension, not a
+            # back-off level per straggler. A longer Retry-After still extends it.
+            if suspend_s is not None and suspend_s > 0:
+                h.suspended_until = max(h.suspended_until, now + min(float(suspend_s), self.config.max_suspend_s))
             return
         base = FAILURE_SUSPEND_S.get(failure) or self.config.base_suspend_s
         duration = min(self.config.max_suspend_s, base * (2**h.backoff_level))
@@ -260,8 +274,14 @@ class ProviderPenalties:
         if h is None:
             return {"state": CircuitState.CLOSED.value, "samples": 0, "failure_rate": 0.0, "penalty": 1.0}
         now = self.clock()
-        rate, samples = self._failure_rate(h)
-        timeouts = sum(1 for s in h.window if s.failure == "timeout")
+        samples = len(h.window)
+        failures = timeouts = 0
+        for sample in h.window:  # one pass: this runs for every lane of every query
+            if not sample.ok:
+                failures += 1
+                timeouts += sample.failure == "timeout"
+        rate = failures / samples if samples else 0.0
+        penalty = 1.0 if samples < self.config.min_samples else max(_MIN_WEIGHT, 1.0 - rate)
         state = h.state
         if state is CircuitState.OPEN and now >= h.suspended_until:
             state = CircuitState.HALF_OPEN
@@ -270,7 +290,7 @@ class ProviderPenalties:
             "samples": samples,
             "failure_rate": round(rate, 4),
             "timeout_rate": round(timeouts / samples, 4) if samples else 0.0,
-            "penalty": round(self.weight(provider), 4),
+            "penalty": round(penalty, 4),
             "reason": h.reason,
             "suspended_for_s": round(max(0.0, h.suspended_until - now), 3) if state is CircuitState.OPEN else 0.0,
             "backoff_level": h.backoff_level,

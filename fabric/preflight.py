@@ -14,8 +14,8 @@ Bypass rules (refinement skipped, the query used as given, the reason recorded i
 - ``disabled``: ``preflight.enabled = false`` or the request opted out;
 - ``pressure``: more queries in flight than ``max_inflight``, or measured event-loop lag above
   ``max_loop_lag_ms`` (sampled by :class:`LoopLagMonitor`);
-- ``lane_budget``: after spending the pre-flight budget some planned lane would have less than
-  ``min_lane_budget_share`` (25 %) of its budget left before the deadline;
+- ``lane_budget``: after pre-flight (its whole budget when the chat endpoint is used, 1 ms for rules) some
+  planned lane would have less than ``min_lane_budget_share`` (25 %) of its budget left before the deadline;
 - ``model_unavailable``: the chat endpoint is configured but unreachable or failed recently;
 - ``budget_exceeded``: the chat call did not finish within the pre-flight budget.
 """
@@ -90,6 +90,7 @@ _RELATIONAL_WORDS = frozenset(
     ]
 )
 _MODEL_RETRY_S = 30.0
+_RULES_COST_MS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,11 +222,12 @@ class Preflight:
             return self._bypass(
                 query, f"pressure: event-loop lag {loop_lag_ms:.1f} ms > max_loop_lag_ms {cfg.max_loop_lag_ms:g}", t0
             )
-        left_after = time_left_ms - budget_ms
+        # What pre-flight will cost the lanes: its whole budget when a model is called, ~nothing for rules.
+        cost_ms = budget_ms if cfg.chat_url else min(budget_ms, _RULES_COST_MS)
+        left_after = time_left_ms - cost_ms
         for lane, lane_budget in sorted(lane_budgets_ms.items()):
-            need = min(lane_budget, time_left_ms)
-            if need > 0 and left_after < cfg.min_lane_budget_share * need:
-                share = max(0.0, left_after) / need
+            if lane_budget > 0 and left_after < cfg.min_lane_budget_share * lane_budget:
+                share = max(0.0, left_after) / lane_budget
                 return self._bypass(query, f"lane_budget: lane {lane!r} would keep {share:.0%} of its budget", t0)
         if cfg.chat_url:
             if self.http is None:

@@ -13,7 +13,6 @@ import aiohttp
 import structlog
 
 from fabric.config import Settings
-from fabric.errors import ConfigError
 from lanes.base import LaneResources
 
 if TYPE_CHECKING:
@@ -32,6 +31,8 @@ HTTP_TIMEOUT = aiohttp.ClientTimeout(total=15.0, connect=3.0, sock_connect=3.0, 
 
 
 def _build_embedder(settings: Settings) -> Embedder | None:
+    from fabric.errors import ConfigError  # imported here: keeps this module's import block stable for merges
+
     try:
         from fabric.embeddings import build_embedder  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:

@@ -68,7 +68,8 @@ def decode_cursor(token: str, fingerprint: str, secret: bytes) -> int:
         raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
     except (ValueError, TypeError):
         raise QueryError("cursor", "invalid cursor (malformed)") from None
-    if len(raw) != 4 + _SIG_BYTES:
+    if len(raw) != 4 + _SIG_BYTES or base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=") != body:
+        # The second check refuses non-canonical spellings (stray low bits in the last character).
         raise QueryError("cursor", "invalid cursor (malformed)")
     offset = int.from_bytes(raw[:4], "big")
     if offset > _MAX_OFFSET or not hmac.compare_digest(raw[4:], _sign(offset, fingerprint, secret)):

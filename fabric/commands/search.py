@@ -12,14 +12,18 @@ import argparse
 import asyncio
 import json
 import os
+import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fabric.config import Settings, load_settings
 from fabric.errors import QueryError
 from fabric.models import SearchRequest, SearchResult
 
-__all__ = ["load_cli_settings", "parse_constraints", "register", "run"]
+__all__ = ["load_cli_settings", "parse_constraints", "register", "run", "run_now"]
+
+T = TypeVar("T")
 
 
 def register(sub: Any) -> None:
@@ -94,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
 
     settings = load_cli_settings(args)
     request = parse_request(_request_data(args), settings)
-    result = asyncio.run(_search(settings, request))
+    result = run_now(_search(settings, request))
     if args.json:
         payload = result.to_dict()
         if args.explain:
@@ -102,7 +106,27 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         _print_tables(result, explain=args.explain)
+    sys.stdout.flush()  # the answer leaves now, even if an abandoned lane thread delays the process exit
     return 0
+
+
+def run_now(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` on a fresh loop and return as soon as it is done.
+
+    Unlike :func:`asyncio.run`, this does not join the default thread pool on the way out: a lane call
+    abandoned in a hung worker thread must not hold back the answer (the thread is left to finish on its own).
+    """
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        pending = asyncio.all_tasks(loop)
+        for task in pending:
+            task.cancel()
+        if pending:  # a brief chance to unwind; tasks that ignore cancellation are left behind
+            loop.run_until_complete(asyncio.wait(pending, timeout=0.05))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
 
 
 def _explain(result: SearchResult) -> list[dict[str, Any]]:

@@ -53,10 +53,10 @@ class TestGate:
 class TestExecutorGate:
     async def test_first_wave_to_hung_provider_spawns_few_calls(self) -> None:
         """Many concurrent queries to a new, hung provider start only unproven_concurrency calls."""
-        lanes = {"s": StubbornLane(block_s=0.3), "a": FakeLane(name="a")}
+        lanes = {"s": StubbornLane(block_s=0.6), "a": FakeLane(name="a")}
         ex = LaneExecutor(lanes, unproven_concurrency=2, max_abandoned_per_provider=8)
         loop = asyncio.get_running_loop()
-        plan = [PlannedLane(name="s", budget_ms=30), PlannedLane(name="a", budget_ms=30)]
+        plan = [PlannedLane(name="s", budget_ms=150), PlannedLane(name="a", budget_ms=150)]
         outs = await asyncio.gather(*(ex.run(plan, LaneRequest(query="q"), deadline=loop.time() + 1) for _ in range(6)))
         assert all(o["a"].status is LaneStatus.SUCCESS for o in outs)
         assert all(o["s"].status is LaneStatus.TIMEOUT for o in outs)

@@ -10,7 +10,7 @@ import structlog
 
 from fabric.config import PreflightConfig, StageConfig
 from fabric.engine import CURSOR_SECRET_ENV, Engine
-from fabric.errors import PartialResultError, QueryError
+from fabric.errors import LaneRejected, PartialResultError, QueryError
 from fabric.models import Hit, LaneKind, LaneRequest, LaneStatus
 from fabric.validation import parse_request
 from lanes.fake import FakeLane
@@ -53,7 +53,7 @@ class TestSearch:
 
     async def test_hung_and_raising_lanes_do_not_lose_healthy_hits(self, tmp_path: Path) -> None:
         """A lane ignoring cancellation and a raising lane leave the healthy lane's hits intact."""
-        settings = make_settings(tmp_path, {"a": {}, "s": {}, "bad": {}}, total_ms=60, lane_ms=40)
+        settings = make_settings(tmp_path, {"a": {}, "s": {}, "bad": {}}, total_ms=250, lane_ms=150)
         lanes = {
             "a": FakeLane(name="a", hits=5),
             "s": StubbornLane(name="s"),
@@ -154,10 +154,51 @@ class TestBuild:
         assert res.lanes["b"].status is LaneStatus.ERROR
         assert "no_such_backend" in (res.lanes["b"].error or "")
 
+    async def test_disabled_lane_requested_is_reported(self, tmp_path: Path) -> None:
+        """Asking for a lane disabled in configuration gives an error outcome that says so."""
+        settings = make_settings(tmp_path, {"a": {}, "off": {"enabled": False}})
+        async with Engine(settings) as engine:
+            res = await search(engine, lanes=["a", "off"])
+        assert res.lanes["off"].status is LaneStatus.ERROR
+        assert "enabled = false" in (res.lanes["off"].error or "")
+        assert res.lanes["a"].status is LaneStatus.SUCCESS
+
+    async def test_stage_metadata_present_without_stage2_lanes(self, tmp_path: Path) -> None:
+        """Stage keys are always reported, even with no stage-2 lanes configured."""
+        async with Engine(make_settings(tmp_path, {"a": {}}), lanes={"a": FakeLane(name="a")}) as engine:
+            res = await search(engine)
+        assert res.stages["stage2_used"] is False
+        assert res.stages["stage2_should_trigger"] is False
+
     async def test_search_before_open_is_programmer_error(self, tmp_path: Path) -> None:
         """search() before open() raises RuntimeError."""
         with pytest.raises(RuntimeError, match="open"):
             await Engine(make_settings(tmp_path)).search(parse_request({"query": "q"}, make_settings(tmp_path)))
+
+
+class FlakyOpenLane(FakeLane):
+    """Fails to open the first time, opens fine afterwards."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.opens = 0
+
+    async def open(self) -> None:
+        self.opens += 1
+        if self.opens == 1:
+            raise ConnectionError("not yet")
+
+
+class TestWarmUp:
+    async def test_lane_failing_to_open_is_retried_with_preflight(self, tmp_path: Path) -> None:
+        """A lane whose open() failed at engine start is opened again during the next query's pre-flight."""
+        lane = FlakyOpenLane(name="a")
+        async with Engine(make_settings(tmp_path, {"a": {}}), lanes={"a": lane}) as engine:
+            assert not engine.health()["lanes"]["a"]["opened"]
+            res = await search(engine)
+            assert engine.health()["lanes"]["a"]["opened"]
+        assert lane.opens == 2
+        assert res.lanes["a"].status is LaneStatus.SUCCESS
 
 
 class TestPaging:
@@ -253,3 +294,81 @@ class TestStages:
         assert res.stages["stage2_skipped_budget"]
         assert not res.stages["stage2_used"]
         assert lanes["s2"].calls == 0
+
+
+class TestPenaltiesInEngine:
+    async def test_retry_after_probe_and_reset(self, tmp_path: Path) -> None:
+        """A 429 suspends for its Retry-After, a probe runs after it, and success resets the provider."""
+        now = [0.0]
+        lane = FakeLane(name="r", provider="pr", error=LaneRejected("429", suspend_s=30.0))
+        settings = make_settings(tmp_path, {"a": {}, "r": {}})
+        async with Engine(settings, lanes={"a": FakeLane(name="a"), "r": lane}, clock=lambda: now[0]) as engine:
+            first = await search(engine)
+            second = await search(engine)
+            now[0] = 29.0
+            third = await search(engine)
+            now[0] = 31.0
+            lane.error = None
+            fourth = await search(engine)
+        assert first.lanes["r"].status is LaneStatus.ERROR
+        assert second.lanes["r"].status is LaneStatus.SUSPENDED
+        assert third.lanes["r"].status is LaneStatus.SUSPENDED
+        assert lane.calls == 2
+        assert fourth.lanes["r"].status is LaneStatus.SUCCESS
+        assert fourth.lanes["r"].health["state"] == "closed"
+        assert second.lanes["a"].status is LaneStatus.SUCCESS
+
+    async def test_configured_fallback_marked_in_result(self, tmp_path: Path) -> None:
+        """A failing lane's configured fallback answers under its name, marked fallback, hits fused."""
+        settings = make_settings(tmp_path, {"vec": {"fallback": "kw"}, "kw": {"enabled": False}})
+        lanes = {
+            "vec": FakeLane(name="vec", error=RuntimeError("down")),
+            "kw": FakeLane(name="kw", provider="k", hits=3),
+        }
+        async with Engine(settings, lanes=lanes) as engine:
+            res = await search(engine)
+        out = res.lanes["vec"]
+        assert out.status is LaneStatus.FALLBACK
+        assert out.fallback_for == "vec"
+        assert out.provider == "k"
+        assert "kw" not in res.lanes
+        assert {it.id for it in res.items} == {"kw-0", "kw-1", "kw-2"}
+        assert res.partial
+
+    async def test_cost_low_halves_lane_budgets(self, tmp_path: Path) -> None:
+        """cost=low halves lane budgets: a lane answering in 750 ms of a 1000 ms budget is cut at 500 ms."""
+        settings = make_settings(tmp_path, {"slow": {}}, total_ms=5000, lane_ms=1000)
+        async with Engine(settings, lanes={"slow": FakeLane(name="slow", delay_ms=750)}) as engine:
+            res = await search(engine, constraints={"cost": "low"})
+        assert res.lanes["slow"].status is LaneStatus.TIMEOUT
+
+
+class WarmEmbedder:
+    """Counts warm() calls."""
+
+    name = "fake"
+    dim = 2
+
+    def __init__(self) -> None:
+        self.warmed = 0
+
+    def warm(self) -> None:
+        self.warmed += 1
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]
+
+
+class TestEmbedderWarmUp:
+    async def test_engine_open_warms_the_embedder(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The embedder's model is loaded at open, not inside the first query's vector budget."""
+        from lanes.base import LaneResources
+
+        embedder = WarmEmbedder()
+
+        async def fake_open(settings: Any, *, embedder_wanted: bool = True, **_: Any) -> LaneResources:
+            return LaneResources(home=tmp_path, embedder=embedder)
+
+        monkeypatch.setattr("fabric.engine.open_resources", fake_open)
+        async with Engine(make_settings(tmp_path, {"a": {}})):
+            assert embedder.warmed == 1

@@ -9,7 +9,7 @@ import pytest
 
 from fabric.config import PenaltyConfig
 from fabric.errors import LaneRejected, LaneUnavailable
-from fabric.executor import LaneExecutor, PlannedLane
+from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.metrics import EngineMetrics
 from fabric.models import Hit, LaneRequest, LaneStatus
 from fabric.penalties import ProviderPenalties
@@ -25,7 +25,7 @@ class StubbornLane(BaseLane):
 
     provider = "stubborn"
 
-    def __init__(self, name: str = "stubborn", block_s: float = 0.4) -> None:
+    def __init__(self, name: str = "stubborn", block_s: float = 0.6) -> None:
         from fabric.models import LaneKind
 
         super().__init__(LaneSpec(name=name, kind=LaneKind.KEYWORD, backend="fake"), LaneResources())
@@ -88,7 +88,7 @@ class TestOutcomes:
     async def test_hanging_lane_times_out_at_budget(self) -> None:
         """An async lane that never answers is cut at its budget."""
         ex = LaneExecutor({"h": FakeLane(name="h", hang=True), "a": FakeLane(name="a")})
-        out = await run(ex, plan("h", "a", budget_ms=30))
+        out = await run(ex, plan("h", "a", budget_ms=150))
         assert out["h"].status is LaneStatus.TIMEOUT
         assert out["a"].status is LaneStatus.SUCCESS
 
@@ -97,6 +97,15 @@ class TestOutcomes:
         ex = LaneExecutor({"h": FakeLane(name="h", hang=True)})
         out = await run(ex, plan("h", budget_ms=60_000), deadline_s=0.03)
         assert out["h"].status is LaneStatus.TIMEOUT
+
+    async def test_run_stats_cover_the_lane_wait(self) -> None:
+        """RunStats records the window spent waiting on lane calls."""
+        ex = LaneExecutor({"a": FakeLane(name="a", delay_ms=20)})
+        stats = RunStats()
+        loop = asyncio.get_running_loop()
+        await ex.run(plan("a"), REQ, deadline=loop.time() + 5, stats=stats)
+        assert stats.wait_ms > 0.0
+        assert RunStats().wait_ms == 0.0
 
     async def test_no_time_left_is_skipped(self) -> None:
         """A lane planned after the deadline passed is skipped."""
@@ -110,7 +119,7 @@ class TestAbandonment:
         """A lane that ignores cancellation is abandoned: the answer returns while it still runs."""
         metrics = EngineMetrics()
         ex = LaneExecutor({"s": StubbornLane(), "a": FakeLane(name="a")}, metrics=metrics)
-        out = await run(ex, plan("s", "a", budget_ms=30))
+        out = await run(ex, plan("s", "a", budget_ms=150))
         assert out["s"].status is LaneStatus.TIMEOUT
         assert out["a"].status is LaneStatus.SUCCESS
         assert ex.abandoned_running() == 1
@@ -130,7 +139,7 @@ class TestAbandonment:
 
     async def test_abandoned_set_empties_when_call_ends(self) -> None:
         """An abandoned call leaves the set once its thread returns."""
-        ex = LaneExecutor({"s": StubbornLane(block_s=0.1)})
+        ex = LaneExecutor({"s": StubbornLane(block_s=0.3)})
         await run(ex, plan("s", budget_ms=10))
         await asyncio.wait(set(ex.abandoned))
         await asyncio.sleep(0)
@@ -210,6 +219,13 @@ class TestRetriesAndPenalties:
         out = await run(LaneExecutor({"f": lane}, penalties=pen), plan("f"))
         assert out["f"].status is LaneStatus.ERROR
         assert lane.calls == 1
+
+    async def test_retries_capped_by_retry_budget(self) -> None:
+        """A provider that keeps failing gets one retry from its budget, not max_attempts."""
+        lane = FlakyLane(100, name="f")
+        out = await run(LaneExecutor({"f": lane}, max_attempts=10), plan("f"))
+        assert out["f"].status is LaneStatus.ERROR
+        assert lane.calls == 2
 
     async def test_suspended_provider_is_skipped_without_a_call(self) -> None:
         """A suspended provider is not called and reported as suspended."""

@@ -64,6 +64,28 @@ class TestSuspension:
         pen.record_failure("p", "timeout")
         assert not pen.admit("p", timeout_s=1.0).allowed
 
+    def test_burst_of_failures_is_one_suspension(self, pen: ProviderPenalties) -> None:
+        """Stragglers failing while already suspended do not escalate the back-off."""
+        for _ in range(20):
+            pen.record_failure("p", "unavailable")
+        snap = pen.snapshot("p")
+        assert snap["backoff_level"] == 1
+        assert snap["suspended_for_s"] == pytest.approx(5.0)
+
+    def test_retry_after_extends_running_suspension(self, pen: ProviderPenalties) -> None:
+        """A longer Retry-After during a suspension extends it."""
+        pen.record_failure("p", "rate_limited")
+        pen.record_failure("p", "rate_limited", suspend_s=50.0)
+        assert pen.snapshot("p")["suspended_for_s"] == pytest.approx(50.0)
+
+    def test_suspension_reason_does_not_change_state(self, pen: ProviderPenalties, clock: Clock) -> None:
+        """Reading the suspension reason never consumes the half-open probe."""
+        pen.record_failure("p", "rate_limited")
+        assert "rate_limited" in (pen.suspension_reason("p") or "")
+        clock.t += 11.0
+        assert pen.suspension_reason("p") is None
+        assert pen.admit("p", timeout_s=1.0).probe
+
     def test_healthy_mix_not_suspended(self, pen: ProviderPenalties) -> None:
         """One failure among many successes does not suspend."""
         for _ in range(6):

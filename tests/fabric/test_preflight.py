@@ -110,10 +110,21 @@ class TestBypass:
 
     async def test_lane_budget_share(self) -> None:
         """A lane that would keep under 25 % of its budget bypasses pre-flight."""
-        r = await Preflight(PreflightConfig()).run("q", **run_kw(time_left_ms=600.0, lane_budgets_ms={"kw": 750.0}))
+        r = await Preflight(PreflightConfig()).run("q", **run_kw(time_left_ms=150.0, lane_budgets_ms={"kw": 750.0}))
         assert r.bypassed
         assert (r.reason or "").startswith("lane_budget")
         assert "'kw'" in (r.reason or "")
+
+    async def test_rules_cost_little_of_the_lane_budget(self) -> None:
+        """Rules-only pre-flight still runs when the lanes keep most of their budget."""
+        r = await Preflight(PreflightConfig()).run("q", **run_kw(time_left_ms=600.0, lane_budgets_ms={"kw": 750.0}))
+        assert not r.bypassed
+
+    async def test_chat_preflight_counts_its_whole_budget(self) -> None:
+        """With a chat endpoint the whole pre-flight budget is charged against the lanes."""
+        cfg = PreflightConfig(chat_url="http://127.0.0.1:9/v1")
+        r = await Preflight(cfg).run("q", **run_kw(time_left_ms=600.0, lane_budgets_ms={"kw": 750.0}))
+        assert (r.reason or "").startswith("lane_budget")
 
     async def test_model_unavailable_without_session(self) -> None:
         """A chat endpoint without an HTTP session is unavailable."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fabric.errors import QueryError
 from fusion.cursor import decode_cursor, encode_cursor, fingerprint
@@ -53,3 +55,23 @@ class TestCursor:
         """Encoding a negative offset raises ValueError."""
         with pytest.raises(ValueError, match="offset"):
             encode_cursor(-1, FP, SECRET)
+
+
+class TestCursorProperties:
+    @given(offset=st.integers(min_value=0, max_value=1_000_000), query=st.text(max_size=50))
+    def test_roundtrip_any_offset(self, offset: int, query: str) -> None:
+        """Every offset survives a roundtrip for any query fingerprint."""
+        fp = fingerprint({"query": query})
+        assert decode_cursor(encode_cursor(offset, fp, SECRET), fp, SECRET) == offset
+
+    @given(offset=st.integers(min_value=0, max_value=10_000), position=st.integers(min_value=2), data=st.data())
+    def test_any_single_character_change_is_rejected(self, offset: int, position: int, data: st.DataObject) -> None:
+        """Changing any one character after the version prefix is rejected."""
+        token = encode_cursor(offset, FP, SECRET)
+        i = position % len(token)
+        i = max(i, 2)
+        alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+        ch = data.draw(st.sampled_from([c for c in alphabet if c != token[i]]))
+        forged = token[:i] + ch + token[i + 1 :]
+        with pytest.raises(QueryError):
+            decode_cursor(forged, FP, SECRET)

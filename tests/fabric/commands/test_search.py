@@ -104,3 +104,25 @@ class TestSearchCommand:
             == 2
         )
         assert "web=" in capsys.readouterr().err
+
+
+class TestRunNow:
+    def test_does_not_join_hung_worker_threads(self) -> None:
+        """run_now returns while a worker thread started by the coroutine is still blocked."""
+        import asyncio
+        import threading
+
+        from fabric.commands.search import run_now
+
+        release = threading.Event()
+
+        async def start_and_leave() -> str:
+            asyncio.get_running_loop().run_in_executor(None, release.wait, 5.0)
+            await asyncio.sleep(0)
+            return "answer"
+
+        try:
+            assert run_now(start_and_leave()) == "answer"
+            assert not release.is_set()
+        finally:
+            release.set()
