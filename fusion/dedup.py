@@ -110,12 +110,27 @@ def _jaccard_join(items: list[tuple[int, str, frozenset[str]]], t: float, g: _Gr
 
 
 def _tables(max_bits: int) -> list[tuple[int, ...]]:
-    """Byte positions forming each lookup table's key: every pair of 8 bytes when that is exact, else bands."""
+    """Byte positions forming each lookup table's key: every pair of the 8 bytes (exact for ≤ 6 bits), else bytes."""
     if 8 - max_bits >= 2:  # ≤ 6 dirty bytes leave ≥ 2 clean ones, so some pair of bytes is clean
         return list(combinations(range(8), 2))
-    if max_bits < 8:
-        return [(b,) for b in range(8)]
-    raise ValueError(f"near_duplicate threshold too low for SimHash blocking (max {max_bits} bits)")
+    return [(b,) for b in range(8)]  # exact for 7 bits (one clean byte)
+
+
+def _table_keys(sigs: NDArray[np.uint64], max_bits: int) -> NDArray[np.uint64]:
+    """One row of keys per table; a table's number is in the high bits so rows never collide."""
+    n = len(sigs)
+    if max_bits >= 8:  # looser thresholds: max_bits + 1 bit bands (pigeonhole), narrower and busier
+        bands = min(64, max_bits + 1)
+        width = 64 // bands
+        shifts = np.array([width * b for b in range(bands)], dtype=np.uint64)[:, None]
+        low = (sigs[None, :] >> shifts) & np.uint64((1 << width) - 1)
+        return (np.arange(bands, dtype=np.uint64)[:, None] << np.uint64(width)) | low
+    octets = sigs.view(np.uint8).reshape(n, 8).astype(np.uint64)
+    tables = np.array(_tables(max_bits), dtype=np.intp)
+    keys = np.arange(len(tables), dtype=np.uint64)[:, None]
+    for k in range(tables.shape[1]):
+        keys = (keys << np.uint64(8)) | octets[:, tables[:, k]].T
+    return keys
 
 
 def _near_pairs(sigs: NDArray[np.uint64], max_bits: int) -> tuple[list[tuple[int, int]], int]:
@@ -123,11 +138,7 @@ def _near_pairs(sigs: NDArray[np.uint64], max_bits: int) -> tuple[list[tuple[int
     n = len(sigs)
     if n < 2:
         return [], 0
-    octets = sigs.view(np.uint8).reshape(n, 8).astype(np.uint64)
-    tables = np.array(_tables(max_bits), dtype=np.intp)
-    keys = np.arange(len(tables), dtype=np.uint64)[:, None]
-    for k in range(tables.shape[1]):
-        keys = (keys << np.uint64(8)) | octets[:, tables[:, k]].T
+    keys = _table_keys(sigs, max_bits)
     # (table, key, index) packed in one uint64 so a plain sort groups equal keys and carries the index along.
     packed = np.sort(((keys << np.uint64(32)) | np.arange(n, dtype=np.uint64)).ravel())
     group, idx = packed >> np.uint64(32), (packed & np.uint64(0xFFFFFFFF)).astype(np.intp)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from fabric.config import DedupConfig
 from fabric.models import LaneKind
 from fusion import dedup
@@ -133,3 +135,22 @@ class TestCost:
         groups, comparisons = find_duplicates(cands, DedupConfig())
         assert comparisons < 3 * 2000
         assert len({groups.find(i) for i in range(2000)}) == 1
+
+
+class TestThresholds:
+    @pytest.mark.parametrize("near", [1.0, 0.9, 0.885, 0.8])
+    def test_any_near_threshold_finds_close_pairs(self, near: float) -> None:
+        """Every near_duplicate threshold works (byte-pair tables, byte tables or bit bands) and finds the copy."""
+        other = BODY.replace("word30", "changed") if near < 1.0 else BODY
+        hits = [hit("x", text=BODY), hit("y", rank=2, text=other), hit("z", rank=3)]
+        _, cands, _, _ = collect(outcomes(lane("a", hits)), context())
+        groups, _ = find_duplicates(cands, DedupConfig(near_duplicate=near))
+        assert groups.find(1) == groups.find(0)
+        assert groups.find(2) != groups.find(0)
+
+    def test_very_loose_threshold_runs(self) -> None:
+        """A threshold far below 0.875 still works (bit bands) and merges the near copy."""
+        hits = [hit("x", text=BODY), hit("y", rank=2, text=BODY.replace("word30", "changed"))]
+        _, cands, _, _ = collect(outcomes(lane("a", hits)), context())
+        groups, _ = find_duplicates(cands, DedupConfig(near_duplicate=0.5))
+        assert groups.find(1) == groups.find(0)

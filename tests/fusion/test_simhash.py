@@ -20,7 +20,7 @@ class TestSimhash:
     def test_fixed_value(self) -> None:
         """The value is stable across processes (no salted hash())."""
         assert simhash64("hello world") == simhash64("HELLO   world")
-        assert simhash64("hello world") == 14027894308551453828
+        assert simhash64("hello world") == 8156607882845083636
 
     def test_batch_equals_single(self) -> None:
         """Batch hashing gives the same values as one-by-one, empty texts included."""
