@@ -91,6 +91,10 @@ class LaneConfig:
     """Fusion weight (multiplied by the provider penalty factor)."""
     fallback: str | None = None
     """Lane (or ``web_cache``) run in this lane's remaining budget when it fails."""
+    fallback_reserve_ms: float = 0.0
+    """Part of the lane's budget kept for its fallback: the lane's own call is cut this much earlier, so that a
+    lane that times out still leaves its fallback time (a cache answers in well under a millisecond). At most a
+    quarter of the lane's budget is reserved."""
     stage: int = 1
     """1 for must-first lanes, 2 for fill lanes (seed 000)."""
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -434,6 +438,10 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         lc: LaneConfig = _build(LaneConfig, ldata, src, f"lanes.{lname}", name=lname)
         if lc.weight < 0:
             raise ConfigError(f"must be >= 0, got {lc.weight}", source=src, key=f"lanes.{lname}.weight")
+        if lc.fallback_reserve_ms < 0:
+            raise ConfigError(
+                f"must be >= 0, got {lc.fallback_reserve_ms}", source=src, key=f"lanes.{lname}.fallback_reserve_ms"
+            )
         if lc.stage not in (1, 2):
             raise ConfigError(f"must be 1 or 2, got {lc.stage}", source=src, key=f"lanes.{lname}.stage")
         lanes[lname] = lc

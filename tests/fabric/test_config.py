@@ -64,6 +64,11 @@ class TestConfigErrors:
         with pytest.raises(ConfigError, match=r"lanes\.vector\.weight"):
             load_settings(env={"FABRIC__lanes__vector__weight": "'heavy'"})
 
+    def test_negative_fallback_reserve_names_key(self) -> None:
+        """A negative fallback reserve fails naming its key."""
+        with pytest.raises(ConfigError, match=r"lanes\.web\.fallback_reserve_ms"):
+            load_settings(env={"FABRIC__lanes__web__fallback_reserve_ms": "-5"})
+
     def test_unknown_key_lists_valid(self) -> None:
         """An unknown key fails and lists the valid ones."""
         with pytest.raises(ConfigError, match="unknown key"):
