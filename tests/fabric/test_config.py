@@ -33,7 +33,7 @@ class TestLoadSettings:
         s = load_settings(env={})
         assert s.lanes["vector"].kind is LaneKind.VECTOR
         assert s.lanes["vector"].fallback == "keyword"
-        assert s.fusion.mode is FusionMode.RRF
+        assert s.fusion.mode is FusionMode.SCORE_MINMAX
         assert s.fusion.rrf_k == 60
 
     def test_generic_env_override_parses_toml_literals(self) -> None:
@@ -54,8 +54,8 @@ class TestLoadSettings:
     def test_user_file_overrides(self, tmp_path: Path) -> None:
         """A user file overrides project values."""
         user = tmp_path / "me.toml"
-        user.write_text("schema = 1\n[fusion]\nmode = 'score_minmax'\n")
-        assert load_settings(user_file=user, env={}).fusion.mode is FusionMode.SCORE_MINMAX
+        user.write_text("schema = 1\n[fusion]\nmode = 'rrf'\n")
+        assert load_settings(user_file=user, env={}).fusion.mode is FusionMode.RRF
 
 
 class TestConfigErrors:
