@@ -6,7 +6,8 @@ A body is ``{"entries": [...]}`` in the JSONL entry format (``id``, ``text``, op
 spool file and validated by the JSONL loader itself (:func:`fabric.ingest.loaders.load_source`), so the HTTP
 route accepts exactly what ``fabric ingest`` accepts and answers the loader's messages
 (``entries[3]: missing field id``). Paths are resolved (symlinks included) before the root check, so ``..`` and
-links pointing out of the root are refused.
+links pointing out of the root are refused; a folder is also refused when a link inside it leads out of the root
+(checked at submission: the root should be a folder only the operator writes to).
 """
 
 from __future__ import annotations
@@ -98,6 +99,11 @@ def _resolve_path(raw: Any, root: Path | None) -> Path:
         raise SubmitError("path", "outside the allowed root (ingest.allowed_root)", status=403)
     if not resolved.exists():
         raise SubmitError("path", f"{raw} does not exist under the allowed root")
+    if resolved.is_dir():  # the folder loaders follow links inside the folder: none may lead out of the root
+        for entry in resolved.rglob("*"):
+            if entry.is_symlink() and not entry.resolve().is_relative_to(root):
+                rel = entry.relative_to(resolved).as_posix()
+                raise SubmitError("path", f"{raw} holds a link leading outside the allowed root: {rel}", status=403)
     return resolved
 
 

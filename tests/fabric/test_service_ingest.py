@@ -249,6 +249,16 @@ class TestPaths:
         resp = await client.post("/v1/ingest", json={"path": "link.jsonl"})
         assert resp.status == 403
 
+    async def test_folder_with_link_out_of_root_is_403(self, client: TestClient, root: Path, tmp_path: Path) -> None:
+        """A folder is refused when a link inside it leads outside the root (the loaders would follow it)."""
+        (root / "notes").mkdir()
+        (root / "notes" / "a.md").write_text("# A\n\ntext\n")
+        (root / "notes" / "leak.md").symlink_to(tmp_path / "secret.jsonl")
+        resp = await client.post("/v1/ingest", json={"path": "notes"})
+        body = await resp.json()
+        assert (resp.status, body["error"]["field"]) == (403, "path")
+        assert "leak.md" in body["error"]["message"]
+
     async def test_paths_disabled_without_root(self, tmp_path: Path) -> None:
         """With no allowed_root configured, every path request answers 403."""
         async with TestClient(TestServer(_app(tmp_path / "home"), host="127.0.0.1")) as c:
