@@ -152,9 +152,7 @@ async def _ingest(request: web.Request) -> web.Response:
     try:
         key = _idempotency_key(request)
         sub = await asyncio.to_thread(parse_submission, data, config, tasks.root)
-        inline = (
-            sub.kind == "entries" and not sub.force_async and len(sub.entries) <= config.sync_max_entries and tasks.idle
-        )
+        inline = sub.kind == "entries" and not sub.force_async and sub.count <= config.sync_max_entries and tasks.idle
         task, created = await tasks.submit(sub, key=key)
     except SubmitError as exc:
         return web.json_response(error_body(exc.field, exc.message), status=exc.status)
@@ -229,7 +227,11 @@ def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Applic
     app[ENGINE_KEY] = engine
     app[_SEARCH_LIMIT_KEY] = max_body_bytes
     tasks = IngestTasks(
-        ingest_cfg, home=engine.settings.home, runner=_store_runner(engine), root=resolve_root(ingest_cfg)
+        ingest_cfg,
+        home=engine.settings.home,
+        runner=_store_runner(engine),
+        root=resolve_root(ingest_cfg),
+        registry=engine.metrics.registry,
     )
     app[TASKS_KEY] = tasks
 

@@ -57,7 +57,9 @@ class Submission:
     fingerprint: str
     """sha256 of the canonical body (``async`` excluded): the idempotency key when no header is given."""
     entries: Sequence[Mapping[str, Any]] = ()
-    """The entries (kind ``entries``), not yet spooled."""
+    """The entries (kind ``entries``) until they are spooled; task records drop them (only ``count`` stays)."""
+    count: int = 0
+    """Number of entries (kind ``entries``)."""
     path: Path | None = None
     """Resolved source under the allowed root (kind ``path``)."""
     requested_path: str = ""
@@ -147,7 +149,12 @@ def parse_submission(data: Any, config: IngestConfig, root: Path | None) -> Subm
         if not isinstance(entry, dict):
             raise SubmitError(f"entries[{i}]", "expected a JSON object")
     return Submission(
-        kind="entries", fingerprint=_fingerprint(data), entries=entries, fmt="jsonl", force_async=force_async
+        kind="entries",
+        fingerprint=_fingerprint(data),
+        entries=entries,
+        count=len(entries),
+        fmt="jsonl",
+        force_async=force_async,
     )
 
 

@@ -21,13 +21,14 @@ import contextlib
 import uuid
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import structlog
+from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fabric.config import IngestConfig
 from fabric.errors import FabricError
@@ -107,7 +108,7 @@ class IngestTask:
             "status_url": f"/v1/ingest/{self.id}",
             "source": {
                 "kind": sub.kind,
-                "entries": len(sub.entries) if sub.kind == "entries" else None,
+                "entries": sub.count if sub.kind == "entries" else None,
                 "path": sub.requested_path or None,
                 "format": sub.fmt,
             },
@@ -142,9 +143,20 @@ class IngestTasks:
         home: store root; entries are spooled under ``<home>/spool/``.
         runner: runs the pipeline for one task.
         root: resolved allowed root for path submissions (:func:`resolve_root`), or None.
+        registry: Prometheus registry for ``fabric_ingest_tasks_total{status}`` (finished tasks),
+            ``fabric_ingest_entries_total`` (entries of succeeded tasks) and ``fabric_ingest_tasks_pending``
+            (queued + running); the service passes the engine's, so ``/metrics`` shows them.
     """
 
-    def __init__(self, config: IngestConfig, *, home: Path, runner: Runner, root: Path | None) -> None:
+    def __init__(
+        self,
+        config: IngestConfig,
+        *,
+        home: Path,
+        runner: Runner,
+        root: Path | None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
         self.config = config
         self.runner = runner
         self.root = root
@@ -156,6 +168,11 @@ class IngestTasks:
         self._lock = asyncio.Lock()
         self._worker: asyncio.Task[None] | None = None
         self._running: IngestTask | None = None
+        r = registry or CollectorRegistry()
+        self._finished_total = Counter("fabric_ingest_tasks", "Ingestion tasks finished", ["status"], registry=r)
+        self._entries_total = Counter("fabric_ingest_entries", "Entries of succeeded ingestion tasks", registry=r)
+        pending = Gauge("fabric_ingest_tasks_pending", "Ingestion tasks queued or running", registry=r)
+        pending.set_function(lambda: self._queue.qsize() + (self._running is not None))
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -232,12 +249,13 @@ class IngestTasks:
             else:
                 assert sub.path is not None
                 source = sub.path
-            task = IngestTask(id=uuid.uuid4().hex, key=ikey, submission=sub, source_path=source)
+            # the spool file holds the entries from now on: the record keeps only their count
+            task = IngestTask(id=uuid.uuid4().hex, key=ikey, submission=replace(sub, entries=()), source_path=source)
             self._tasks[task.id] = task
             self._by_key[ikey] = task
             self._queue.put_nowait(task)
             self._evict()
-        log.info("ingest_task_queued", task_id=task.id, kind=sub.kind, entries=len(sub.entries), key=ikey[:4])
+        log.info("ingest_task_queued", task_id=task.id, kind=sub.kind, entries=sub.count, key=ikey[:4])
         return task, True
 
     def _evict(self) -> None:
@@ -302,6 +320,9 @@ class IngestTasks:
         task.error = error
         task.finished_at = datetime.now(UTC)
         task.done.set()
+        self._finished_total.labels(status=status.value).inc()
+        if status is TaskStatus.SUCCEEDED and task.report is not None:
+            self._entries_total.inc(int(task.report.get("docs") or 0))
         started = task.started_at or task.finished_at
         log.info(
             "ingest_task_finished",

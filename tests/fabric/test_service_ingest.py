@@ -112,6 +112,14 @@ class TestSubmitInline:
         body = await resp.json()
         assert (resp.status, body["status"], body["report"]["created"]) == (200, "succeeded", 2)
 
+    async def test_metrics_count_finished_tasks(self, client: TestClient) -> None:
+        """/metrics shows finished tasks by status, ingested entries and the pending gauge."""
+        await client.post("/v1/ingest", json={"entries": _entries(2)})
+        text = await (await client.get("/metrics")).text()
+        assert 'fabric_ingest_tasks_total{status="succeeded"} 1.0' in text
+        assert "fabric_ingest_entries_total 2.0" in text
+        assert "fabric_ingest_tasks_pending 0.0" in text
+
     async def test_entries_are_audited_in_the_ledger(self, client: TestClient, tmp_path: Path) -> None:
         """Created entries appear in the ledger's history (seed 004: auditable in history)."""
         await client.post("/v1/ingest", json={"entries": _entries(2)})

@@ -67,6 +67,11 @@ class TestLifecycle:
         assert runner.calls == [task.source_path]
         assert task.progress["load"].done == 1
 
+    async def test_record_keeps_the_count_not_the_entries(self, tasks: IngestTasks) -> None:
+        """Once spooled, a task record holds the number of entries, not the entries themselves."""
+        task, _ = await tasks.submit(_sub(4))
+        assert (task.submission.entries, task.to_dict()["source"]["entries"]) == ((), 4)
+
     async def test_tasks_run_one_at_a_time_in_order(self, tasks: IngestTasks, runner: ScriptedRunner) -> None:
         """A second task waits (queued) while the first runs."""
         runner.gate.clear()
