@@ -235,6 +235,18 @@ class TestBodyLimits:
             body = await resp.json()
         assert (resp.status, body["error"]["field"], body["error"]["limit_bytes"]) == (413, "body", 1000)
 
+    async def test_chunked_body_over_the_cap_is_413(self, tmp_path: Path) -> None:
+        """Without Content-Length the body is counted while it is read, and refused past the cap."""
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for _ in range(20):
+                yield b" " * 100
+
+        app = _app(tmp_path / "home", max_body_bytes="1000")
+        async with TestClient(TestServer(app, host="127.0.0.1")) as c:
+            resp = await c.post("/v1/ingest", data=chunks(), headers={"Content-Type": "application/json"})
+            assert (resp.status, (await resp.json())["error"]["field"]) == (413, "body")
+
 
 class TestPaths:
     async def test_path_under_root_is_ingested(self, client: TestClient) -> None:
