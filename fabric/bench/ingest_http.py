@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             proc.kill()
-        shutil.rmtree(scratch / "home", ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     body_bytes = len(json.dumps({"entries": entries, "async": True}).encode())
     load = os.getloadavg()
     return {
