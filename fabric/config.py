@@ -38,6 +38,7 @@ __all__ = [
     "EngineConfig",
     "FactorWeights",
     "FusionConfig",
+    "IngestConfig",
     "LaneConfig",
     "ModeConfig",
     "PenaltyConfig",
@@ -197,6 +198,25 @@ class EmbeddingsConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class IngestConfig:
+    """Ingestion over HTTP (``POST /v1/ingest`` of ``fabric serve``)."""
+
+    sync_max_entries: int = 100
+    """Entry requests up to this size run inline (200 with the report) when no task is queued or running;
+    larger ones, ``"async": true`` and ``path`` requests answer 202 with a task handle. 0: always a task."""
+    max_entries: int = 100_000
+    """Most entries one request may carry."""
+    max_body_bytes: int = 32 * 1024 * 1024
+    """Body cap of ``POST /v1/ingest`` only (``POST /v1/search`` keeps its own 64 KiB)."""
+    allowed_root: str = ""
+    """Folder that ``{"path": ...}`` requests may read under (symlinks resolved); empty: path requests refused."""
+    max_queued: int = 16
+    """Tasks waiting behind the running one; beyond this a submission answers 503."""
+    history: int = 100
+    """Finished task records kept in memory (oldest dropped first); records live only as long as the process."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     """Everything the engine reads from configuration."""
 
@@ -213,6 +233,7 @@ class Settings:
     preflight: PreflightConfig = field(default_factory=PreflightConfig)
     penalties: PenaltyConfig = field(default_factory=PenaltyConfig)
     embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
     sources: tuple[str, ...] = ()
     """Files the settings were read from, in order."""
 
@@ -404,6 +425,7 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         "preflight",
         "penalties",
         "embeddings",
+        "ingest",
         "home",
     }
     unknown = sorted(set(data) - known)
@@ -466,6 +488,12 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         authority[domain.lower()] = ae
     authority_default = _coerce(float, data.get("default", 0.5), src, "default")
 
+    ingest: IngestConfig = _build(IngestConfig, data.get("ingest", {}), src, "ingest")
+    for name in ("max_entries", "max_body_bytes", "max_queued", "history"):
+        _positive(getattr(ingest, name), src, f"ingest.{name}")
+    if ingest.sync_max_entries < 0:
+        raise ConfigError(f"must be >= 0, got {ingest.sync_max_entries}", source=src, key="ingest.sync_max_entries")
+
     home = Path(env.get("FABRIC_HOME") or data.get("home") or ".fabric")
     cache_dir = Path(env.get("FABRIC_CACHE_DIR") or data.get("cache_dir") or ".cache/fabric")
     return Settings(
@@ -480,5 +508,6 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         preflight=_build(PreflightConfig, data.get("preflight", {}), src, "preflight"),
         penalties=_build(PenaltyConfig, data.get("penalties", {}), src, "penalties"),
         embeddings=_build(EmbeddingsConfig, data.get("embeddings", {}), src, "embeddings"),
+        ingest=ingest,
         sources=sources,
     )

@@ -102,3 +102,23 @@ class TestConfigErrors:
         """An unknown mode table is refused with the valid values."""
         with pytest.raises(ConfigError, match="valid"):
             load_settings(env={"FABRIC__modes__turbo__total_budget_ms": "1"})
+
+
+class TestIngestSettings:
+    def test_defaults_are_typed(self) -> None:
+        """The shipped [ingest] table loads: 32 MiB bodies, paths disabled."""
+        s = load_settings(env={})
+        assert (s.ingest.max_body_bytes, s.ingest.allowed_root, s.ingest.sync_max_entries) == (
+            32 * 1024 * 1024,
+            "",
+            100,
+        )
+
+    @pytest.mark.parametrize(
+        ("key", "value"),
+        [("max_body_bytes", "0"), ("history", "-1"), ("sync_max_entries", "-1"), ("max_queued", "'x'")],
+    )
+    def test_bad_value_names_key(self, key: str, value: str) -> None:
+        """A bad [ingest] value fails at load naming ingest.<key>."""
+        with pytest.raises(ConfigError, match=rf"ingest\.{key}"):
+            load_settings(env={f"FABRIC__ingest__{key}": value})
