@@ -5,5 +5,5 @@ wall-clock assertions in tests.
 
 __all__ = ["BENCHES"]
 
-BENCHES = ("budget", "fusion", "load", "embedded", "adapters")
+BENCHES = ("budget", "fusion", "load", "embedded", "adapters", "ingest_http")
 """Benchmark module names under :mod:`fabric.bench`."""

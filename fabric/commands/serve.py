@@ -10,7 +10,7 @@ __all__ = ["register", "run"]
 
 def register(sub: Any) -> None:
     """Add the ``serve`` subcommand."""
-    p: argparse.ArgumentParser = sub.add_parser("serve", help="serve POST /v1/search, /healthz, /readyz, /metrics")
+    p: argparse.ArgumentParser = sub.add_parser("serve", help="serve the HTTP API (search, ingestion, metrics)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8080, help="TCP port (default 8080)")
     p.set_defaults(func=run)
@@ -27,6 +27,14 @@ def run(args: argparse.Namespace) -> int:
 
     configure_logging(level="DEBUG" if getattr(args, "verbose", False) else "INFO")
     settings = load_cli_settings(args)
-    print(f"fabric: serving on http://{args.host}:{args.port} (POST /v1/search)", flush=True)
-    web.run_app(create_app(Engine(settings)), host=args.host, port=args.port, print=None, access_log=None)
+    banner = (
+        f"fabric: serving on http://{args.host}:{args.port} "
+        "(POST /v1/search, POST /v1/ingest, GET /v1/ingest/<id>, /healthz, /readyz, /metrics)"
+    )
+    app = create_app(Engine(settings))
+
+    def started(_message: str) -> None:  # called by aiohttp once the site listens (after start-up checks)
+        print(banner, flush=True)
+
+    web.run_app(app, host=args.host, port=args.port, print=started, access_log=None)
     return 0
