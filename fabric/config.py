@@ -38,6 +38,7 @@ __all__ = [
     "EngineConfig",
     "FactorWeights",
     "FusionConfig",
+    "IngestConfig",
     "LaneConfig",
     "ModeConfig",
     "PenaltyConfig",
@@ -91,6 +92,10 @@ class LaneConfig:
     """Fusion weight (multiplied by the provider penalty factor)."""
     fallback: str | None = None
     """Lane (or ``web_cache``) run in this lane's remaining budget when it fails."""
+    fallback_reserve_ms: float = 0.0
+    """Part of the lane's budget kept for its fallback: the lane's own call is cut this much earlier, so that a
+    lane that times out still leaves its fallback time (a cache answers in well under a millisecond). At most a
+    quarter of the lane's budget is reserved."""
     stage: int = 1
     """1 for must-first lanes, 2 for fill lanes (seed 000)."""
     options: Mapping[str, Any] = field(default_factory=dict)
@@ -193,6 +198,25 @@ class EmbeddingsConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class IngestConfig:
+    """Ingestion over HTTP (``POST /v1/ingest`` of ``fabric serve``)."""
+
+    sync_max_entries: int = 100
+    """Entry requests up to this size run inline (200 with the report) when no task is queued or running;
+    larger ones, ``"async": true`` and ``path`` requests answer 202 with a task handle. 0: always a task."""
+    max_entries: int = 100_000
+    """Most entries one request may carry."""
+    max_body_bytes: int = 32 * 1024 * 1024
+    """Body cap of ``POST /v1/ingest`` only (``POST /v1/search`` keeps its own 64 KiB)."""
+    allowed_root: str = ""
+    """Folder that ``{"path": ...}`` requests may read under (symlinks resolved); empty: path requests refused."""
+    max_queued: int = 16
+    """Tasks waiting behind the running one; beyond this a submission answers 503."""
+    history: int = 100
+    """Finished task records kept in memory (oldest dropped first); records live only as long as the process."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     """Everything the engine reads from configuration."""
 
@@ -209,6 +233,7 @@ class Settings:
     preflight: PreflightConfig = field(default_factory=PreflightConfig)
     penalties: PenaltyConfig = field(default_factory=PenaltyConfig)
     embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
+    ingest: IngestConfig = field(default_factory=IngestConfig)
     sources: tuple[str, ...] = ()
     """Files the settings were read from, in order."""
 
@@ -400,6 +425,7 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         "preflight",
         "penalties",
         "embeddings",
+        "ingest",
         "home",
     }
     unknown = sorted(set(data) - known)
@@ -434,6 +460,10 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         lc: LaneConfig = _build(LaneConfig, ldata, src, f"lanes.{lname}", name=lname)
         if lc.weight < 0:
             raise ConfigError(f"must be >= 0, got {lc.weight}", source=src, key=f"lanes.{lname}.weight")
+        if lc.fallback_reserve_ms < 0:
+            raise ConfigError(
+                f"must be >= 0, got {lc.fallback_reserve_ms}", source=src, key=f"lanes.{lname}.fallback_reserve_ms"
+            )
         if lc.stage not in (1, 2):
             raise ConfigError(f"must be 1 or 2, got {lc.stage}", source=src, key=f"lanes.{lname}.stage")
         lanes[lname] = lc
@@ -458,6 +488,12 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         authority[domain.lower()] = ae
     authority_default = _coerce(float, data.get("default", 0.5), src, "default")
 
+    ingest: IngestConfig = _build(IngestConfig, data.get("ingest", {}), src, "ingest")
+    for name in ("max_entries", "max_body_bytes", "max_queued", "history"):
+        _positive(getattr(ingest, name), src, f"ingest.{name}")
+    if ingest.sync_max_entries < 0:
+        raise ConfigError(f"must be >= 0, got {ingest.sync_max_entries}", source=src, key="ingest.sync_max_entries")
+
     home = Path(env.get("FABRIC_HOME") or data.get("home") or ".fabric")
     cache_dir = Path(env.get("FABRIC_CACHE_DIR") or data.get("cache_dir") or ".cache/fabric")
     return Settings(
@@ -472,5 +508,6 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         preflight=_build(PreflightConfig, data.get("preflight", {}), src, "preflight"),
         penalties=_build(PenaltyConfig, data.get("penalties", {}), src, "penalties"),
         embeddings=_build(EmbeddingsConfig, data.get("embeddings", {}), src, "embeddings"),
+        ingest=ingest,
         sources=sources,
     )

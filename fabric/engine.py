@@ -282,6 +282,7 @@ class Engine:
                     budget_ms=lane_budget_ms(mode_cfg, lc, multiplier),
                     weight=lc.weight,
                     fallback=lc.fallback if lc.fallback in self.lanes else None,
+                    fallback_reserve_ms=lc.fallback_reserve_ms,
                     stage=lc.stage,
                 )
             )

@@ -52,6 +52,9 @@ class PlannedLane:
     """Configured fusion weight."""
     fallback: str | None = None
     """Lane run in this lane's remaining budget when it fails."""
+    fallback_reserve_ms: float = 0.0
+    """The lane's own call is cut this much before its budget ends (at most a quarter of the budget), so that its
+    fallback still has time after a timeout."""
     stage: int = 1
     """1 must-first, 2 fill."""
 
@@ -240,7 +243,10 @@ class LaneExecutor:
         if cut_at <= start:
             state.failed.add(p.name)
             return self.outcome(p, LaneStatus.SKIPPED, 0.0, error="no time left before the deadline")
-        status, error = await self._attempt(lane, request, cut_at, state.stats)
+        own_cut = cut_at
+        if p.fallback and p.fallback_reserve_ms > 0:
+            own_cut = max(start, cut_at - min(p.fallback_reserve_ms, p.budget_ms / 4.0) / 1000.0)
+        status, error = await self._attempt(lane, request, own_cut, state.stats)
         latency_ms = (loop.time() - start) * 1000.0
         if isinstance(status, list):
             outcome = self.outcome(p, LaneStatus.SUCCESS, latency_ms, hits=status)

@@ -12,15 +12,25 @@ Routes:
     Readiness: the engine is open and at least one lane was built (``503`` otherwise), with per-lane health.
 ``GET /metrics``
     Prometheus text exposition of the engine's own registry.
+``POST /v1/ingest``
+    ``{"entries": [...]}`` (JSONL entry format) or ``{"path": "..."}`` under ``ingest.allowed_root``, optional
+    ``"format"`` and ``"async"``; an ``Idempotency-Key`` header (else the body's hash) makes retries return the
+    same task. Small entry lists run inline (``200`` with the finished task); larger ones, ``"async": true`` and
+    paths answer ``202`` with the task and its ``status_url`` (:mod:`fabric.ingest.tasks`).
+``GET /v1/ingest/<task_id>``
+    A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown.
 
-The engine is opened on start-up and closed on clean-up; bodies are capped (``max_body_bytes``).
+The engine is opened on start-up and closed on clean-up. Bodies are capped per route: ``max_body_bytes`` for
+search, ``ingest.max_body_bytes`` for ingestion; a larger body answers ``413``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -29,16 +39,25 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError
+from fabric.ingest.pipeline import IngestReport, Progress, ingest
+from fabric.ingest.submission import SubmitError, parse_submission, resolve_root
+from fabric.ingest.tasks import IngestTasks, TaskStatus
+from fabric.ingest.writers import build_writers
 from fabric.validation import parse_request
 
-__all__ = ["ENGINE_KEY", "create_app", "error_body"]
+__all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "error_body"]
 
 log = structlog.get_logger(__name__)
 
 ENGINE_KEY = web.AppKey("engine", Engine)
 """Where the app keeps its engine."""
 
+TASKS_KEY = web.AppKey("ingest_tasks", IngestTasks)
+"""Where the app keeps its ingestion tasks."""
+_SEARCH_LIMIT_KEY = web.AppKey("search_max_body_bytes", int)
+
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+_MAX_KEY_CHARS = 255
 
 
 def error_body(field: str | None, message: str, **extra: Any) -> dict[str, Any]:
@@ -61,14 +80,43 @@ async def _errors(request: web.Request, handler: _Handler) -> web.StreamResponse
         return web.json_response(error_body(None, "internal error"), status=500)
 
 
+class _BodyError(Exception):
+    """A request body that cannot be used; carries the response to answer."""
+
+    def __init__(self, response: web.Response) -> None:
+        self.response = response
+
+
+async def _read_json(request: web.Request, limit: int, *, in_thread: bool = False) -> Any:
+    """The decoded JSON body, read up to ``limit`` bytes.
+
+    Raises:
+        _BodyError: wrong content type (415), over the limit (413), or invalid JSON (400).
+    """
+    if request.content_type != "application/json":
+        raise _BodyError(web.json_response(error_body("body", "expected Content-Type: application/json"), status=415))
+    too_large = _BodyError(
+        web.json_response(error_body("body", f"body larger than {limit} bytes", limit_bytes=limit), status=413)
+    )
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large  # refused before reading it
+    buf = bytearray()
+    async for chunk in request.content.iter_chunked(1 << 16):
+        buf += chunk
+        if len(buf) > limit:
+            raise too_large
+    try:
+        return await asyncio.to_thread(json.loads, bytes(buf)) if in_thread else json.loads(buf)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _BodyError(web.json_response(error_body("body", f"invalid JSON: {exc}"), status=400)) from None
+
+
 async def _search(request: web.Request) -> web.Response:
     engine = request.app[ENGINE_KEY]
-    if request.content_type != "application/json":
-        return web.json_response(error_body("body", "expected Content-Type: application/json"), status=415)
     try:
-        data = json.loads(await request.read())
-    except (ValueError, UnicodeDecodeError) as exc:
-        return web.json_response(error_body("body", f"invalid JSON: {exc}"), status=400)
+        data = await _read_json(request, request.app[_SEARCH_LIMIT_KEY])
+    except _BodyError as exc:
+        return exc.response
     if not isinstance(data, dict):
         return web.json_response(error_body("body", "expected a JSON object"), status=400)
     try:
@@ -82,6 +130,49 @@ async def _search(request: web.Request) -> web.Response:
         log.warning("search_failed", error=str(exc))
         return web.json_response(error_body(None, str(exc)), status=500)
     return web.json_response(result.to_dict())
+
+
+def _idempotency_key(request: web.Request) -> str | None:
+    raw = request.headers.get("Idempotency-Key")
+    if raw is None:
+        return None
+    key = raw.strip()
+    if not key or len(key) > _MAX_KEY_CHARS or not key.isprintable():
+        raise SubmitError("Idempotency-Key", f"expected 1 to {_MAX_KEY_CHARS} printable characters")
+    return key
+
+
+async def _ingest(request: web.Request) -> web.Response:
+    tasks = request.app[TASKS_KEY]
+    config = request.app[ENGINE_KEY].settings.ingest
+    try:
+        data = await _read_json(request, config.max_body_bytes, in_thread=True)
+    except _BodyError as exc:
+        return exc.response
+    try:
+        key = _idempotency_key(request)
+        sub = await asyncio.to_thread(parse_submission, data, config, tasks.root)
+        inline = sub.kind == "entries" and not sub.force_async and sub.count <= config.sync_max_entries and tasks.idle
+        task, created = await tasks.submit(sub, key=key)
+    except SubmitError as exc:
+        return web.json_response(error_body(exc.field, exc.message), status=exc.status)
+    if inline:
+        await task.done.wait()
+    body = {**task.to_dict(), "created": created}
+    if task.status is TaskStatus.SUCCEEDED and (inline or not created):
+        return web.json_response(body)
+    if task.status is TaskStatus.FAILED and inline:
+        return web.json_response(error_body(None, task.error or "ingestion failed", task=body), status=500)
+    return web.json_response(body, status=202, headers={"Location": body["status_url"]})
+
+
+async def _ingest_status(request: web.Request) -> web.Response:
+    task_id = request.match_info["task_id"]
+    task = request.app[TASKS_KEY].get(task_id)
+    if task is None:
+        msg = "unknown task (records are kept in memory for the most recent tasks, until the service restarts)"
+        return web.json_response(error_body("task_id", msg), status=404)
+    return web.json_response(task.to_dict())
 
 
 async def _healthz(_request: web.Request) -> web.Response:
@@ -102,19 +193,58 @@ async def _metrics(request: web.Request) -> web.Response:
     return resp
 
 
+def _store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awaitable[IngestReport]]:
+    """Runs the pipeline into the stores the engine's lanes read, with the engine's embedder.
+
+    The writers share the engine's resources: in local mode the Qdrant store and the vector lane use one
+    client, and the SQLite stores are read through WAL, so a search sees each written batch as it commits.
+    """
+
+    async def run(path: Path, fmt: str | None, progress: Progress) -> IngestReport:
+        resources = engine.resources
+        if resources is None:
+            raise RuntimeError("the engine is not open")
+        writers = build_writers(engine.settings, resources)
+        try:
+            return await ingest(
+                path, home=resources.home, writers=writers, embedder=resources.embedder, fmt=fmt, progress=progress
+            )
+        finally:
+            for writer in writers:
+                await writer.aclose()
+
+    return run
+
+
 def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Application:
-    """The service app; it opens ``engine`` on start-up and closes it on clean-up."""
-    app = web.Application(middlewares=[_errors], client_max_size=max_body_bytes)
+    """The service app; it opens ``engine`` and the ingestion worker on start-up and closes them on clean-up.
+
+    Raises:
+        ConfigError: ``ingest.allowed_root`` is set but is not a folder.
+    """
+    ingest_cfg = engine.settings.ingest
+    app = web.Application(middlewares=[_errors], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes))
     app[ENGINE_KEY] = engine
+    app[_SEARCH_LIMIT_KEY] = max_body_bytes
+    tasks = IngestTasks(
+        ingest_cfg,
+        home=engine.settings.home,
+        runner=_store_runner(engine),
+        root=resolve_root(ingest_cfg),
+        registry=engine.metrics.registry,
+    )
+    app[TASKS_KEY] = tasks
 
     async def on_startup(_app: web.Application) -> None:
         await engine.open()
+        await tasks.start()
         # Everything built at start-up (models, stores, config) lives for the process: move it out of the
         # collector's reach so full collections do not pause the loop for tens of ms under load.
         gc.collect()
         gc.freeze()
 
     async def on_cleanup(_app: web.Application) -> None:
+        await tasks.aclose()
         await engine.aclose()
 
     app.on_startup.append(on_startup)
@@ -123,4 +253,6 @@ def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Applic
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)
+    app.router.add_post("/v1/ingest", _ingest)
+    app.router.add_get("/v1/ingest/{task_id}", _ingest_status)
     return app

@@ -7,8 +7,9 @@ session, body read, nothing else) and adapter calls (``lane.search``) alternate;
 the medians (``overhead_p50_ms``) and their ratio. ArangoDB's "adapter" includes the synchronous driver in a
 worker thread, so its overhead is the price of ``python-arango`` + ``to_thread`` over an aiohttp round-trip.
 
-The hung-server part runs the engine with a healthy keyword lane and the SearXNG lane (fallback ``web_cache``;
-lane budgets: keyword 50 %, web 60 % of the request budget, so a fallback has time left):
+The hung-server part runs the engine with a healthy keyword lane and the SearXNG lane (fallback ``web_cache``
+with the 25 ms fallback reserve of ``config/lanes.toml``, so a timed-out call still leaves the cache time to
+answer; lane budgets: keyword 50 %, web 60 % of the request budget):
 first while SearXNG answers (filling the web cache), then while it hangs. Figures: total latency of the hung
 queries against the request budget, the web lane's statuses (``fallback`` = answered from the cache), cached
 hits served, and the ``searxng`` provider's health after the run (penalty / suspension). ``hung_each`` repeats
@@ -207,7 +208,8 @@ async def _hung(port: int, resources: LaneResources, args: argparse.Namespace) -
                 total_budget_ms=args.budget_ms, lanes={"keyword": args.budget_ms / 2, "web": args.budget_ms * 0.6}
             )},
             lanes={"keyword": LaneConfig(name="keyword", kind=LaneKind.KEYWORD, backend="fake"),
-                   "web": LaneConfig(name="web", kind=LaneKind.WEB, backend="searxng", fallback="web_cache")},
+                   "web": LaneConfig(name="web", kind=LaneKind.WEB, backend="searxng", fallback="web_cache",
+                                     fallback_reserve_ms=25.0)},
             penalties=PenaltyConfig(), preflight=PreflightConfig(enabled=False),
         )
         request = SearchRequest(query="insulin therapy", mode=Mode.SIMPLE, top_k=10, lanes=("keyword", "web"))

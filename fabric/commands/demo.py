@@ -64,10 +64,10 @@ def _print(out: dict[str, Any]) -> None:
     ing = out["ingest"]
     print(f"ingested {ing['docs']} notes → {ing['chunks']} chunks; embeddings: {ing['embeddings']}")
     for res in out["results"]:
-        print(f"\n» {res['query']}")
+        print(f"\n» {res['query']}   (fusion {res.get('fusion_mode', '?')}; fused = its base score, rrf for reference)")
         for i, it in enumerate(res["items"], start=1):
             s = it["scores"]
-            parts = [f"{k}={s[k]:.4f}" for k in ("rrf", "lexical", "semantic", "graph") if k in s]
+            parts = [f"{k}={s[k]:.4f}" for k in ("fused", "rrf", "lexical", "semantic", "graph") if k in s]
             ranks = " ".join(f"{lane}#{rank}" for lane, rank in it["ranks"].items())
             print(f"  {i}. {it['title']}")
             print(f"     {it['id']}  total={it['score_total']:.4f}  {' '.join(parts)}  [{ranks}]")

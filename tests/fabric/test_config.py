@@ -33,7 +33,7 @@ class TestLoadSettings:
         s = load_settings(env={})
         assert s.lanes["vector"].kind is LaneKind.VECTOR
         assert s.lanes["vector"].fallback == "keyword"
-        assert s.fusion.mode is FusionMode.RRF
+        assert s.fusion.mode is FusionMode.SCORE_MINMAX
         assert s.fusion.rrf_k == 60
 
     def test_generic_env_override_parses_toml_literals(self) -> None:
@@ -54,8 +54,8 @@ class TestLoadSettings:
     def test_user_file_overrides(self, tmp_path: Path) -> None:
         """A user file overrides project values."""
         user = tmp_path / "me.toml"
-        user.write_text("schema = 1\n[fusion]\nmode = 'score_minmax'\n")
-        assert load_settings(user_file=user, env={}).fusion.mode is FusionMode.SCORE_MINMAX
+        user.write_text("schema = 1\n[fusion]\nmode = 'rrf'\n")
+        assert load_settings(user_file=user, env={}).fusion.mode is FusionMode.RRF
 
 
 class TestConfigErrors:
@@ -63,6 +63,11 @@ class TestConfigErrors:
         """A wrongly typed value fails naming its dotted key."""
         with pytest.raises(ConfigError, match=r"lanes\.vector\.weight"):
             load_settings(env={"FABRIC__lanes__vector__weight": "'heavy'"})
+
+    def test_negative_fallback_reserve_names_key(self) -> None:
+        """A negative fallback reserve fails naming its key."""
+        with pytest.raises(ConfigError, match=r"lanes\.web\.fallback_reserve_ms"):
+            load_settings(env={"FABRIC__lanes__web__fallback_reserve_ms": "-5"})
 
     def test_unknown_key_lists_valid(self) -> None:
         """An unknown key fails and lists the valid ones."""
@@ -97,3 +102,23 @@ class TestConfigErrors:
         """An unknown mode table is refused with the valid values."""
         with pytest.raises(ConfigError, match="valid"):
             load_settings(env={"FABRIC__modes__turbo__total_budget_ms": "1"})
+
+
+class TestIngestSettings:
+    def test_defaults_are_typed(self) -> None:
+        """The shipped [ingest] table loads: 32 MiB bodies, paths disabled."""
+        s = load_settings(env={})
+        assert (s.ingest.max_body_bytes, s.ingest.allowed_root, s.ingest.sync_max_entries) == (
+            32 * 1024 * 1024,
+            "",
+            100,
+        )
+
+    @pytest.mark.parametrize(
+        ("key", "value"),
+        [("max_body_bytes", "0"), ("history", "-1"), ("sync_max_entries", "-1"), ("max_queued", "'x'")],
+    )
+    def test_bad_value_names_key(self, key: str, value: str) -> None:
+        """A bad [ingest] value fails at load naming ingest.<key>."""
+        with pytest.raises(ConfigError, match=rf"ingest\.{key}"):
+            load_settings(env={f"FABRIC__ingest__{key}": value})

@@ -197,6 +197,25 @@ class TestFallbacks:
         assert out["h"].status is LaneStatus.TIMEOUT
         assert lanes["b"].calls == 0
 
+
+    async def test_reserve_leaves_a_timed_out_lane_time_for_its_fallback(self) -> None:
+        """With a fallback reserve, a hung lane is cut early and its fallback answers inside the lane's budget."""
+        lanes = {"h": FakeLane(name="h", hang=True), "b": FakeLane(name="b")}
+        p = [PlannedLane(name="h", budget_ms=200, fallback="b", fallback_reserve_ms=60)]
+        out = await run(LaneExecutor(lanes), p)
+        assert out["h"].status is LaneStatus.FALLBACK
+        assert out["h"].fallback_for == "h"
+        assert "served by fallback 'b'" in (out["h"].error or "")
+        assert out["h"].hits
+        assert lanes["b"].calls == 1
+
+    async def test_reserve_is_capped_at_a_quarter_of_the_budget(self) -> None:
+        """A reserve larger than a quarter of the budget does not starve the lane's own call."""
+        lanes = {"s": FakeLane(name="s", delay_ms=60), "b": FakeLane(name="b")}
+        p = [PlannedLane(name="s", budget_ms=400, fallback="b", fallback_reserve_ms=1000)]
+        out = await run(LaneExecutor(lanes), p)
+        assert out["s"].status is LaneStatus.SUCCESS
+        assert lanes["b"].calls == 0
     async def test_suspended_lane_uses_fallback(self) -> None:
         """A suspended provider's lane is served by its fallback."""
         pen = ProviderPenalties()

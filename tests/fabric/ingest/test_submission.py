@@ -1,0 +1,103 @@
+"""Validation of POST /v1/ingest bodies: shapes, the allowed root, fingerprints, spooling through the loader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import fabric.ingest.submission as mod
+from fabric.config import IngestConfig
+from fabric.errors import ConfigError
+from fabric.ingest.loaders import load_source
+from fabric.ingest.submission import SubmitError, parse_submission, resolve_root, spool_entries
+
+CFG = IngestConfig()
+
+
+class TestEntries:
+    def test_fingerprint_ignores_the_async_flag(self) -> None:
+        """The async flag does not change a body's identity; the entries do."""
+        body = {"entries": [{"id": "a", "text": "t"}]}
+        plain = parse_submission(body, CFG, None).fingerprint
+        assert parse_submission({**body, "async": True}, CFG, None).fingerprint == plain
+        assert parse_submission({"entries": [{"id": "b", "text": "t"}]}, CFG, None).fingerprint != plain
+
+    def test_too_many_entries(self) -> None:
+        """More than max_entries entries is a 400 on entries."""
+        with pytest.raises(SubmitError, match="at most 2"):
+            parse_submission(
+                {"entries": [{"id": str(i), "text": "t"} for i in range(3)]}, IngestConfig(max_entries=2), None
+            )
+
+    def test_spool_round_trips_through_the_jsonl_loader(self, tmp_path: Path) -> None:
+        """Spooled entries load with the JSONL loader, keeping ids, dates and trust."""
+        entries = [
+            {"id": "e-42", "title": "Deploy", "text": "Blue-green.", "published_at": "2024-05-01", "trust": "trusted"}
+        ]
+        sub = parse_submission({"entries": entries}, CFG, None)
+        path = tmp_path / "spool" / "x" / "api.jsonl"
+        spool_entries(sub, path)
+        chunk = load_source(path, "jsonl").chunks[0]
+        assert (chunk.id, chunk.trust.value, chunk.published_at is not None) == ("e-42", "trusted", True)
+
+    def test_spool_reports_the_entry_index(self, tmp_path: Path) -> None:
+        """A loader refusal names entries[i], not the spool file."""
+        sub = parse_submission({"entries": [{"id": "a", "text": "t", "published_at": "May"}]}, CFG, None)
+        with pytest.raises(SubmitError) as err:
+            spool_entries(sub, tmp_path / "api.jsonl")
+        assert err.value.field == "entries[0]"
+        assert str(tmp_path) not in err.value.message
+
+
+class TestPaths:
+    def test_relative_path_resolves_under_root(self, tmp_path: Path) -> None:
+        """A relative path is taken from the root, and its format is detected."""
+        (tmp_path / "notes").mkdir()
+        sub = parse_submission({"path": "notes"}, CFG, tmp_path)
+        assert (sub.kind, sub.path, sub.fmt, sub.requested_path) == ("path", tmp_path / "notes", "markdown", "notes")
+
+    def test_dotdot_escape_is_403(self, tmp_path: Path) -> None:
+        """``..`` out of the root is refused before anything is read."""
+        root = tmp_path / "root"
+        root.mkdir()
+        with pytest.raises(SubmitError) as err:
+            parse_submission({"path": "sub/../../x"}, CFG, root)
+        assert err.value.status == 403
+
+    def test_missing_path_is_400(self, tmp_path: Path) -> None:
+        """A path under the root that does not exist is a 400."""
+        with pytest.raises(SubmitError) as err:
+            parse_submission({"path": "nope.jsonl"}, CFG, tmp_path)
+        assert (err.value.status, err.value.field) == (400, "path")
+
+    def test_unknown_format_file_is_400(self, tmp_path: Path) -> None:
+        """A file whose format cannot be told answers 400 on format, without the server path."""
+        (tmp_path / "data.bin").write_bytes(b"\0")
+        with pytest.raises(SubmitError) as err:
+            parse_submission({"path": "data.bin"}, CFG, tmp_path)
+        assert err.value.field == "format"
+        assert str(tmp_path) not in err.value.message
+
+
+class TestResolveRoot:
+    def test_empty_root_disables_paths(self) -> None:
+        """No root configured: None."""
+        assert resolve_root(IngestConfig()) is None
+
+    def test_missing_root_names_key(self, tmp_path: Path) -> None:
+        """A root that is not a folder fails naming ingest.allowed_root."""
+        with pytest.raises(ConfigError, match=r"ingest\.allowed_root"):
+            resolve_root(IngestConfig(allowed_root=str(tmp_path / "missing")))
+
+
+def test_public_api() -> None:
+    """The module exports the parser, the spooler and their types."""
+    assert set(mod.__all__) == {
+        "SPOOL_NAME",
+        "Submission",
+        "SubmitError",
+        "parse_submission",
+        "resolve_root",
+        "spool_entries",
+    }
