@@ -40,18 +40,14 @@ import numpy as np
 from fabric.config import DedupConfig
 from fusion.near import near_pairs
 from fusion.simhash import simhash_many
+from fusion.text import title_key
 from fusion.types import Candidates, FusionRun
 from fusion.urls import url_key, url_tokens
 
-__all__ = ["Deduplicator", "find_duplicates", "title_key"]
+__all__ = ["Deduplicator", "find_duplicates"]
 
 _SMALL = 256
 """Up to this many sets, the prefix order is lexicographic (no frequency count needed)."""
-
-
-def title_key(title: str) -> str:
-    """The title's word set as dedup compares it: case-folded words, unique, sorted, space-separated."""
-    return " ".join(sorted(set(title.casefold().split())))
 
 
 class _Groups:

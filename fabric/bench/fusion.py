@@ -34,10 +34,11 @@ from typing import Any
 from fabric.config import FusionConfig, Settings, load_settings
 from fabric.models import Hit, LaneKind, LaneOutcome, LaneStatus
 from fusion.combine import collect
-from fusion.dedup import Deduplicator, title_key
+from fusion.dedup import Deduplicator
 from fusion.pipeline import FusionContext, fuse
 from fusion.quality import content_quality
 from fusion.simhash import simhash_many
+from fusion.text import title_key
 from fusion.urls import url_key
 
 __all__ = ["add_arguments", "ingest_features", "make_outcomes", "plain_rrf", "run"]

@@ -12,6 +12,7 @@ from fusion import dedup
 from fusion.combine import collect
 from fusion.dedup import find_duplicates
 from fusion.pipeline import fuse
+from fusion.text import title_key
 from tests.fusion.conftest import context, hit, lane, outcomes
 
 BODY = " ".join(f"word{i}" for i in range(60))
@@ -25,7 +26,7 @@ def run(*lanes: object) -> object:
 class TestApi:
     def test_public_api(self) -> None:
         """The module exports its stage and the duplicate finder."""
-        assert sorted(dedup.__all__) == ["Deduplicator", "find_duplicates", "title_key"]
+        assert sorted(dedup.__all__) == ["Deduplicator", "find_duplicates"]
 
 
 class TestCriteria:
@@ -87,7 +88,7 @@ class TestCriteria:
 class TestStoredFeatures:
     def test_title_key_sorted_unique_words(self) -> None:
         """The title key is the case-folded word set, sorted and space-separated."""
-        assert dedup.title_key("The Cat and the  HAT") == "and cat hat the"
+        assert title_key("The Cat and the  HAT") == "and cat hat the"
 
     def test_stored_and_computed_features_agree(self) -> None:
         """Hits carrying ingest-time SimHash, URL and title keys fuse exactly like hits without them."""
