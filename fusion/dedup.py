@@ -138,9 +138,9 @@ def _jaccard_join(items: list[tuple[int, str, Sequence[str]]], t: float, g: _Gro
 def _title_join(hits: Sequence[Any], t: float, g: _Groups) -> int:
     """The title criterion: titled rows of one domain whose title word sets reach Jaccard ``t``.
 
-    Rows are processed by domain (in order of first appearance), then row. With few rows, the prefix tokens are
-    cut straight from the stored title keys (sorted words: the prefix is a prefix of the key), and the join runs
-    only over rows that share a (domain, prefix token) with another row.
+    Rows are processed by domain (in order of first appearance), then row. A title key lists its words in a fixed
+    order, so a row's prefix tokens are the first words of its key; the join runs only over rows that share a
+    (domain, prefix token) with another row.
     """
     doms = [h.domain if h.title else "" for h in hits]
     counts = Counter(doms)
@@ -150,29 +150,20 @@ def _title_join(hits: Sequence[Any], t: float, g: _Groups) -> int:
     keys = [hits[i].title_key for i in rows]
     if None in keys:
         keys = [k if k is not None else title_key(hits[i].title) for i, k in zip(rows, keys, strict=True)]
-    first = {d: doms.index(d) for d in counts if d}
-    if len(rows) > _SMALL:
-        rows.sort(key=lambda i: (first[doms[i]], i))
-        return _jaccard_join([(i, doms[i], _title_words(hits[i])) for i in rows], t, g, "title")
-    sizes = [k.count(" ") + 1 if k else 0 for k in keys]
-    cut = [0, *(n - math.ceil(t * n) + 1 for n in range(1, max(sizes) + 1))]  # prefix length by word count
-    prefixes = [k.split(" ", p)[:p] for k, p in zip(keys, map(cut.__getitem__, sizes), strict=True)]
+    words = [k.split() for k in keys]
+    cut = [0, *(n - math.ceil(t * n) + 1 for n in range(1, max(map(len, words)) + 1))]  # prefix length by size
+    prefixes = [w[: cut[len(w)]] for w in words]
     pairs = [(doms[i], tok) for i, prefix in zip(rows, prefixes, strict=True) for tok in prefix]
     if len(set(pairs)) == len(pairs):  # no two rows share a (domain, prefix token): no title duplicates
         return 0
     shared = {key for key, c in Counter(pairs).items() if c > 1}
     owners = [r for r, prefix in enumerate(prefixes) for _ in prefix]
+    first = {d: doms.index(d) for d in counts if d}
     picked = sorted(
         {owners[p] for p, key in enumerate(pairs) if key in shared}, key=lambda r: (first[doms[rows[r]]], r)
     )
-    items = [(rows[r], doms[rows[r]], keys[r].split()) for r in picked]
+    items = [(rows[r], doms[rows[r]], words[r]) for r in picked]
     return _join(items, [prefixes[r] for r in picked], t, g, "title", shared)
-
-
-def _title_words(hit: Any) -> list[str]:
-    """A hit's title words as dedup compares them (its stored key, or computed)."""
-    k = hit.title_key
-    return (k if k is not None else title_key(hit.title)).split()
 
 
 def _norm_text(text: str) -> str:

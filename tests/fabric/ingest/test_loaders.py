@@ -13,6 +13,7 @@ from fabric.ingest.loaders import detect_format, finalize, finalize_all, load_so
 from fabric.ingest.model import from_stored_simhash, to_stored_simhash
 from fabric.models import SourceKind, Trust
 from fusion.simhash import simhash64
+from fusion.text import title_key
 
 
 def _beir(tmp_path: Path) -> Path:
@@ -123,7 +124,7 @@ class TestFeatures:
         }
         p.write_text(json.dumps(row) + "\n")
         c = finalize(load_source(p).chunks[0])
-        assert (c.simhash, c.url_key, c.title_key) == (simhash64(row["text"]), "x.org/a", "cat sat the")
+        assert (c.simhash, c.url_key, c.title_key) == (simhash64(row["text"]), "x.org/a", title_key("sat the cat"))
 
     def test_batch_matches_one_by_one(self, tmp_path: Path) -> None:
         """finalize_all (one SimHash batch) gives the same chunks, content hashes included, as finalize."""
