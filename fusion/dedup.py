@@ -14,9 +14,9 @@ Two candidates are duplicates when any criterion holds (thresholds from ``[fusio
 The features compared are computed once per document at ingest and read off the hits (``Hit.simhash``,
 ``Hit.url_key``, ``Hit.title_key``); a hit without them (a web result) has them computed here, per call.
 
-Cost: exact criteria are dict lookups. Jaccard criteria use prefix filtering (tokens in a fixed global order; two
-sets can reach Jaccard t only if they share one of their first ``|x| - ⌈t·|x|⌉ + 1`` tokens), blocked by domain
-for titles; only group representatives are indexed, so a pile of copies costs one comparison each. SimHash:
+Cost: exact criteria are dict lookups. Jaccard criteria use the prefix-filtered join of :mod:`fusion.setjoin`,
+blocked by domain for titles (title keys list their words in a fixed order, so a title's prefix is the start of
+its key, and only rows sharing a (domain, prefix word) with another row enter the join). SimHash:
 identical signatures are grouped in a dict; distinct ones go through the pigeonhole tables of :mod:`fusion.near`.
 ``find_duplicates`` returns the comparison count.
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from itertools import chain, compress
+from itertools import compress
 from operator import itemgetter, ne
 from typing import Any
 
@@ -39,6 +39,7 @@ import numpy as np
 
 from fabric.config import DedupConfig
 from fusion.near import near_pairs
+from fusion.setjoin import Groups, jaccard_join, prefix_join
 from fusion.simhash import simhash_many
 from fusion.text import title_key
 from fusion.types import Candidates, FusionRun
@@ -46,96 +47,8 @@ from fusion.urls import url_key, url_tokens
 
 __all__ = ["Deduplicator", "find_duplicates"]
 
-_SMALL = 256
-"""Up to this many sets, the prefix order is lexicographic (no frequency count needed)."""
 
-
-class _Groups:
-    """Union-find over candidate indices; each group's root is its member with the smallest ``key``."""
-
-    def __init__(self, n: int, key: Callable[[int], tuple[int, int, str]] | None = None) -> None:
-        self.parent = list(range(n))
-        self.why: dict[int, str] = {}
-        self.key = key
-
-    def find(self, i: int) -> int:
-        p = self.parent
-        while p[i] != i:
-            p[i] = p[p[i]]
-            i = p[i]
-        return i
-
-    def union(self, a: int, b: int, why: str) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return
-        key = self.key
-        if (key(rb) < key(ra)) if key is not None else rb < ra:
-            ra, rb = rb, ra
-        self.parent[rb] = ra
-        self.why[rb] = why
-
-
-def _join(
-    items: Sequence[tuple[int, str, Sequence[str]]],
-    prefixes: Sequence[Sequence[str]],
-    t: float,
-    g: _Groups,
-    why: str,
-    shared: set[tuple[str, str]] | None = None,
-) -> int:
-    """The sequential prefix-filtered join over ``items`` (``(row, block, sorted tokens)``, in processing order).
-
-    Each item is compared with the earlier indexed items of its block that share a prefix token (and are not in
-    its group yet); an item that merged is not indexed, so a pile of copies costs one comparison each. Only
-    items sharing a (block, prefix token) with another item can be compared at all; the others would be indexed
-    under keys no one probes, so callers may leave them out (same unions, same comparisons).
-    """
-    if shared is None:
-        keys = Counter((block, tok) for (_, block, _), prefix in zip(items, prefixes, strict=True) for tok in prefix)
-        shared = {k for k, c in keys.items() if c > 1}
-    index: dict[tuple[str, str], list[tuple[int, frozenset[str]]]] = {}
-    comparisons = 0
-    for (i, block, toks), prefix in zip(items, prefixes, strict=True):
-        probes = [(block, tok) for tok in prefix if (block, tok) in shared]
-        if not probes:
-            continue
-        s = frozenset(toks)
-        seen: set[int] = set()
-        merged = False
-        for key in probes:
-            for j, other in index.get(key, ()):
-                if j in seen or g.find(j) == g.find(i):
-                    continue
-                seen.add(j)
-                comparisons += 1
-                if len(s & other) >= t * len(s | other):
-                    g.union(i, j, why)
-                    merged = True
-        if not merged:
-            for key in probes:
-                index.setdefault(key, []).append((i, s))
-    return comparisons
-
-
-def _jaccard_join(items: list[tuple[int, str, Sequence[str]]], t: float, g: _Groups, why: str) -> int:
-    """Prefix-filtered set-similarity join within blocks; unions pairs with Jaccard ≥ t; returns comparisons.
-
-    ``items`` are ``(row, block, tokens)`` with the tokens unique and sorted, in processing order.
-    """
-    # Any fixed global token order keeps prefix filtering exact; rarest-first keeps buckets small on big inputs.
-    if len(items) > _SMALL:
-        df = Counter(chain.from_iterable(s for _, _, s in items))
-        rank = {tok: r for r, (tok, _) in enumerate(sorted(df.items(), key=itemgetter(1, 0)))}.__getitem__
-        prefixes: list[Sequence[str]] = [
-            sorted(toks, key=rank)[: len(toks) - math.ceil(t * len(toks)) + 1] for _, _, toks in items
-        ]
-    else:
-        prefixes = [toks[: len(toks) - math.ceil(t * len(toks)) + 1] for _, _, toks in items]
-    return _join(items, prefixes, t, g, why)
-
-
-def _title_join(hits: Sequence[Any], t: float, g: _Groups) -> int:
+def _title_join(hits: Sequence[Any], t: float, g: Groups) -> int:
     """The title criterion: titled rows of one domain whose title word sets reach Jaccard ``t``.
 
     Rows are processed by domain (in order of first appearance), then row. A title key lists its words in a fixed
@@ -163,7 +76,7 @@ def _title_join(hits: Sequence[Any], t: float, g: _Groups) -> int:
         {owners[p] for p, key in enumerate(pairs) if key in shared}, key=lambda r: (first[doms[rows[r]]], r)
     )
     items = [(rows[r], doms[rows[r]], words[r]) for r in picked]
-    return _join(items, [prefixes[r] for r in picked], t, g, "title", shared)
+    return prefix_join(items, [prefixes[r] for r in picked], t, g, "title", shared)
 
 
 def _norm_text(text: str) -> str:
@@ -180,7 +93,7 @@ def _signatures(hits: Sequence[Any]) -> list[int | None]:
     return raw
 
 
-def _url_duplicates(hits: Sequence[Any], g: _Groups) -> list[tuple[int, str, Sequence[str]]]:
+def _url_duplicates(hits: Sequence[Any], g: Groups) -> list[tuple[int, str, Sequence[str]]]:
     """Union equal URL keys (in row order); return the long URLs' token sets for the similarity join."""
     keys = [h.url_key for h in hits]
     if None in keys:
@@ -198,7 +111,7 @@ def _url_duplicates(hits: Sequence[Any], g: _Groups) -> list[tuple[int, str, Seq
     ]
 
 
-def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[_Groups, int]:
+def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
     """Group duplicates among the rows of ``cands``; each group's root is its best row by ``(stage, best rank, id)``.
 
     Returns:
@@ -206,10 +119,10 @@ def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[_Groups, int]:
     """
     hits = cands.hits
     stage, best, ids = cands.stage, cands.best, cands.ids
-    g = _Groups(len(hits), lambda i: (stage[i], best[i], ids[i]))
+    g = Groups(len(hits), lambda i: (stage[i], best[i], ids[i]))
     long_urls = _url_duplicates(hits, g)
     comparisons = _title_join(hits, cfg.title_jaccard, g)
-    comparisons += _jaccard_join(long_urls, cfg.url_similarity, g, "url")
+    comparisons += jaccard_join(long_urls, cfg.url_similarity, g, "url")
     # Identical signatures first (a pile of copies costs one step each), then the table search over distinct ones.
     sigs = _signatures(hits)
     n = len(sigs)
