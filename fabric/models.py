@@ -214,10 +214,16 @@ class Hit:
     quality: float | None = None
     """Content quality in [0, 1], computed once per document at ingest; None when unknown."""
     simhash: int | None = None
-    """64-bit SimHash of the text (``fusion.simhash.simhash64``), computed once at ingest.
+    """64-bit SimHash of the text (``fusion.simhash.simhash64``, unsigned), computed once at ingest.
 
     None: dedup computes it.
     """
+    url_key: str | None = None
+    """The URL as deduplication compares it (``fusion.urls.url_key``: normalised ``http(s)`` URL, ``""`` for any
+    other), computed once at ingest. None: dedup computes it."""
+    title_key: str | None = None
+    """The title's word set as deduplication compares it (``fusion.text.title_key``: case-folded, unique, sorted,
+    space-separated), computed once at ingest. None: dedup computes it."""
     metadata: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
     """Backend-specific extras; never used for ranking."""
 

@@ -22,12 +22,13 @@ candidate is dropped there, so it cannot reorder anything).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from fabric.config import AuthorityEntry
-from fusion.types import Candidate, FusionRun
+from fusion.types import Candidates, FusionRun
 
 __all__ = [
     "KEYLESS_BONUS",
@@ -82,17 +83,32 @@ def authority_of(domain: str, table: Mapping[str, AuthorityEntry], default: floa
     return default
 
 
+def _recency_column(dates: list[datetime | None], now: datetime) -> list[float]:
+    """:func:`recency_of` for every date, by comparing each date with the step boundaries ``now - limit``.
+
+    ``age ≤ limit`` (in float days, as :func:`recency_of` computes it) holds exactly when ``date ≥ now - limit``:
+    ages are whole microseconds, and a microsecond past a boundary still shows in the float quotient.
+    """
+    try:
+        if now.tzinfo is not None:
+            edges = [now - timedelta(days=limit) for limit, _ in reversed(RECENCY_STEPS)]
+            scores = [0.2, *(score for _, score in reversed(RECENCY_STEPS))]
+            return [UNKNOWN if p is None else scores[bisect_right(edges, p)] for p in dates]
+    except (TypeError, OverflowError):  # a naive date among aware ones, or a boundary before year 1
+        pass
+    return [recency_of(p, now) for p in dates]
+
+
 class DomainDiversityBooster:
     """Stage: ``domain_diversity = 1 / (candidates sharing the domain)``; no domain → 0.5."""
 
     name = "domain_diversity"
 
-    def __call__(self, cands: list[Candidate], run: FusionRun) -> list[Candidate]:
+    def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's domain diversity."""
-        counts = Counter(c["hit"].domain for c in cands)
-        for c in cands:
-            d = c["hit"].domain
-            c["scores"]["domain_diversity"] = 1.0 / counts[d] if d else UNKNOWN
+        domains = [h.domain for h in cands.hits]
+        counts = Counter(domains)
+        cands.factors[self.name] = [1.0 / counts[d] if d else UNKNOWN for d in domains]
         return cands
 
 
@@ -101,11 +117,9 @@ class RecencyBooster:
 
     name = "recency"
 
-    def __call__(self, cands: list[Candidate], run: FusionRun) -> list[Candidate]:
+    def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's recency."""
-        now = run.ctx.now
-        for c in cands:
-            c["scores"]["recency"] = recency_of(c["hit"].published_at, now)
+        cands.factors[self.name] = _recency_column([h.published_at for h in cands.hits], run.ctx.now)
         return cands
 
 
@@ -114,16 +128,12 @@ class AuthorityBooster:
 
     name = "authority"
 
-    def __call__(self, cands: list[Candidate], run: FusionRun) -> list[Candidate]:
+    def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's source authority."""
         table, default = run.ctx.authority, run.ctx.authority_default
-        memo: dict[str, float] = {}
-        for c in cands:
-            d = c["hit"].domain
-            value = memo.get(d)
-            if value is None:
-                value = memo[d] = authority_of(d, table, default) if d else default
-            c["scores"]["authority"] = value
+        domains = [h.domain for h in cands.hits]
+        memo = {d: authority_of(d, table, default) if d else default for d in set(domains)}
+        cands.factors[self.name] = [memo[d] for d in domains]
         return cands
 
 
@@ -132,9 +142,11 @@ class QualityBooster:
 
     name = "quality"
 
-    def __call__(self, cands: list[Candidate], run: FusionRun) -> list[Candidate]:
-        """Score every candidate's content quality."""
-        for c in cands:
-            q = c["hit"].quality
-            c["scores"]["quality"] = UNKNOWN if q is None else min(1.0, max(0.0, q) / QUALITY_GOOD)
+    def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
+        """Score every candidate's content quality: ``min(1, max(0, q) / QUALITY_GOOD)``."""
+        good = QUALITY_GOOD
+        cands.factors[self.name] = [
+            UNKNOWN if q is None else 1.0 if q >= good else q / good if q > 0.0 else 0.0
+            for q in [h.quality for h in cands.hits]
+        ]
         return cands

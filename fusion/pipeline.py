@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from fabric.models import LaneOutcome
 from fusion.boosts import AuthorityBooster, DomainDiversityBooster, QualityBooster, RecencyBooster
-from fusion.combine import ModeScorer, collect
+from fusion.combine import COMPONENT_OF_KIND, ModeScorer, collect
 from fusion.dedup import Deduplicator
 from fusion.rank import Ranker
 from fusion.types import FusedItems, FusionContext, FusionOutput, Stage
@@ -31,13 +31,18 @@ def fuse(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> FusionOutpu
 
     Order: ``(score desc, stage_priority asc, best source rank asc, id asc)`` (see :mod:`fusion.rank`).
     """
-    run, cands, rankings, hits = collect(outcomes, ctx)
+    run, cands = collect(outcomes, ctx)
     merges: Counter[str] = Counter()
     stages: list[Stage] = [Deduplicator(ctx.config.dedup, lambda why: merges.update((why,)))] if ctx.dedup else []
-    stages += [ModeScorer(rankings), *_BOOSTERS, Ranker(ctx.config.factors)]
+    stages += [ModeScorer(), *_BOOSTERS, Ranker(ctx.config.factors)]
     for stage in stages:
         cands = stage(cands, run)
     counts = {why: merges[why] for why in ("content", "title", "url", "near")}
+    components = [COMPONENT_OF_KIND.get(run.lanes[name].kind) for name in cands.lanes]
     return FusionOutput(
-        items=FusedItems(cands), candidates=hits, removed=hits - len(cands), duplicates=counts, mode=run.mode
+        items=FusedItems(cands, components),
+        candidates=cands.received,
+        removed=cands.received - len(cands),
+        duplicates=counts,
+        mode=run.mode,
     )

@@ -20,9 +20,11 @@ exact ties of ``score_total`` that rounding of the weighted mean could create. `
 
 from __future__ import annotations
 
+from operator import neg
+
 from fabric.config import FactorWeights
 from fabric.models import FusionMode
-from fusion.types import Candidate, FusionRun
+from fusion.types import Candidates, FusionRun
 
 __all__ = ["FACTORS", "Ranker", "sort_key"]
 
@@ -30,13 +32,9 @@ FACTORS = ("domain_diversity", "recency", "authority", "quality")
 """Boost factors besides the fused base score, in the order of ``[fusion.factors]``."""
 
 
-def sort_key(c: Candidate) -> tuple[float, float, int, int, str]:
+def sort_key(total: float, base: float, stage: int, best: int, item_id: str) -> tuple[float, float, int, int, str]:
     """The deterministic order: ``(score desc, fused desc, stage_priority asc, best rank asc, id asc)``."""
-    return (-c["total"], -c["base"], c["stage"], c["best"], c["id"])
-
-
-def _staged_key(c: Candidate) -> tuple[int, float, float, int, str]:
-    return (c["stage"], -c["total"], -c["base"], c["best"], c["id"])
+    return (-total, -base, stage, best, item_id)
 
 
 class Ranker:
@@ -47,31 +45,44 @@ class Ranker:
         self.w_base = max(0.0, weights.rrf)
         self.weights = {f: max(0.0, getattr(weights, f)) for f in FACTORS}
 
-    def informative(self, cands: list[Candidate]) -> dict[str, float]:
+    def informative(self, cands: Candidates) -> dict[str, float]:
         """Factors with a positive weight whose value differs between at least two candidates."""
-        out: dict[str, float] = {}
-        for f, w in self.weights.items():
-            if w <= 0.0 or not cands:
-                continue
-            values = {c["scores"][f] for c in cands}
-            if len(values) > 1:
-                out[f] = w
-        return out
+        return {f: w for f, w in self.weights.items() if w > 0.0 and len(cands) and len(set(cands.factors[f])) > 1}
 
-    def __call__(self, cands: list[Candidate], run: FusionRun) -> list[Candidate]:
-        """Set ``total`` on every candidate and return them in ranking order."""
+    def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
+        """Set ``total`` on every candidate and the ranking order (``cands.order``)."""
         used = self.informative(cands)
         norm = self.w_base + sum(used.values())
+        base = cands.base
         if not used or norm <= 0.0:
-            for c in cands:
-                c["total"] = c["base"]
+            cands.total = base
         else:
-            totals = [self.w_base * c["base"] for c in cands]
-            for f, w in used.items():  # factor by factor: one tight comprehension each
-                totals = [t + w * c["scores"][f] for t, c in zip(totals, cands, strict=True)]
-            for t, c in zip(totals, cands, strict=True):
-                c["total"] = t / norm
-        for c in cands:
-            c["scores"]["fused"] = c["base"]
-        keyed = list(map(_staged_key if run.mode is FusionMode.APPEND_FILL else sort_key, cands))
-        return [cands[i] for i in sorted(range(len(cands)), key=keyed.__getitem__)]
+            cands.total = _weighted(self.w_base, base, [(w, cands.factors[f]) for f, w in used.items()], norm)
+        neg_total, neg_base = map(neg, cands.total), map(neg, base)
+        if run.mode is FusionMode.APPEND_FILL:
+            keys = zip(cands.stage, neg_total, neg_base, cands.best, cands.ids, range(len(cands)), strict=True)
+        else:
+            keys = zip(neg_total, neg_base, cands.stage, cands.best, cands.ids, range(len(cands)), strict=True)
+        cands.order = [key[-1] for key in sorted(keys)]  # ids are distinct, so the row number never decides
+        return cands
+
+
+def _weighted(w_base: float, base: list[float], factors: list[tuple[float, list[float]]], norm: float) -> list[float]:
+    """``(w_base · base + Σ w · factor) / norm`` per row, added left to right in factor order.
+
+    One comprehension for the common numbers of factors (the same float operations, in the same order, as adding
+    factor by factor).
+    """
+    if len(factors) == 4:
+        (w1, f1), (w2, f2), (w3, f3), (w4, f4) = factors
+        return [
+            (w_base * b + w1 * a + w2 * c + w3 * d + w4 * e) / norm
+            for b, a, c, d, e in zip(base, f1, f2, f3, f4, strict=True)
+        ]
+    if len(factors) == 3:
+        (w1, f1), (w2, f2), (w3, f3) = factors
+        return [(w_base * b + w1 * a + w2 * c + w3 * d) / norm for b, a, c, d in zip(base, f1, f2, f3, strict=True)]
+    totals = [w_base * b for b in base]
+    for w, column in factors:
+        totals = [t + w * v for t, v in zip(totals, column, strict=True)]
+    return [t / norm for t in totals]

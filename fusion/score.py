@@ -21,9 +21,9 @@ __all__ = ["NORMALISERS", "fuse_scores", "normalise_dbsf", "normalise_minmax"]
 
 
 def _finite(scores: Sequence[float]) -> list[float]:
-    good = [s for s in scores if math.isfinite(s)]
-    if len(good) == len(scores):
+    if all(map(math.isfinite, scores)):
         return list(scores)
+    good = [s for s in scores if math.isfinite(s)]
     low = min(good) if good else 0.0
     return [s if math.isfinite(s) else low for s in scores]
 

@@ -1,4 +1,4 @@
-"""Small text helpers shared by citation alignment and disagreement detection (no I/O, no models).
+"""Small text helpers shared by citation alignment, disagreement detection and dedup (no I/O, no models).
 
 Tokens are lower-cased ``\\w+`` runs, with decimals kept whole (``2.5``, ``0,7``); a content word is a token
 that is not a stop word, with a plural ``s`` stripped from words longer than 3 letters (``trials`` → ``trial``,
@@ -8,8 +8,11 @@ that is not a stop word, with a plural ``s`` stripped from words longer than 3 l
 from __future__ import annotations
 
 import re
+import zlib
 
-__all__ = ["NEGATIONS", "STOP_WORDS", "content_words", "is_number", "normalise_word", "parse_number", "tokens"]
+__all__ = [
+    "NEGATIONS", "STOP_WORDS", "content_words", "is_number", "normalise_word", "parse_number", "title_key", "tokens",
+]  # fmt: skip
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*%?|\w+")
 _NUMBER = re.compile(r"^\d+(?:[.,]\d+)*%?$")
@@ -172,3 +175,18 @@ def parse_number(token: str) -> float:
         head, _, tail = t.partition(",")
         t = t.replace(",", "") if len(tail.split(",")[0].split(".")[0]) == 3 else f"{head}.{tail}"
     return float(t)
+
+
+def _word_order(word: str) -> tuple[int, str]:
+    return zlib.crc32(word.encode()), word
+
+
+def title_key(title: str) -> str:
+    """A title's word set as dedup compares it: case-folded words, unique, in a fixed order, space-separated.
+
+    The order is by CRC-32 of the word (ties by the word): any fixed order keeps dedup's prefix filter exact, and
+    a hash order spreads the words that start keys evenly (alphabetical order would pile up the "smallest"
+    words). Computed once per document at ingest (:attr:`fabric.models.Hit.title_key`); dedup probes the first
+    words of the key.
+    """
+    return " ".join(sorted(set(title.casefold().split()), key=_word_order))

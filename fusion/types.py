@@ -1,7 +1,7 @@
 """Types shared by the fusion stages: the context, the output, the per-query run and the ``Stage`` signature.
 
-A *candidate* is a plain dict (a :class:`Candidate` ``TypedDict``) so the hot path allocates no per-item
-objects beyond one dict; :class:`~fabric.models.FusedItem` objects are built once, at the end.
+Candidates travel through the stages as one column table (:class:`Candidates`), so the hot path allocates
+no per-item objects; :class:`~fabric.models.FusedItem` objects are built only for the items that are read.
 """
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypedDict, overload
+from typing import overload
 
 from fabric.config import AuthorityEntry, FusionConfig
 from fabric.models import FusedItem, FusionMode, Hit, LaneKind
 
-__all__ = ["Candidate", "FusedItems", "FusionContext", "FusionOutput", "FusionRun", "LaneInfo", "Stage"]
+__all__ = ["Candidates", "FusedItems", "FusionContext", "FusionOutput", "FusionRun", "LaneInfo", "Stage"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,64 +79,126 @@ class FusionRun:
     """Usable lanes (status success/fallback with hits), sorted by name."""
 
 
-class Candidate(TypedDict):
-    """One fused candidate during the pipeline (a plain dict in the hot path)."""
+class Candidates:
+    """The candidate table of one call: one row per distinct item, every attribute a column (a plain list).
 
-    id: str
-    """Item id of the representative hit."""
-    hit: Hit
-    """Representative hit: the best-ranked occurrence."""
-    ranks: dict[str, int]
-    """Lane → best 1-based rank (position after in-lane duplicates are collapsed)."""
-    native: dict[str, float]
-    """Lane → the lane's native score at that rank."""
-    norm: dict[str, float]
-    """Lane → normalised score (score modes only; empty otherwise)."""
-    stage: int
-    """0 if any stage-1 lane returned it, else 1."""
-    best: int
-    """Best rank over its lanes (the tie-break's "best source rank")."""
-    merged: list[str]
-    """Ids of duplicates merged into this candidate."""
-    scores: dict[str, float]
-    """Components, filled by the stages."""
-    base: float
-    """The mode's fusion score normalised to [0, 1] (the 50 % factor)."""
-    total: float
-    """Final ranking score in [0, 1]."""
+    Stages read and write whole columns instead of one dict per candidate, so the hot path costs a few C-level
+    passes over the candidates rather than dozens of dict operations per item; per-item dicts (``scores``,
+    ``ranks``) are only built for the items that are read (:class:`FusedItems`).
+
+    Per lane (in :attr:`lanes` order), ``rows[l][r - 1]`` is the row of the item at 1-based rank ``r`` (repeats
+    inside a lane collapsed, ranks closed up), with that occurrence's native score in ``native[l]`` and, in the
+    score modes, its normalised score in ``norm[l]``.
+    """
+
+    __slots__ = (
+        "base", "best", "factors", "hits", "ids", "lane_order", "lanes", "merged", "native", "norm", "order",
+        "received", "rows", "rrf", "stage", "total",
+    )  # fmt: skip
+
+    def __init__(self, lanes: tuple[str, ...]) -> None:
+        """An empty table over the usable ``lanes`` (sorted by name)."""
+        self.lanes = lanes
+        """Usable lanes, sorted by name (the order of every per-lane column)."""
+        self.rows: list[list[int]] = []
+        """Per lane: the row at each rank."""
+        self.native: list[list[float]] = []
+        """Per lane: the native score at each rank."""
+        self.norm: list[list[float]] = []
+        """Per lane: the normalised score at each rank (score modes; empty lists otherwise)."""
+        self.ids: list[str] = []
+        """Item id of each row (its representative hit's id)."""
+        self.hits: list[Hit] = []
+        """Representative hit of each row: its best-ranked occurrence (stage-1 lanes first)."""
+        self.stage: list[int] = []
+        """0 if any stage-1 lane returned the row (or a duplicate merged into it), else 1."""
+        self.best: list[int] = []
+        """Best rank over the row's lanes (the tie-break's "best source rank")."""
+        self.merged: dict[int, list[str]] = {}
+        """Row → ids of the duplicates merged into it (rows without merges are absent)."""
+        self.lane_order: dict[int, list[int]] = {}
+        """Row → its lanes (indices) in the order they joined it, for merged rows whose order is not the sorted one."""
+        self.rrf: list[float] = []
+        """Raw weighted RRF of each row."""
+        self.base: list[float] = []
+        """The mode's fusion score of each row on [0, 1] (the 50 % factor, ``scores["fused"]``)."""
+        self.factors: dict[str, list[float]] = {}
+        """Ranking factor → its column on [0, 1] (``domain_diversity``, ``recency``, ``authority``, ``quality``)."""
+        self.total: list[float] = []
+        """Final ranking score of each row in [0, 1]."""
+        self.order: list[int] = []
+        """Rows best first (set by the ranker)."""
+        self.received = 0
+        """Hits received from the usable lanes (before any merging)."""
+
+    def __len__(self) -> int:
+        """Number of rows."""
+        return len(self.ids)
+
+    def lanes_of(self, row: int) -> list[int]:
+        """The row's lanes (indices into :attr:`lanes`) in the order they joined it."""
+        order = self.lane_order.get(row)
+        if order is not None:
+            return order
+        return [lane for lane, rows in enumerate(self.rows) if row in rows]
 
 
 class FusedItems(Sequence[FusedItem]):
-    """The ranked list, turning a candidate into a :class:`FusedItem` only when it is read.
+    """The ranked list, turning a candidate row into a :class:`FusedItem` only when it is read.
 
     The engine usually reads one page of ``top_k`` out of a few hundred candidates, so freezing every
     candidate would be most of fusion's cost. Built items are cached; a slice returns a tuple.
     """
 
-    __slots__ = ("_built", "_cands")
+    __slots__ = ("_built", "_cands", "_components", "_ranks")
 
-    def __init__(self, cands: list[Candidate]) -> None:
-        """Wrap candidates that are already in ranking order (they must not change afterwards)."""
+    def __init__(self, cands: Candidates, components: Sequence[str | None] = ()) -> None:
+        """Wrap a ranked table (``cands.order`` set; it must not change afterwards).
+
+        Args:
+            cands: the ranked candidate table.
+            components: per lane, the native score component its kind fills (``lexical``, ...) or None.
+        """
         self._cands = cands
-        self._built: list[FusedItem | None] = [None] * len(cands)
+        self._components = tuple(components) or (None,) * len(cands.lanes)
+        self._built: list[FusedItem | None] = [None] * len(cands.order)
+        self._ranks: list[dict[int, int]] | None = None
 
     def __len__(self) -> int:
         """Number of items."""
-        return len(self._cands)
+        return len(self._built)
 
     def _item(self, i: int) -> FusedItem:
         item = self._built[i]
-        if item is None:
-            c = self._cands[i]
-            item = self._built[i] = FusedItem(
-                hit=c["hit"],
-                score_total=c["total"],
-                scores=c["scores"],
-                lanes=tuple(sorted(c["ranks"])),
-                ranks=c["ranks"],
-                stage_priority=c["stage"],
-                merged_ids=tuple(sorted(c["merged"])),
-            )
+        if item is not None:
+            return item
+        c = self._cands
+        row = c.order[i]
+        if self._ranks is None:  # lane → {row: rank}, built once, on the first read
+            self._ranks = [dict(zip(rows, range(1, len(rows) + 1), strict=True)) for rows in c.rows]
+        lane_ranks = self._ranks
+        ranks = {c.lanes[lane]: r for lane, at in enumerate(lane_ranks) if (r := at.get(row)) is not None}
+        scores: dict[str, float] = {"rrf": c.rrf[row]}
+        lanes = c.lane_order.get(row)
+        for lane in lanes if lanes is not None else range(len(lane_ranks)):
+            comp = self._components[lane]
+            r = lane_ranks[lane].get(row)
+            if comp is not None and r is not None:
+                value = c.native[lane][r - 1]
+                if value > scores.get(comp, float("-inf")):
+                    scores[comp] = value
+        for name, column in c.factors.items():
+            scores[name] = column[row]
+        scores["fused"] = c.base[row]
+        item = self._built[i] = FusedItem(
+            hit=c.hits[row],
+            score_total=c.total[row],
+            scores=scores,
+            lanes=tuple(ranks),
+            ranks=ranks,
+            stage_priority=c.stage[row],
+            merged_ids=tuple(sorted(c.merged.get(row, ()))),
+        )
         return item
 
     @overload
@@ -148,15 +210,15 @@ class FusedItems(Sequence[FusedItem]):
     def __getitem__(self, index: int | slice) -> FusedItem | tuple[FusedItem, ...]:
         """One item, or a tuple for a slice."""
         if isinstance(index, slice):
-            return tuple(self._item(i) for i in range(*index.indices(len(self._cands))))
-        n = len(self._cands)
+            return tuple(self._item(i) for i in range(*index.indices(len(self._built))))
+        n = len(self._built)
         if not -n <= index < n:
             raise IndexError("fused item index out of range")
         return self._item(index % n)
 
     def __iter__(self) -> Iterator[FusedItem]:
         """Items best first."""
-        return (self._item(i) for i in range(len(self._cands)))
+        return (self._item(i) for i in range(len(self._built)))
 
     def __eq__(self, other: object) -> bool:
         """Equal to any sequence with the same items in the same order."""
@@ -171,5 +233,5 @@ class FusedItems(Sequence[FusedItem]):
         return f"FusedItems({len(self)} items)"
 
 
-Stage = Callable[[list[Candidate], FusionRun], list[Candidate]]
+Stage = Callable[[Candidates, FusionRun], Candidates]
 """Every fusion stage: candidates plus the run in, candidates out. Parameters go in ``__init__``."""

@@ -2,8 +2,9 @@
 
 - :class:`SqliteDb` keeps one connection per thread (WAL mode) and runs blocking calls off the event loop with
   :func:`asyncio.to_thread`; every connection is closed by :meth:`SqliteDb.close`.
-- Both stores keep a ``chunks`` table with the same payload columns, so a hit carries its provenance, dates and
-  quality whichever store found it.
+- Both stores keep a ``chunks`` table with the same payload columns, so a hit carries its provenance, dates,
+  quality and dedup features (SimHash, URL key, title key, computed at ingest) whichever store found it. A
+  store created before the feature columns existed gains them when it is opened (empty until re-ingested).
 - :func:`filter_sql` turns :class:`~fabric.models.BoundConstraints` (date range, ``site:`` domains) plus an
   optional trust filter into a SQL condition on that table.
 """
@@ -19,18 +20,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fabric.ingest.model import Chunk
+from fabric.ingest.model import Chunk, from_stored_simhash, to_stored_simhash
 from fabric.models import BoundConstraints, Hit, SourceKind, Trust
 
-__all__ = ["CHUNKS_DDL", "CHUNK_COLUMNS", "SqliteDb", "chunk_row", "filter_sql", "row_hit"]
+__all__ = ["CHUNKS_DDL", "CHUNK_COLUMNS", "N_CHUNK_COLUMNS", "SqliteDb", "chunk_row", "filter_sql", "row_hit"]
 
 T = TypeVar("T")
 
 CHUNK_COLUMNS = (
     "id, doc_id, chunk_id, title, text, url, domain, published_at, years, source_kind, source_ref, trust, "
-    "quality, metadata"
+    "quality, metadata, simhash, url_key, title_key"
 )
 """Payload columns of every ``chunks`` table, in :func:`chunk_row` order."""
+N_CHUNK_COLUMNS = len(CHUNK_COLUMNS.split(","))
+"""How many: a query's extra columns (a score) come after them."""
 
 CHUNKS_DDL = """
 CREATE TABLE IF NOT EXISTS chunks (
@@ -48,9 +51,25 @@ CREATE TABLE IF NOT EXISTS chunks (
     source_ref TEXT NOT NULL,
     trust TEXT NOT NULL,
     quality REAL,
-    metadata TEXT NOT NULL
+    metadata TEXT NOT NULL,
+    simhash INTEGER,
+    url_key TEXT,
+    title_key TEXT
 );
 """
+
+_ADDED_COLUMNS = (("simhash", "INTEGER"), ("url_key", "TEXT"), ("title_key", "TEXT"))
+"""Columns added to ``chunks`` after the first release: a store created before them gains them (NULL, so its
+hits carry no stored features and fusion computes them) until the next ``fabric ingest`` rewrites every chunk
+(the features are part of the content hash)."""
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    have = {row[1] for row in conn.execute("PRAGMA table_info(chunks)")}
+    with conn:
+        for name, kind in _ADDED_COLUMNS:
+            if name not in have:
+                conn.execute(f"ALTER TABLE chunks ADD COLUMN {name} {kind}")
 
 
 class SqliteDb:
@@ -72,6 +91,7 @@ class SqliteDb:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.executescript(self.schema)
+            _add_missing_columns(conn)
             self._local.conn = conn
             with self._lock:
                 self._all.append(conn)
@@ -108,12 +128,16 @@ def chunk_row(chunk: Chunk) -> tuple[Any, ...]:
         chunk.trust.value,
         chunk.quality,
         json.dumps(dict(chunk.metadata), sort_keys=True, default=str),
+        to_stored_simhash(chunk.simhash),
+        chunk.url_key,
+        chunk.title_key,
     )
 
 
 def row_hit(row: Sequence[Any], *, rank: int, score: float, **extra: Any) -> Hit:
     """A :class:`~fabric.models.Hit` from a ``chunks`` row (``CHUNK_COLUMNS`` order)."""
-    (cid, doc_id, _chunk_id, title, text, url, domain, ts, years, kind, ref, trust, quality, meta) = row[:14]
+    cid, doc_id, _chunk_id, title, text, url, domain, ts, years, kind, ref, trust, quality, meta = row[:14]
+    sig, ukey, tkey = row[14:N_CHUNK_COLUMNS]
     metadata = json.loads(meta) if meta else {}
     metadata["years"] = json.loads(years) if years else []
     metadata.update(extra.pop("metadata", {}))
@@ -131,6 +155,9 @@ def row_hit(row: Sequence[Any], *, rank: int, score: float, **extra: Any) -> Hit
         trust=Trust(trust),
         doc_id=doc_id,
         quality=quality,
+        simhash=from_stored_simhash(sig),
+        url_key=ukey,
+        title_key=tkey,
         metadata=metadata,
         **extra,
     )

@@ -1,20 +1,27 @@
 """Fusion + ranking + dedup latency for 6 × 50 and 2 × 50 synthetic hits, next to a plain-RRF floor.
 
 Hits are realistic and overlapping: a pool of documents over 24 domains (Wikipedia, GitHub, news sites, ...),
-titles, ~50-word bodies, URLs with tracking parameters, dates spread over two years, ingest-time quality and
-SimHash, ~6 % near-duplicate copies and ~6 % same-page copies under tracking URLs; each lane draws 50 of them
-from a shared relevant set plus its own tail, best first. Every figure comes from the same run: ``floor_*`` is a
-plain 15-line RRF (ids → ``Σ 1/(60 + rank)`` → sort) over the same outcomes. The timed call is ``fuse(...)``
-plus reading the first page of 10 items (items are frozen lazily); ``p50_us_*_all_items`` freezes every item,
-``p50_us_*_no_dedup`` skips cross-lane deduplication (fusion + ranking only).
-``dedup_2000_ms`` deduplicates 2,000 distinct candidates whose SimHash was stored at ingest;
-``dedup_2000_cold_ms`` computes every SimHash in the call.
+titles, ~50-word bodies, URLs with tracking parameters, dates spread over two years, ~6 % near-duplicate copies
+and ~6 % same-page copies under tracking URLs; each lane draws 50 of them from a shared relevant set plus its own
+tail, best first. Like the embedded lanes' hits, they carry the features ingestion stores with each chunk
+(quality, SimHash, URL key, title key: :func:`ingest_features`).
+
+Every timed call gets freshly built outcomes (new hit objects and new strings, rebuilt from plain data outside
+the timing, as a lane builds them from its store), so nothing fusion computes (string hashes included) carries
+over between calls. Every figure comes from the same run: ``floor_*`` is a plain 15-line RRF (ids →
+``Σ 1/(60 + rank)`` → sort) over the same outcomes. The timed call is ``fuse(...)`` plus reading the first page of
+10 items (items are frozen lazily); ``p50_us_*_all_items`` freezes every item, ``p50_us_*_no_dedup`` skips
+cross-lane deduplication (fusion + ranking only), ``p50_us_*_cold`` gives fusion hits without the stored dedup
+features (SimHash, URL and title keys), as a web lane returns them, so dedup computes them in the call.
+``dedup_2000_ms`` deduplicates 2,000 distinct candidates whose features were stored at ingest;
+``dedup_2000_cold_ms`` computes every feature in the call.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import pickle
 import random
 import statistics
 import time
@@ -31,8 +38,10 @@ from fusion.dedup import Deduplicator
 from fusion.pipeline import FusionContext, fuse
 from fusion.quality import content_quality
 from fusion.simhash import simhash_many
+from fusion.text import title_key
+from fusion.urls import url_key
 
-__all__ = ["add_arguments", "make_outcomes", "plain_rrf", "run"]
+__all__ = ["add_arguments", "ingest_features", "make_outcomes", "plain_rrf", "run"]
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 _KINDS = (LaneKind.KEYWORD, LaneKind.VECTOR, LaneKind.GRAPH, LaneKind.WEB, LaneKind.NEWS, LaneKind.MARKETS)
@@ -67,8 +76,47 @@ def _pool(rng: random.Random, n: int) -> list[Hit]:
     for i in rng.sample(range(n), n // 16):  # the same page seen by another lane under a tracking URL
         src = docs[rng.randrange(n)]
         docs[i] = replace(src, id=docs[i].id, url=src.url.partition("?")[0] + "?utm_campaign=x&gclid=1")
+    return ingest_features(docs)
+
+
+def ingest_features(docs: list[Hit]) -> list[Hit]:
+    """The hits with the features ingestion stores per chunk: quality, SimHash, URL key and title key."""
     sigs = simhash_many([d.text for d in docs])
-    return [replace(d, quality=content_quality(d.title, d.text), simhash=s) for d, s in zip(docs, sigs, strict=True)]
+    return [
+        replace(d, quality=content_quality(d.title, d.text), simhash=s, url_key=url_key(d.url),
+                title_key=title_key(d.title))
+        for d, s in zip(docs, sigs, strict=True)
+    ]  # fmt: skip
+
+
+_COLD: dict[str, Any] = {"simhash": None, "url_key": None, "title_key": None}
+"""The dedup features a hit from a web lane lacks (fusion computes them)."""
+_FIELDS = tuple(f.name for f in dataclasses.fields(Hit) if f.name != "metadata")
+
+
+def _own(value: object) -> object:
+    """A string as a distinct object (a store returns one per row and field), anything else as it is."""
+    return (value + " ")[:-1] if isinstance(value, str) else value
+
+
+def _freeze(outcomes: Mapping[str, LaneOutcome], cold: bool = False) -> list[bytes]:
+    """The outcomes as plain data, rebuilt into fresh objects by :func:`_thaw` before each timed call."""
+    lanes = []
+    for o in outcomes.values():
+        hits = [replace(h, **_COLD) if cold else h for h in o.hits]
+        rows = [tuple(_own(getattr(h, f)) for f in _FIELDS) for h in hits]
+        lanes.append(pickle.dumps((o.lane, o.kind, o.status, o.weight, rows)))
+    return lanes
+
+
+def _thaw(frozen: list[bytes]) -> dict[str, LaneOutcome]:
+    """Fresh outcomes (new hits, new strings) from :func:`_freeze`'s data, as a lane builds them from its store."""
+    out: dict[str, LaneOutcome] = {}
+    for data in frozen:
+        lane, kind, status, weight, rows = pickle.loads(data)
+        hits = tuple(Hit(**dict(zip(_FIELDS, row, strict=True))) for row in rows)
+        out[lane] = LaneOutcome(lane=lane, kind=kind, provider="synthetic", status=status, hits=hits, weight=weight)
+    return out
 
 
 def make_outcomes(lanes: int, per_lane: int, seed: int = 7, pool: int = 600) -> dict[str, LaneOutcome]:
@@ -99,13 +147,15 @@ def plain_rrf(outcomes: Mapping[str, LaneOutcome], k: int = 60) -> list[tuple[st
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def _time_us(fn: Callable[[], object], repeat: int) -> list[float]:
+def _time_us(fn: Callable[[dict[str, LaneOutcome]], object], frozen: list[bytes], repeat: int) -> list[float]:
+    """Sorted wall times of ``fn(outcomes)`` in µs, each call on freshly thawed outcomes (thawing is not timed)."""
     for _ in range(max(5, repeat // 20)):
-        fn()
+        fn(_thaw(frozen))
     samples = []
     for _ in range(repeat):
+        outcomes = _thaw(frozen)
         t0 = time.perf_counter_ns()
-        fn()
+        fn(outcomes)
         samples.append((time.perf_counter_ns() - t0) / 1000.0)
     return sorted(samples)
 
@@ -116,13 +166,14 @@ def _pct(samples: list[float], q: float) -> float:
 
 def _dedup_ms(ctx: FusionContext, cold: bool, repeat: int) -> float:
     docs = _pool(random.Random(11), 2000)  # 2,000 distinct ids, ≈ 12 % of them duplicates of another
-    hits = tuple(replace(d, rank=r, score=1.0 / r, simhash=None if cold else d.simhash) for r, d in enumerate(docs, 1))
+    hits = tuple(replace(d, rank=r, score=1.0 / r) for r, d in enumerate(docs, 1))
     outcomes = {"big": LaneOutcome(lane="big", kind=LaneKind.WEB, provider="synthetic", status=LaneStatus.SUCCESS,
                                    hits=hits)}  # fmt: skip
+    frozen = _freeze(outcomes, cold)
     stage = Deduplicator(ctx.config.dedup)
     times = []
     for _ in range(repeat):
-        run, cands, _, _ = collect(outcomes, ctx)
+        run, cands = collect(_thaw(frozen), ctx)
         assert len(cands) == 2000
         t0 = time.perf_counter_ns()
         stage(cands, run)
@@ -130,11 +181,11 @@ def _dedup_ms(ctx: FusionContext, cold: bool, repeat: int) -> float:
     return round(statistics.median(times), 2)
 
 
-def _page(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> object:
+def _page(ctx: FusionContext, outcomes: Mapping[str, LaneOutcome]) -> object:
     return fuse(outcomes, ctx).items[:10]
 
 
-def _all_items(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> object:
+def _all_items(ctx: FusionContext, outcomes: Mapping[str, LaneOutcome]) -> object:
     return tuple(fuse(outcomes, ctx).items)
 
 
@@ -156,10 +207,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     for lanes in (6, 2):
         outcomes = make_outcomes(lanes, 50)
-        fused = _time_us(partial(_page, outcomes, ctx), repeat)
-        full = _time_us(partial(_all_items, outcomes, ctx), repeat // 4)
-        no_dedup = _time_us(partial(_page, outcomes, plain), repeat // 4)
-        floor = _time_us(partial(plain_rrf, outcomes), repeat)
+        frozen = _freeze(outcomes)
+        fused = _time_us(partial(_page, ctx), frozen, repeat)
+        full = _time_us(partial(_all_items, ctx), frozen, repeat // 4)
+        no_dedup = _time_us(partial(_page, plain), frozen, repeat // 4)
+        cold = _time_us(partial(_page, ctx), _freeze(outcomes, cold=True), repeat // 4)
+        floor = _time_us(plain_rrf, frozen, repeat)
         out = fuse(outcomes, ctx)
         tag = f"{lanes}x50"
         figures[f"p50_us_{tag}"] = _pct(fused, 0.5)
@@ -167,6 +220,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         figures[f"floor_p50_us_{tag}"] = _pct(floor, 0.5)
         figures[f"p50_us_{tag}_all_items"] = _pct(full, 0.5)
         figures[f"p50_us_{tag}_no_dedup"] = _pct(no_dedup, 0.5)
+        figures[f"p50_us_{tag}_cold"] = _pct(cold, 0.5)
         figures[f"ratio_to_floor_{tag}"] = round(_pct(fused, 0.5) / max(_pct(floor, 0.5), 1e-9), 2)
         figures[f"items_{tag}"] = len(out.items)
         figures[f"duplicates_merged_{tag}"] = sum(out.duplicates.values())

@@ -95,8 +95,12 @@ def eval_settings(settings: Settings, *, home: Path, top_k: int, lanes: Sequence
     return dataclasses.replace(settings, home=home, engine=engine, lanes=lane_cfgs, penalties=penalties)
 
 
-_INDEX_CODE = ("fabric/ingest/**/*.py", "lanes/**/*store*.py", "lanes/**/extract*.py", "lanes/sqlite_common.py")
-"""Source files that decide what an index holds (loaders, chunking, store writers, entity extraction)."""
+_INDEX_CODE = (
+    "fabric/ingest/**/*.py", "lanes/**/*store*.py", "lanes/**/extract*.py", "lanes/sqlite_common.py",
+    "fabric/writers/*.py", "fusion/quality.py", "fusion/simhash.py", "fusion/text.py", "fusion/urls.py",
+)  # fmt: skip
+"""Source files that decide what an index holds (loaders, chunking, store writers, entity extraction, and the
+per-chunk features computed at ingest: quality, SimHash, URL and title keys)."""
 
 
 def index_code_fingerprint(root: Path | None = None) -> str:

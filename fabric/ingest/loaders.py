@@ -10,14 +10,15 @@
   ``source_kind``, ``trust``; one chunk per entry.
 
 Loading reads, parses and splits (the *load* stage); :func:`finalize` then adds the years mentioned (temporal
-filters), content quality and the content hash (the *chunk* stage).
+filters), content quality, the dedup features fusion reads from hits (SimHash of the text, URL key, title key)
+and the content hash (the *chunk* stage). :func:`finalize_all` does it for a batch, hashing every text at once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -29,11 +30,28 @@ from fabric.ingest.chunking import chunk_markdown, extract_years, parse_date, sp
 from fabric.ingest.model import Chunk
 from fabric.models import SourceKind, Trust
 from fusion.quality import content_quality
+from fusion.simhash import simhash64, simhash_many
+from fusion.text import title_key
+from fusion.urls import url_key
 
-__all__ = ["FORMATS", "LoadedSource", "detect_format", "finalize", "load_source"]
+__all__ = ["FORMATS", "LoadedSource", "detect_format", "finalize", "finalize_all", "load_source"]
 
 FORMATS = ("beir", "markdown", "jsonl")
 _TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+
+
+class _Unset:
+    """Marks an argument that was not given (None is a valid SimHash: a text without words)."""
+
+
+_UNSET = _Unset()
+
+
+_HASHED = (
+    "id", "doc_id", "chunk_id", "title", "text", "url", "domain", "years", "source_ref", "quality",
+    "simhash", "url_key", "title_key",
+)  # fmt: skip
+"""Chunk fields in the content hash (with dates, kinds and metadata): a new feature algorithm rewrites the chunk."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,17 +87,28 @@ def _domain(url: str) -> str:
     return host.removeprefix("www.")
 
 
-def finalize(chunk: Chunk) -> Chunk:
-    """Fill years, quality and the content hash of a loaded chunk."""
+def finalize(chunk: Chunk, simhash: int | _Unset | None = _UNSET) -> Chunk:
+    """Fill years, quality, the dedup features (SimHash, URL key, title key) and the content hash of a chunk.
+
+    Args:
+        chunk: a loaded chunk.
+        simhash: the text's SimHash when already computed (:func:`finalize_all` hashes every text in one batch).
+    """
     years = set(chunk.years) | set(extract_years(chunk.title, chunk.text))
     if chunk.published_at is not None:
         years.add(chunk.published_at.year)
     quality = chunk.quality if chunk.quality is not None else round(content_quality(chunk.title, chunk.text), 6)
-    out = replace(chunk, years=tuple(sorted(years)), quality=quality, domain=chunk.domain or _domain(chunk.url))
-    payload = {
-        f: getattr(out, f)
-        for f in ("id", "doc_id", "chunk_id", "title", "text", "url", "domain", "years", "source_ref", "quality")
-    }
+    sig = simhash64(chunk.text) if isinstance(simhash, _Unset) else simhash
+    out = replace(
+        chunk,
+        years=tuple(sorted(years)),
+        quality=quality,
+        domain=chunk.domain or _domain(chunk.url),
+        simhash=sig,
+        url_key=url_key(chunk.url),
+        title_key=title_key(chunk.title),
+    )
+    payload = {f: getattr(out, f) for f in _HASHED}
     payload |= {
         "published_at": out.published_at.isoformat() if out.published_at else None,
         "source_kind": out.source_kind.value,
@@ -88,6 +117,11 @@ def finalize(chunk: Chunk) -> Chunk:
     }
     digest = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     return replace(out, content_hash=digest)
+
+
+def finalize_all(chunks: Sequence[Chunk]) -> list[Chunk]:
+    """:func:`finalize` every chunk, their SimHashes computed in one vectorised batch."""
+    return [finalize(c, s) for c, s in zip(chunks, simhash_many([c.text for c in chunks]), strict=True)]
 
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

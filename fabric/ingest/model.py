@@ -1,5 +1,8 @@
 """What ingestion produces and what every store writer consumes: :class:`Chunk` and :class:`StoreWriter`.
 
+Each chunk carries the features fusion reads from hits, computed once here rather than per query: content
+quality, SimHash of the text, URL key and title key (:func:`fabric.ingest.loaders.finalize_all`).
+
 A store writer is the write side of one backend (SQLite FTS5, Qdrant, the SQLite graph, Meilisearch, ArangoDB).
 The ingestion pipeline loads and chunks a source, embeds the chunks when a store needs vectors, and hands
 every writer the same chunks; the ledger (:mod:`fabric.ingest.ledger`) records which stores hold each chunk.
@@ -17,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from fabric.models import EMPTY_MAPPING, SourceKind, Trust
 
-__all__ = ["Chunk", "StoreWriter"]
+__all__ = ["Chunk", "StoreWriter", "from_stored_simhash", "to_stored_simhash"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,6 +53,13 @@ class Chunk:
     """Operator-authored sources are trusted; imports are not unless promoted."""
     quality: float | None = None
     """Content quality in [0, 1] (``fusion.quality.content_quality``); None when unknown."""
+    simhash: int | None = None
+    """64-bit SimHash of the text (``fusion.simhash``, unsigned; stores keep it as a signed 64-bit integer, see
+    :func:`to_stored_simhash`); None for a text without words."""
+    url_key: str = ""
+    """The URL as dedup compares it (``fusion.urls.url_key``)."""
+    title_key: str = ""
+    """The title's word set as dedup compares it (``fusion.text.title_key``)."""
     content_hash: str = ""
     """sha256 of everything written for this chunk; unchanged hash → nothing to write."""
     metadata: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
@@ -61,6 +71,18 @@ class Chunk:
     def embed_text(self) -> str:
         """The text that is embedded: title and body, as BEIR evaluations do."""
         return f"{self.title} {self.text}".strip()
+
+
+def to_stored_simhash(value: int | None) -> int | None:
+    """An unsigned 64-bit SimHash as the signed 64-bit integer SQLite and Qdrant payloads hold."""
+    return value - (1 << 64) if value is not None and value >= 1 << 63 else value
+
+
+def from_stored_simhash(value: object) -> int | None:
+    """The unsigned SimHash back from its stored signed form (None when absent or not an integer)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return value + (1 << 64) if value < 0 else value
 
 
 @runtime_checkable

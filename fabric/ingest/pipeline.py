@@ -26,7 +26,7 @@ import structlog
 
 from fabric.errors import FabricError, LaneError
 from fabric.ingest.ledger import Ledger, LedgerEntry
-from fabric.ingest.loaders import finalize, load_source
+from fabric.ingest.loaders import finalize_all, load_source
 from fabric.ingest.model import Chunk, StoreWriter
 from fabric.models import Embedder
 
@@ -175,7 +175,7 @@ async def ingest(
     report = IngestReport(source=loaded.source, format=loaded.fmt, docs=loaded.docs)
     t1 = time.perf_counter()
     progress.stage("chunk", len(loaded.chunks))
-    chunks = list({c.id: c for c in await asyncio.to_thread(lambda: [finalize(c) for c in loaded.chunks])}.values())
+    chunks = list({c.id: c for c in await asyncio.to_thread(finalize_all, loaded.chunks)}.values())
     progress.advance("chunk", len(chunks))
     report.chunks = len(chunks)
     t2 = time.perf_counter()

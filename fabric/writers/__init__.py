@@ -5,8 +5,9 @@ record's id is derived deterministically from the chunk (UUIDv5 of doc id and ch
 vectors), never generated randomly, so a retried or repeated ingest overwrites instead of duplicating.
 
 Chunks are read by attribute (``id``, ``doc_id``, ``title``, ``text``, ``url``, ``domain``,
-``published_at``, ``source_kind``, ``source_ref``, ``trust``, ``quality``), so any chunk type with those fields
-works; :func:`chunk_record` is the one place that does it.
+``published_at``, ``source_kind``, ``source_ref``, ``trust``, ``quality`` and the dedup features ``simhash``,
+``url_key``, ``title_key``), so any chunk type with those fields works; :func:`chunk_record` is the one place
+that does it, and :func:`simhash_of` reads the SimHash back.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-__all__ = ["ID_NAMESPACE", "chunk_key", "chunk_record"]
+__all__ = ["ID_NAMESPACE", "chunk_key", "chunk_record", "simhash_of"]
 
 ID_NAMESPACE = uuid.UUID("6f1c2a3e-8d4b-5e6f-9a0b-1c2d3e4f5a6b")
 """UUIDv5 namespace of the fabric's deterministic store ids."""
@@ -37,6 +38,20 @@ def _get(chunk: Any, name: str, default: Any = None) -> Any:
     if isinstance(chunk, Mapping):
         return chunk.get(name, default)
     return getattr(chunk, name, default)
+
+
+def _hex64(value: Any) -> str | None:
+    # JSON numbers in these servers are doubles (exact to 2**53 only): a 64-bit SimHash travels as 16 hex digits.
+    return f"{value:016x}" if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def simhash_of(record: Mapping[str, Any]) -> int | None:
+    """The SimHash a server record holds (:func:`chunk_record` writes it as 16 hex digits), or None."""
+    value = record.get("simhash")
+    try:
+        return int(value, 16) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 def chunk_record(chunk: Any) -> dict[str, Any]:
@@ -60,6 +75,9 @@ def chunk_record(chunk: Any) -> dict[str, Any]:
         "published_ts": published_ts,
         "source_ref": str(_get(chunk, "source_ref") or ""),
         "quality": _get(chunk, "quality"),
+        "simhash": _hex64(_get(chunk, "simhash")),
+        "url_key": _get(chunk, "url_key"),
+        "title_key": _get(chunk, "title_key"),
     }
     for name, default in (("source_kind", "import"), ("trust", "untrusted")):
         value = _get(chunk, name, default)

@@ -34,6 +34,7 @@ from typing import Any
 
 from fabric.errors import LaneBadResponse, LaneError, LaneRejected, LaneTimeout, LaneUnavailable
 from fabric.models import Hit, LaneRequest, SourceKind, Trust
+from fabric.writers import simhash_of
 from lanes._options import LaneOptions
 from lanes.base import BaseLane, LaneResources, LaneSpec
 
@@ -167,6 +168,7 @@ class ArangoGraphLane(BaseLane):
             source_ref=str(doc.get("source_ref") or "arango:chunks"),
             trust=Trust.TRUSTED if doc.get("trust") == "trusted" else Trust.UNTRUSTED,
             doc_id=str(doc.get("doc_id") or ""), graph_hops=int(row.get("hops") or 0),
+            simhash=simhash_of(doc), url_key=_key(doc, "url_key"), title_key=_key(doc, "title_key"),
         )
 
     async def aclose(self) -> None:
@@ -174,3 +176,8 @@ class ArangoGraphLane(BaseLane):
         if self._client is not None:
             await asyncio.to_thread(self._client.close)
             self._client = self._db = None
+
+
+def _key(doc: dict[str, Any], name: str) -> str | None:
+    value = doc.get(name)
+    return value if isinstance(value, str) else None

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from fabric.errors import LaneBadResponse, LaneUnavailable
 from fabric.httpclient import fetch, raise_for_status
 from fabric.models import BoundConstraints, Hit, LaneRequest, SourceKind, Trust
+from fabric.writers import simhash_of
 from lanes._options import LaneOptions
 from lanes.base import BaseLane, LaneResources, LaneSpec
 
@@ -118,7 +119,13 @@ class MeilisearchKeywordLane(BaseLane):
             source_ref=str(doc.get("source_ref") or f"meilisearch:{self.index}"),
             trust=_enum(Trust, doc.get("trust"), Trust.UNTRUSTED), doc_id=str(doc.get("doc_id") or ""),
             quality=float(doc["quality"]) if isinstance(doc.get("quality"), int | float) else None,
+            simhash=simhash_of(doc), url_key=_key(doc, "url_key"), title_key=_key(doc, "title_key"),
         )
+
+
+def _key(doc: dict[str, Any], name: str) -> str | None:
+    value = doc.get(name)
+    return value if isinstance(value, str) else None
 
 
 _E = TypeVar("_E", SourceKind, Trust)

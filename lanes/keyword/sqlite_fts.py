@@ -23,7 +23,7 @@ from fabric.errors import LaneBadResponse, LaneUnavailable
 from fabric.models import Hit, LaneRequest
 from lanes.base import BaseLane, LaneResources, LaneSpec
 from lanes.keyword.sqlite_fts_store import FTS_SCHEMA, fts_path
-from lanes.sqlite_common import CHUNK_COLUMNS, SqliteDb, filter_sql, row_hit
+from lanes.sqlite_common import CHUNK_COLUMNS, N_CHUNK_COLUMNS, SqliteDb, filter_sql, row_hit
 
 __all__ = ["SqliteFtsKeywordLane", "match_expression"]
 
@@ -97,7 +97,8 @@ class SqliteFtsKeywordLane(BaseLane):
         except sqlite3.Error as exc:
             raise _map_error(exc) from exc
         return [
-            row_hit(row, rank=i, score=-float(row[14]), metadata={"match": expr}) for i, row in enumerate(rows, start=1)
+            row_hit(row, rank=i, score=-float(row[N_CHUNK_COLUMNS]), metadata={"match": expr})
+            for i, row in enumerate(rows, start=1)
         ]
 
     async def aclose(self) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 from qdrant_client import AsyncQdrantClient, models
 
 from fabric.errors import LaneUnavailable
+from fabric.ingest.model import from_stored_simhash
 from fabric.models import BoundConstraints, Hit, LaneRequest, SourceKind, Trust
 from lanes.base import BaseLane, LaneResources, LaneSpec
 from lanes.vector.qdrant_store import acquire_client, collection_name, map_qdrant_error, release_client
@@ -62,8 +63,15 @@ def _hit(p: dict[str, Any], rank: int, score: float) -> Hit:
         published_at=datetime.fromtimestamp(ts, UTC) if ts is not None else None,
         source_kind=SourceKind(p.get("source_kind", "import")), source_ref=str(p.get("source_ref", "")),
         trust=Trust(p.get("trust", "untrusted")), doc_id=str(p.get("doc_id", "")), quality=p.get("quality"),
+        simhash=from_stored_simhash(p.get("simhash")), url_key=_text_or_none(p.get("url_key")),
+        title_key=_text_or_none(p.get("title_key")),
         metadata={**(p.get("metadata") or {}), "years": p.get("years", [])},
     )  # fmt: skip
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A stored dedup key, or None when the point predates it (fusion then computes the key)."""
+    return value if isinstance(value, str) else None
 
 
 class QdrantVectorLane(BaseLane):

@@ -24,7 +24,7 @@ from typing import Any
 from qdrant_client import AsyncQdrantClient, models
 
 from fabric.errors import LaneError, LaneRejected, LaneUnavailable
-from fabric.ingest.model import Chunk
+from fabric.ingest.model import Chunk, to_stored_simhash
 from lanes.base import LaneResources, LaneSpec
 
 __all__ = [
@@ -135,6 +135,9 @@ def _payload(chunk: Chunk) -> dict[str, Any]:
         "source_ref": chunk.source_ref,
         "trust": chunk.trust.value,
         "quality": chunk.quality,
+        "simhash": to_stored_simhash(chunk.simhash),
+        "url_key": chunk.url_key,
+        "title_key": chunk.title_key,
         "metadata": dict(chunk.metadata),
     }
 

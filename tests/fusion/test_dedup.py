@@ -12,6 +12,7 @@ from fusion import dedup
 from fusion.combine import collect
 from fusion.dedup import find_duplicates
 from fusion.pipeline import fuse
+from fusion.text import title_key
 from tests.fusion.conftest import context, hit, lane, outcomes
 
 BODY = " ".join(f"word{i}" for i in range(60))
@@ -84,6 +85,30 @@ class TestCriteria:
         assert len(out.items) == 2
 
 
+class TestStoredFeatures:
+    def test_title_key_is_the_word_set(self) -> None:
+        """The title key holds the case-folded words once each, in a fixed order: equal sets give equal keys."""
+        key = title_key("The Cat and the  HAT")
+        assert sorted(key.split()) == ["and", "cat", "hat", "the"]
+        assert key == title_key("hat AND cat the")
+
+    def test_stored_and_computed_features_agree(self) -> None:
+        """Hits carrying ingest-time SimHash, URL and title keys fuse exactly like hits without them."""
+        from dataclasses import replace
+
+        from fabric.bench.fusion import make_outcomes
+
+        stored = make_outcomes(6, 30, seed=3, pool=200)
+        bare = {
+            name: replace(o, hits=tuple(replace(h, simhash=None, url_key=None, title_key=None) for h in o.hits))
+            for name, o in stored.items()
+        }
+        a, b = fuse(stored, context()), fuse(bare, context())  # type: ignore[arg-type]
+        assert [it.to_dict() for it in a.items] == [it.to_dict() for it in b.items]
+        assert a.duplicates == b.duplicates
+        assert sum(a.duplicates.values()) > 0
+
+
 class TestMerge:
     def test_union_of_lanes_and_best_rank(self) -> None:
         """The representative keeps every lane, the best rank per lane and the merged ids."""
@@ -121,7 +146,7 @@ class TestCost:
                     url=f"https://d{i % 20}.org/p/{i}", text=" ".join(rng.sample(vocab, 50)))
                 for i in range(n)
             ]  # fmt: skip
-            _, cands, _, _ = collect(outcomes(lane("a", hits)), context())
+            _, cands = collect(outcomes(lane("a", hits)), context())
             return find_duplicates(cands, DedupConfig())[1]
 
         small, large = count(500), count(2000)
@@ -131,7 +156,7 @@ class TestCost:
     def test_pile_of_copies_is_linear(self) -> None:
         """2,000 identical candidates merge with about one step each."""
         hits = [hit(f"h{i:05d}", rank=i + 1, text=BODY, title="Same title", domain="x.org") for i in range(2000)]
-        _, cands, _, _ = collect(outcomes(lane("a", hits)), context())
+        _, cands = collect(outcomes(lane("a", hits)), context())
         groups, comparisons = find_duplicates(cands, DedupConfig())
         assert comparisons < 3 * 2000
         assert len({groups.find(i) for i in range(2000)}) == 1
@@ -143,7 +168,7 @@ class TestThresholds:
         """Every near_duplicate threshold works (byte-pair tables, byte tables or bit bands) and finds the copy."""
         other = BODY.replace("word30", "changed") if near < 1.0 else BODY
         hits = [hit("x", text=BODY), hit("y", rank=2, text=other), hit("z", rank=3)]
-        _, cands, _, _ = collect(outcomes(lane("a", hits)), context())
+        _, cands = collect(outcomes(lane("a", hits)), context())
         groups, _ = find_duplicates(cands, DedupConfig(near_duplicate=near))
         assert groups.find(1) == groups.find(0)
         assert groups.find(2) != groups.find(0)
@@ -151,6 +176,6 @@ class TestThresholds:
     def test_very_loose_threshold_runs(self) -> None:
         """A threshold far below 0.875 still works (bit bands) and merges the near copy."""
         hits = [hit("x", text=BODY), hit("y", rank=2, text=BODY.replace("word30", "changed"))]
-        _, cands, _, _ = collect(outcomes(lane("a", hits)), context())
+        _, cands = collect(outcomes(lane("a", hits)), context())
         groups, _ = find_duplicates(cands, DedupConfig(near_duplicate=0.5))
         assert groups.find(1) == groups.find(0)

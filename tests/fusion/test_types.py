@@ -22,7 +22,7 @@ class TestFusedItems:
     def test_public_api(self) -> None:
         """The module exports the context, output, run, candidate, stage and sequence types."""
         assert sorted(types.__all__) == [
-            "Candidate", "FusedItems", "FusionContext", "FusionOutput", "FusionRun", "LaneInfo", "Stage",
+            "Candidates", "FusedItems", "FusionContext", "FusionOutput", "FusionRun", "LaneInfo", "Stage",
         ]  # fmt: skip
 
     def test_slice_is_tuple(self) -> None:

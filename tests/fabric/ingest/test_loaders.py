@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 
 from fabric.errors import IngestError
-from fabric.ingest.loaders import detect_format, finalize, load_source
+from fabric.ingest.loaders import detect_format, finalize, finalize_all, load_source
+from fabric.ingest.model import from_stored_simhash, to_stored_simhash
 from fabric.models import SourceKind, Trust
+from fusion.simhash import simhash64
+from fusion.text import title_key
 
 
 def _beir(tmp_path: Path) -> Path:
@@ -107,3 +110,37 @@ class TestJsonl:
         p.write_text("{nope\n")
         with pytest.raises(IngestError, match=r"e.jsonl:1: invalid JSON"):
             load_source(p)
+
+
+class TestFeatures:
+    def test_dedup_features_computed_once_at_ingest(self, tmp_path: Path) -> None:
+        """finalize stores the SimHash, URL key and title key fusion compares, as fusion computes them."""
+        p = tmp_path / "e.jsonl"
+        row = {
+            "id": "a",
+            "title": "The Cat  sat",
+            "text": "A cat sat on the mat.",
+            "url": "https://www.x.org/a/?utm_source=z",
+        }
+        p.write_text(json.dumps(row) + "\n")
+        c = finalize(load_source(p).chunks[0])
+        assert (c.simhash, c.url_key, c.title_key) == (simhash64(row["text"]), "x.org/a", title_key("sat the cat"))
+
+    def test_batch_matches_one_by_one(self, tmp_path: Path) -> None:
+        """finalize_all (one SimHash batch) gives the same chunks, content hashes included, as finalize."""
+        chunks = load_source(_beir(tmp_path)).chunks
+        assert finalize_all(chunks) == [finalize(c) for c in chunks]
+
+    def test_features_are_in_the_content_hash(self, tmp_path: Path) -> None:
+        """A chunk whose stored features differ (an older ingestion) is rewritten: its content hash differs."""
+        c = load_source(_beir(tmp_path)).chunks[0]
+        assert finalize(c).content_hash != finalize(c, simhash=None).content_hash
+
+    def test_stored_simhash_is_signed_64_bit(self) -> None:
+        """SimHashes ≥ 2**63 are stored as negative 64-bit integers and read back unchanged."""
+        for value in (0, 1, (1 << 63) - 1, 1 << 63, (1 << 64) - 1):
+            stored = to_stored_simhash(value)
+            assert stored is not None
+            assert -(1 << 63) <= stored < 1 << 63
+            assert from_stored_simhash(stored) == value
+        assert (to_stored_simhash(None), from_stored_simhash(None), from_stored_simhash("x")) == (None, None, None)

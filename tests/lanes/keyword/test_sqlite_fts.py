@@ -128,6 +128,14 @@ class TestSearch:
         assert hit.metadata["years"] == [2019]
         assert hit.quality is not None
 
+    async def test_hits_carry_ingest_features(self, lane: SqliteFtsKeywordLane) -> None:
+        """Hits carry the SimHash, URL key and title key stored at ingest, unchanged (unsigned SimHash)."""
+        hits = await lane.search(LaneRequest(query="rank fusion", top_k=10))
+        stored = {c.id: (c.simhash, c.url_key, c.title_key) for c in CORPUS}
+        assert {h.id: (h.simhash, h.url_key, h.title_key) for h in hits} == {h.id: stored[h.id] for h in hits}
+        assert all(h.simhash is not None for h in hits)
+        assert next(h for h in hits if h.id == "f").url_key == "docs.example.org/x"
+
     async def test_empty_query_returns_nothing(self, lane: SqliteFtsKeywordLane) -> None:
         """A query without word tokens returns no hits."""
         assert await lane.search(LaneRequest(query="?!", top_k=5)) == []
@@ -148,6 +156,36 @@ class TestStore:
         await store.delete(["d"])
         await store.aclose()
         assert ids(await lane.search(LaneRequest(query="qdrant", top_k=5))) == []
+
+
+class TestOlderStore:
+    async def test_store_without_feature_columns_gains_them(self, tmp_path: Path) -> None:
+        """A store written before the feature columns existed is opened, searched (features None) and upgraded."""
+        import sqlite3
+
+        from lanes.keyword.sqlite_fts_store import FTS_SCHEMA
+        from lanes.sqlite_common import CHUNKS_DDL
+
+        old_ddl = CHUNKS_DDL.replace(",\n    simhash INTEGER,\n    url_key TEXT,\n    title_key TEXT", "")
+        assert "simhash" not in old_ddl
+        conn = sqlite3.connect(tmp_path / "keyword.sqlite")
+        conn.executescript(FTS_SCHEMA.replace(CHUNKS_DDL, old_ddl))
+        with conn:
+            conn.execute(
+                "INSERT INTO chunks (id, doc_id, chunk_id, title, text, url, domain, published_at, years, source_kind,"
+                " source_ref, trust, quality, metadata) VALUES ('o', 'o', 'o', 'Old', 'old rank fusion text', '', '',"
+                " NULL, '[]', 'import', 'test', 'untrusted', 0.5, '{}')"
+            )
+        conn.close()
+        async with SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)) as lane:
+            hits = await lane.search(LaneRequest(query="fusion", top_k=5))
+        assert [(h.id, h.simhash, h.url_key, h.title_key) for h in hits] == [("o", None, None, None)]
+        store = SqliteFtsStore(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+        await store.upsert([chunk("o", "old rank fusion text", title="Old")])
+        await store.aclose()
+        async with SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)) as again:
+            hit = (await again.search(LaneRequest(query="fusion", top_k=5)))[0]
+        assert (hit.simhash, hit.title_key) == (chunk("o", "old rank fusion text").simhash, "old")
 
 
 def test_public_api() -> None:

@@ -47,6 +47,18 @@ class TestSearch:
         assert hits[0].rank == 1
         assert hits[0].score == pytest.approx(1.0, abs=1e-5)
 
+    async def test_hits_carry_ingest_features(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """Points keep the SimHash (signed in the payload), URL key and title key; hits return them unchanged."""
+        chunks = [chunk(f"c{i}", f"apple banana text number {i} " * 3, title=f"Fruit {i}") for i in range(12)]
+        chunks.append(chunk("u", "apple banana page", title="Page", url="https://www.site.org/p/?utm_source=x"))
+        await _write(tmp_path, chunks, embedder)
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            hits = await lane.search(LaneRequest(query="apple banana", top_k=20))
+        stored = {c.id: (c.simhash, c.url_key, c.title_key) for c in chunks}
+        assert {h.id: (h.simhash, h.url_key, h.title_key) for h in hits} == stored
+        assert any(sig >= 1 << 63 for sig, _, _ in stored.values() if sig is not None)
+        assert stored["u"][1] == "site.org/p"
+
     async def test_no_embedder_is_unavailable(self, tmp_path: Path) -> None:
         """Without an embedder the lane raises LaneUnavailable (the executor falls back to keyword)."""
         lane = QdrantVectorLane(VSPEC, resources(tmp_path, None))
