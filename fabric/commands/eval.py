@@ -48,8 +48,26 @@ def register(sub: Any) -> None:
     parser.add_argument("--gate", type=Path, metavar="BASELINE", help="fail (exit 1) on a regression vs this file")
     parser.add_argument("--write-baseline", type=Path, metavar="PATH", help="store this run as the baseline")
     parser.add_argument("--no-lane-passes", action="store_true", help="skip the per-lane passes (fused only)")
+    parser.add_argument(
+        "--latency-passes",
+        type=_positive_int,
+        default=3,
+        metavar="N",
+        help="timed fused passes for the latency gate, best counts (default 3; the gate stops at the first "
+        "passing one, --write-baseline runs all N)",
+    )
     parser.add_argument("--json", action="store_true", help="print the artifact as JSON")
     parser.set_defaults(func=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def load_cli_settings(args: argparse.Namespace) -> Any:
@@ -88,11 +106,40 @@ def _load_baseline(path: Path) -> dict[str, Any]:
     return data
 
 
-def execute(args: argparse.Namespace, *, keep_lane_hits: bool = False) -> tuple[dict[str, Any], Any, Any]:
-    """Load, ingest (or reuse), run the plan; returns (artifact, dataset, passes). Shared with ``tune``."""
+def _more_latency(args: argparse.Namespace, baseline: dict[str, Any] | None) -> Callable[[list[Any]], bool]:
+    """Whether to time the fused pass once more, given the attempts so far (see fabric.eval.latency)."""
+    from fabric.eval.gate import latency_within
+    from fabric.eval.latency import best_normalised
+
+    limit = getattr(args, "latency_passes", 1) if args.concurrency == 1 else 1
+    writing = getattr(args, "write_baseline", None) is not None
+
+    def more(attempts: list[Any]) -> bool:
+        if len(attempts) >= limit:
+            return False
+        if writing:
+            return True
+        best = best_normalised(attempts)
+        return baseline is not None and best is not None and not latency_within(best, baseline)
+
+    return more
+
+
+def execute(
+    args: argparse.Namespace, *, keep_lane_hits: bool = False, baseline: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], Any, Any]:
+    """Load, ingest (or reuse), run the plan; returns (artifact, dataset, passes). Shared with ``tune``.
+
+    With a ``baseline`` to gate against (or ``--write-baseline``), the fused pass is timed again while the latency
+    check fails, up to ``--latency-passes`` times in all (see :mod:`fabric.eval.latency`).
+    """
+    import gc
+
     from fabric.eval import harness
     from fabric.eval.dataset import load_dataset
-    from fabric.eval.report import build_artifact, git_revision
+    from fabric.eval.latency import attempt_from_pass, timed_fused_pass
+    from fabric.eval.report import build_artifact, git_revision, percentile
+    from fabric.eval.runner import FUSED
 
     started = time.perf_counter()
     dataset = load_dataset(args.dataset, args.split, corpus=args.corpus).limited(args.limit)
@@ -109,10 +156,12 @@ def execute(args: argparse.Namespace, *, keep_lane_hits: bool = False) -> tuple[
     )
     corpus_hash = dataset.corpus_hash()
     explicit_home = Path(args.home) if getattr(args, "home", None) else None
+    more_latency = _more_latency(args, baseline)
 
-    async def go() -> tuple[Any, Any, Any]:
+    async def go() -> tuple[Any, Any, Any, list[Any]]:
         build = harness.ingest_settings(settings, plan.lanes)
         home = await harness.prepare_home(build, dataset, corpus_hash, harness.ingest_dataset, home=explicit_home)
+        gc.collect()  # a fresh build leaves garbage behind; do not let its collection land in the timed passes
         run_settings = harness.eval_settings(settings, home=home, top_k=plan.top_k, lanes=plan.lanes)
         with _progress(getattr(args, "json", False)) as progress:
 
@@ -123,15 +172,23 @@ def execute(args: argparse.Namespace, *, keep_lane_hits: bool = False) -> tuple[
             async with harness.open_engine(run_settings) as engine:
                 await harness.prewarm_embeddings(engine, [q.text for q in dataset.queries])
                 passes, clock = await harness.run_plan(engine, dataset, plan, on_pass=on_pass)
-        return run_settings, passes, clock
+                attempts = [attempt_from_pass(passes[FUSED], percentile, fallback_unit=clock.unit_ms)]
+                while more_latency(attempts):
+                    name = f"fused #{len(attempts) + 1}"
+                    again = await timed_fused_pass(
+                        engine, dataset, plan, name=name, on_query=on_pass(name, len(dataset.queries))
+                    )
+                    attempts.append(attempt_from_pass(again, percentile))
+        return run_settings, passes, clock, attempts
 
-    run_settings, passes, clock = asyncio.run(go())
+    run_settings, passes, clock, attempts = asyncio.run(go())
     artifact = build_artifact(
         dataset,
         passes,
         config=harness.artifact_config(run_settings, plan),
         calibration_ms=clock.unit_ms,
         calibration_samples=len(clock.samples),
+        latency_attempts=[a.to_dict() for a in attempts],
         corpus_hash=corpus_hash,
         wall_time_s=time.perf_counter() - started,
         revision=git_revision(),
@@ -165,6 +222,10 @@ def _print_summary(artifact: dict[str, Any]) -> None:
         for metric, c in gate["checks"].items():
             mark = "ok  " if c["passed"] else "FAIL"
             console.print(f"  {mark} {metric:15} {c['baseline']:.4f} → {c['current']:.4f} ({c['change']:+.2%})")
+    attempts = artifact.get("latency", {}).get("attempts") or []
+    if len(attempts) > 1:
+        figures = ", ".join(f"{a['p95_ms']:.1f} ms / {a['p95_normalised'] or 0:.2f} units" for a in attempts)
+        console.print(f"latency: {len(attempts)} timed fused passes (p95 / normalised), best counts: {figures}")
     console.print(f"wall time {artifact['wall_time_s']} s")
 
 
@@ -174,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     from fabric.eval.report import render_markdown
 
     baseline = _load_baseline(args.gate) if args.gate else None
-    artifact, _, _ = execute(args)
+    artifact, _, _ = execute(args, baseline=baseline)
     if baseline is not None:
         artifact["baseline_revision"] = baseline.get("git_revision")
         artifact["gate"] = evaluate_gate(artifact, baseline).to_dict()

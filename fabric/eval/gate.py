@@ -11,9 +11,11 @@ metric             direction  threshold
 ``latency_p95_ms`` rise       10 %
 =================  =========  ==========
 
-Latency is compared *normalised*: each run divides its p95 by the median of calibration samples taken in the
-same process during the run (:mod:`fabric.eval.calibration`), so a slower or busier machine does not fail the
-gate and a genuinely slower engine does. When either side lacks a calibration figure, raw p95s are compared.
+Latency is compared *normalised*: each timed fused pass divides its p95 by the median of calibration samples
+taken in the same process during that pass (:mod:`fabric.eval.calibration`), so a slower or busier machine
+does not fail the gate and a genuinely slower engine does. A side with several timed passes
+(``latency.attempts``, see :mod:`fabric.eval.latency`) counts its best one. When either side lacks a
+calibration figure, raw p95s are compared.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["THRESHOLDS", "GateCheck", "GateResult", "evaluate_gate"]
+__all__ = ["THRESHOLDS", "GateCheck", "GateResult", "evaluate_gate", "latency_within", "normalised_p95"]
 
 THRESHOLDS: Mapping[str, tuple[str, float]] = {
     "ndcg_at_10": ("drop", 0.02),
@@ -46,7 +48,7 @@ class GateCheck:
     direction: str
     passed: bool
     compared: str = "raw"
-    """``raw`` or ``normalised`` (latency divided by the calibration unit)."""
+    """``raw``, ``normalised`` (latency divided by the calibration unit) or ``normalised, best of N``."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON shape of the check."""
@@ -98,6 +100,26 @@ def _comparability(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> l
     return problems
 
 
+def normalised_p95(artifact: Mapping[str, Any]) -> float | None:
+    """The artifact's fused p95 in calibration units: best of ``latency.attempts``, else p95 / run unit."""
+    latency = artifact.get("latency") or {}
+    values = [float(a["p95_normalised"]) for a in latency.get("attempts") or () if a.get("p95_normalised")]
+    if values:
+        return min(values)
+    unit = latency.get("calibration_ms")
+    if unit:
+        return float(artifact["metrics"]["fused"]["latency_p95_ms"]) / float(unit)
+    return None
+
+
+def latency_within(current_normalised: float, baseline: Mapping[str, Any]) -> bool:
+    """True when a normalised p95 passes the latency check against ``baseline`` (True without a unit there)."""
+    base = normalised_p95(baseline)
+    if base is None:
+        return True
+    return _relative(current_normalised, base) <= THRESHOLDS["latency_p95_ms"][1]
+
+
 def evaluate_gate(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> GateResult:
     """Compare the fused metrics of two artifacts.
 
@@ -111,8 +133,8 @@ def evaluate_gate(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> Ga
     problems = _comparability(current, baseline)
     cur_m = current["metrics"]["fused"]
     base_m = baseline["metrics"]["fused"]
-    cur_unit = current.get("latency", {}).get("calibration_ms")
-    base_unit = baseline.get("latency", {}).get("calibration_ms")
+    cur_norm, base_norm = normalised_p95(current), normalised_p95(baseline)
+    attempts = len((current.get("latency") or {}).get("attempts") or ())
     checks = []
     for metric, (direction, threshold) in THRESHOLDS.items():
         if metric not in base_m:
@@ -120,8 +142,9 @@ def evaluate_gate(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> Ga
             continue
         cur_v, base_v = float(cur_m[metric]), float(base_m[metric])
         compared = "raw"
-        if metric.startswith("latency") and cur_unit and base_unit:
-            cur_v, base_v, compared = cur_v / float(cur_unit), base_v / float(base_unit), "normalised"
+        if metric.startswith("latency") and cur_norm is not None and base_norm is not None:
+            cur_v, base_v = cur_norm, base_norm
+            compared = f"normalised, best of {attempts}" if attempts > 1 else "normalised"
         change = _relative(cur_v, base_v)
         passed = change >= -threshold if direction == "drop" else change <= threshold
         checks.append(

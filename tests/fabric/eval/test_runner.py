@@ -239,3 +239,28 @@ class TestIndexFingerprint:
         before = harness.index_code_fingerprint(tmp_path)
         (tmp_path / "fabric" / "cli.py").write_text("X = 1\n")
         assert harness.index_code_fingerprint(tmp_path) == before
+
+
+class TestLatencyAttempts:
+    async def test_timed_fused_pass_has_its_own_calibration(self, dataset, engine) -> None:
+        """An extra timed pass answers every query and carries the samples taken around it."""
+        from fabric.eval.latency import attempt_from_pass, best_normalised, timed_fused_pass
+
+        plan = EvalPlan(lanes=("keyword", "vector"), calibrate_every=2)
+        again = await timed_fused_pass(engine, dataset, plan, name="fused #2")
+        assert again.name == FUSED
+        assert set(again.runs) == set(dataset.query_ids)
+        assert len(again.calibration_ms) == 6 + len(dataset.queries) // 2
+        attempt = attempt_from_pass(again, percentile)
+        assert attempt.p95_normalised == attempt.p95_ms / attempt.calibration_ms
+        assert attempt.to_dict()["calibration_samples"] == len(again.calibration_ms)
+        assert best_normalised([attempt]) == attempt.p95_normalised
+
+    def test_uncalibrated_attempt(self) -> None:
+        """A pass without samples has no normalised figure and does not count as best."""
+        from fabric.eval.latency import LatencyAttempt, best_normalised
+
+        bare = LatencyAttempt(p95_ms=5.0, calibration_ms=None, samples=0)
+        assert bare.p95_normalised is None
+        assert bare.to_dict()["p95_normalised"] is None
+        assert best_normalised([bare]) is None
