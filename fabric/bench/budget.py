@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import random
 import statistics
 import threading
@@ -35,11 +34,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fabric.bench.fusion import ingest_features
 from fabric.config import LaneConfig, ModeConfig, PenaltyConfig, PreflightConfig, Settings
 from fabric.errors import LaneRejected
 from fabric.logs import configure_logging
 from fabric.models import Hit, LaneKind, LaneRequest, LaneStatus, Mode, SearchRequest, SearchResult
-from fusion.simhash import simhash_many
 from lanes.base import BaseLane, Lane, LaneResources, LaneSpec
 from lanes.fake import FakeLane, synthetic_hits
 
@@ -90,11 +89,9 @@ class _JitterLane(BaseLane):
         self.provider = f"{name}_provider"
         self._rng = rng
         self.threaded = threaded
-        hits = synthetic_hits(name, _HITS)
-        # Stored chunks carry their SimHash from ingest (``Hit.simhash``); do the same so that fusion's
-        # near-duplicate pass costs what it costs in production, not a per-query re-hash.
-        sigs = simhash_many([h.text for h in hits])
-        self._hits = [dataclasses.replace(h, simhash=sig) for h, sig in zip(hits, sigs, strict=True)]
+        # Stored chunks carry the features ingestion computes once (quality, SimHash, URL and title keys); do
+        # the same so that fusion's dedup costs what it costs in production, not a per-query re-hash.
+        self._hits = ingest_features(synthetic_hits(name, _HITS))
 
     async def search(self, request: LaneRequest) -> list[Hit]:
         """Answer ten hits after 1–20 ms (in a worker thread for a synchronous-SDK lane)."""
