@@ -137,8 +137,8 @@ def execute(
 
     from fabric.eval import harness
     from fabric.eval.dataset import load_dataset
-    from fabric.eval.latency import attempt_from_pass, timed_fused_pass
-    from fabric.eval.report import build_artifact, git_revision, percentile
+    from fabric.eval.latency import attempt_from_pass
+    from fabric.eval.report import build_artifact, git_revision
     from fabric.eval.runner import FUSED
 
     started = time.perf_counter()
@@ -172,13 +172,13 @@ def execute(
             async with harness.open_engine(run_settings) as engine:
                 await harness.prewarm_embeddings(engine, [q.text for q in dataset.queries])
                 passes, clock = await harness.run_plan(engine, dataset, plan, on_pass=on_pass)
-                attempts = [attempt_from_pass(passes[FUSED], percentile, fallback_unit=clock.unit_ms)]
+                attempts = [attempt_from_pass(passes[FUSED], fallback_unit=clock.unit_ms)]
                 while more_latency(attempts):
                     name = f"fused #{len(attempts) + 1}"
-                    again = await timed_fused_pass(
+                    again = await harness.timed_fused_pass(
                         engine, dataset, plan, name=name, on_query=on_pass(name, len(dataset.queries))
                     )
-                    attempts.append(attempt_from_pass(again, percentile))
+                    attempts.append(attempt_from_pass(again))
         return run_settings, passes, clock, attempts
 
     run_settings, passes, clock, attempts = asyncio.run(go())

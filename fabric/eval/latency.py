@@ -5,22 +5,21 @@ even after normalisation (measured on this project's CI machines). The gate ther
 N timed fused passes, each divided by the median calibration sample taken during that same pass, and the
 baseline is written the same way (best of N). When gating, timing stops at the first attempt that passes: more
 attempts could only lower the best figure, so the verdict is the one all N would give. Rankings are never
-re-judged: quality metrics come from the first fused pass (retrieval is deterministic).
+re-judged: quality metrics come from the first fused pass (retrieval is deterministic). The extra passes are
+timed by :func:`fabric.eval.harness.timed_fused_pass`.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fabric.eval.calibration import CalibrationClock
-from fabric.eval.dataset import Dataset
-from fabric.eval.harness import EvalPlan
-from fabric.eval.runner import FUSED, PassResult, SearchEngine, run_pass
+from fabric.eval.report import percentile
+from fabric.eval.runner import PassResult
 
-__all__ = ["LatencyAttempt", "attempt_from_pass", "best_normalised", "timed_fused_pass"]
+__all__ = ["LatencyAttempt", "attempt_from_pass", "best_normalised"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,9 +47,7 @@ class LatencyAttempt:
         }
 
 
-def attempt_from_pass(
-    p: PassResult, percentile: Callable[[Sequence[float], float], float], *, fallback_unit: float | None = None
-) -> LatencyAttempt:
+def attempt_from_pass(p: PassResult, *, fallback_unit: float | None = None) -> LatencyAttempt:
     """Summarise a timed pass: p95 of its query latencies and the median of its own calibration samples.
 
     ``fallback_unit`` (the run's unit) stands in when the pass took no sample of its own (fewer queries than
@@ -65,30 +62,3 @@ def best_normalised(attempts: Sequence[LatencyAttempt]) -> float | None:
     """Lowest normalised p95 over the attempts (None when none is calibrated)."""
     values = [a.p95_normalised for a in attempts if a.p95_normalised is not None]
     return min(values) if values else None
-
-
-async def timed_fused_pass(
-    engine: SearchEngine,
-    dataset: Dataset,
-    plan: EvalPlan,
-    *,
-    name: str,
-    on_query: Callable[[], None] | None = None,
-) -> PassResult:
-    """Time the fused pass once more with its own calibration clock (samples before, during and after)."""
-    clock = CalibrationClock(every=plan.calibrate_every)
-    clock.sample(3)
-    result = await run_pass(
-        engine,
-        dataset,
-        name=name,
-        lanes=plan.lanes,
-        fusion=plan.fusion,
-        mode=plan.mode,
-        top_k=plan.top_k,
-        concurrency=plan.concurrency,
-        clock=clock,
-        on_query=on_query,
-    )
-    clock.sample(3)
-    return PassResult(name=FUSED, lanes=result.lanes, runs=result.runs, calibration_ms=tuple(clock.samples))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from fabric.eval.dataset import Dataset
+from fabric.eval.gate import normalised_p95
 from fabric.eval.metrics import METRIC_KEYS, average, query_metrics
 from fabric.eval.runner import FUSED, PassResult
 
@@ -160,13 +161,7 @@ def build_artifact(
     fused = passes[FUSED]
     fused_metrics, per_query = _pass_metrics(dataset, fused)
     lanes = {name: _pass_metrics(dataset, p)[0] for name, p in passes.items() if name != FUSED}
-    p95 = fused_metrics["latency_p95_ms"]
-    normalised = [float(a["p95_normalised"]) for a in latency_attempts if a.get("p95_normalised")]
-    if normalised:
-        p95_normalised: float | None = min(normalised)
-    else:
-        p95_normalised = p95 / calibration_ms if calibration_ms else None
-    return {
+    artifact: dict[str, Any] = {
         "schema": ARTIFACT_SCHEMA,
         "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_revision": revision,
@@ -195,7 +190,7 @@ def build_artifact(
             ),
             "calibration_ms": round(calibration_ms, 4) if calibration_ms else None,
             "calibration_samples": calibration_samples,
-            "p95_normalised": round(p95_normalised, 6) if p95_normalised is not None else None,
+            "p95_normalised": None,
             "attempts": [dict(a) for a in latency_attempts],
         },
         "warnings": _warnings(passes),
@@ -203,6 +198,9 @@ def build_artifact(
         "wall_time_s": round(wall_time_s, 2),
         "gate": None,
     }
+    normalised = normalised_p95(artifact)
+    artifact["latency"]["p95_normalised"] = round(normalised, 6) if normalised is not None else None
+    return artifact
 
 
 def _fmt(value: Any) -> str:

@@ -244,14 +244,14 @@ class TestIndexFingerprint:
 class TestLatencyAttempts:
     async def test_timed_fused_pass_has_its_own_calibration(self, dataset, engine) -> None:
         """An extra timed pass answers every query and carries the samples taken around it."""
-        from fabric.eval.latency import attempt_from_pass, best_normalised, timed_fused_pass
+        from fabric.eval.latency import attempt_from_pass, best_normalised
 
         plan = EvalPlan(lanes=("keyword", "vector"), calibrate_every=2)
-        again = await timed_fused_pass(engine, dataset, plan, name="fused #2")
+        again = await harness.timed_fused_pass(engine, dataset, plan, name="fused #2")
         assert again.name == FUSED
         assert set(again.runs) == set(dataset.query_ids)
         assert len(again.calibration_ms) == 6 + len(dataset.queries) // 2
-        attempt = attempt_from_pass(again, percentile)
+        attempt = attempt_from_pass(again)
         assert attempt.p95_normalised == attempt.p95_ms / attempt.calibration_ms
         assert attempt.to_dict()["calibration_samples"] == len(again.calibration_ms)
         assert best_normalised([attempt]) == attempt.p95_normalised
