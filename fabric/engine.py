@@ -402,8 +402,7 @@ class Engine:
         m.observe_lanes(outcomes)
         m.observe_query(total_ms=total_ms, partial=partial, candidates=fused.candidates, removed=fused.removed)
         for out in outcomes.values():
-            m.set_suspended(out.provider, self.penalties.is_suspended(out.provider))
-            m.set_health(out.provider, out.health)
+            m.set_provider(out.provider, suspended=self.penalties.is_suspended(out.provider), health=out.health)
 
     # ------------------------------------------------------------------ health
 

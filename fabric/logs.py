@@ -8,8 +8,8 @@ the context variables and so log with the same ``trace_id``.
 from __future__ import annotations
 
 import logging
+import os
 import sys
-import uuid
 from typing import TextIO
 
 import structlog
@@ -37,7 +37,7 @@ def configure_logging(*, level: int | str = logging.WARNING, stream: TextIO | No
 
 def new_trace_id() -> str:
     """A fresh 16-hex-digit trace id."""
-    return uuid.uuid4().hex[:16]
+    return os.urandom(8).hex()
 
 
 def bind_trace(trace_id: str) -> None:

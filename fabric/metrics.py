@@ -48,7 +48,8 @@ class EngineMetrics:
         )
         self._outcome_children: dict[tuple[str, str], Any] = {}
         self._latency_children: dict[str, Any] = {}
-        self._suspended_children: dict[str, Any] = {}
+        self._provider_children: dict[str, tuple[Any, Any, Any]] = {}
+        self._provider_values: dict[str, tuple[float, float, float]] = {}
         self.abandoned_running = Gauge(
             "fabric_abandoned_tasks_running", "Abandoned lane calls still running", registry=r
         )
@@ -66,17 +67,28 @@ class EngineMetrics:
                 hist = self._latency_children[name] = self.lane_latency.labels(name)
             hist.observe(out.latency_ms / 1000.0)
 
-    def set_suspended(self, provider: str, suspended: bool) -> None:
-        """Set the provider-suspended gauge."""
-        gauge = self._suspended_children.get(provider)
-        if gauge is None:
-            gauge = self._suspended_children[provider] = self.suspended.labels(provider)
-        gauge.set(1.0 if suspended else 0.0)
-
-    def set_health(self, provider: str, health: Mapping[str, Any]) -> None:
-        """Export a provider health snapshot (penalty factor and failure rate)."""
-        self.penalty.labels(provider).set(float(health.get("penalty", 1.0)))
-        self.failure_rate.labels(provider).set(float(health.get("failure_rate", 0.0)))
+    def set_provider(self, provider: str, *, suspended: bool, health: Mapping[str, Any]) -> None:
+        """Export one provider's state: the suspended gauge, penalty factor and failure rate (runs per lane per
+        query, so the label children are cached and a gauge is only written when its value changed)."""
+        values = (
+            1.0 if suspended else 0.0,
+            float(health.get("penalty", 1.0)),
+            float(health.get("failure_rate", 0.0)),
+        )
+        last = self._provider_values.get(provider)
+        if last == values:
+            return
+        children = self._provider_children.get(provider)
+        if children is None:
+            children = self._provider_children[provider] = (
+                self.suspended.labels(provider),
+                self.penalty.labels(provider),
+                self.failure_rate.labels(provider),
+            )
+        for gauge, value, old in zip(children, values, last or (None, None, None), strict=True):
+            if value != old:
+                gauge.set(value)
+        self._provider_values[provider] = values
 
     def observe_query(self, *, total_ms: float, partial: bool, candidates: int, removed: int) -> None:
         """Count one answered query."""

@@ -88,7 +88,12 @@ class _Sample:
 
 @dataclass(slots=True)
 class ProviderHealth:
-    """Mutable health record of one provider (owned by :class:`ProviderPenalties`)."""
+    """Mutable health record of one provider (owned by :class:`ProviderPenalties`).
+
+    ``failures``, ``timeouts`` and ``retried`` count what the bounded windows hold right now; they change with
+    every sample pushed (and every sample the window drops), so read-outs that run for every lane of every query
+    cost O(1) instead of a pass over the window.
+    """
 
     window: deque[_Sample]
     state: CircuitState = CircuitState.CLOSED
@@ -99,6 +104,33 @@ class ProviderHealth:
     probe_deadline: float | None = None
     suspensions: int = 0
     retries: deque[bool] = field(default_factory=deque)
+    failures: int = 0
+    """Failed samples in ``window``."""
+    timeouts: int = 0
+    """Timed-out samples in ``window``."""
+    retried: int = 0
+    """True entries (granted retries) in ``retries``."""
+
+    def push(self, sample: _Sample) -> None:
+        """Append ``sample`` to the window, keeping the counts of what the window holds."""
+        window = self.window
+        if window.maxlen is not None and len(window) == window.maxlen:
+            old = window[0]
+            if not old.ok:
+                self.failures -= 1
+                self.timeouts -= old.failure == "timeout"
+        window.append(sample)
+        if not sample.ok:
+            self.failures += 1
+            self.timeouts += sample.failure == "timeout"
+
+    def push_attempt(self, retry: bool) -> None:
+        """Append one attempt to the retry window (``True``: a granted retry), keeping :attr:`retried`."""
+        retries = self.retries
+        if retries.maxlen is not None and len(retries) == retries.maxlen:
+            self.retried -= retries[0]
+        retries.append(retry)
+        self.retried += retry
 
 
 class ProviderPenalties:
@@ -169,9 +201,9 @@ class ProviderPenalties:
     def record_success(self, provider: str, latency_ms: float, *, retry: bool = False) -> None:
         """Record a successful call: closes the circuit and resets the back-off."""
         h = self._get(provider)
-        h.window.append(_Sample(True, None, latency_ms, retry))
+        h.push(_Sample(True, None, latency_ms, retry))
         if not retry:
-            h.retries.append(False)
+            h.push_attempt(False)
         h.state = CircuitState.CLOSED
         h.probe_deadline = None
         h.backoff_level = 0
@@ -191,9 +223,9 @@ class ProviderPenalties:
         """Record a typed failure; may suspend the provider (``suspend_s`` is a Retry-After to honour)."""
         h = self._get(provider)
         failure = failure if failure in FAILURE_SUSPEND_S else "error"
-        h.window.append(_Sample(False, failure, latency_ms, retry))
+        h.push(_Sample(False, failure, latency_ms, retry))
         if not retry:
-            h.retries.append(False)
+            h.push_attempt(False)
         self._fail(h, provider, failure, suspend_s, self.clock())
 
     def _fail(self, h: ProviderHealth, provider: str, failure: str, suspend_s: float | None, now: float) -> None:
@@ -230,7 +262,7 @@ class ProviderPenalties:
         n = len(h.window)
         if n == 0:
             return 0.0, 0
-        return sum(1 for s in h.window if not s.ok) / n, n
+        return h.failures / n, n
 
     # ------------------------------------------------------------------ retry budget
 
@@ -241,11 +273,10 @@ class ProviderPenalties:
         """
         h = self._get(provider)
         requests = max(len(h.retries), 1)
-        used = sum(1 for r in h.retries if r)
         allowed = max(1.0, self.config.retry_budget_ratio * requests)
-        if used + 1 > allowed:
+        if h.retried + 1 > allowed:
             return False
-        h.retries.append(True)
+        h.push_attempt(True)
         return True
 
     # ------------------------------------------------------------------ read-outs
@@ -275,11 +306,7 @@ class ProviderPenalties:
             return {"state": CircuitState.CLOSED.value, "samples": 0, "failure_rate": 0.0, "penalty": 1.0}
         now = self.clock()
         samples = len(h.window)
-        failures = timeouts = 0
-        for sample in h.window:  # one pass: this runs for every lane of every query
-            if not sample.ok:
-                failures += 1
-                timeouts += sample.failure == "timeout"
+        failures, timeouts = h.failures, h.timeouts  # kept by ProviderHealth.push: this runs per lane per query
         rate = failures / samples if samples else 0.0
         penalty = 1.0 if samples < self.config.min_samples else max(_MIN_WEIGHT, 1.0 - rate)
         state = h.state

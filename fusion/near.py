@@ -9,7 +9,9 @@ must agree exactly on at least one part's key; pairs that agree on a key are can
 - ``d = 7``: 8 tables, one per byte (one clean byte);
 - ``d ≥ 8``: ``d + 1`` bit bands (``d`` dirty bits leave one band clean), narrower and busier;
 - up to :data:`SMALL` signatures (one query's candidates) and ``d ≤ 8``: ``d + 1`` bit bands as well, a quarter
-  of the table entries of the byte pairs; their extra random collisions are a few hundred at most.
+  of the table entries of the byte pairs; their extra random collisions are a few hundred at most;
+- up to :data:`ALL_PAIRS` signatures (a page or two of hits): every pair, as one ``n × n`` popcount matrix; below
+  that size the half-million-element matrix is cheaper than the dozens of small numpy calls the tables make.
 
 Vectorised with numpy: per table, sort the keys and compare only neighbours with equal keys.
 """
@@ -21,10 +23,12 @@ from itertools import combinations
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["SMALL", "near_pairs"]
+__all__ = ["ALL_PAIRS", "SMALL", "near_pairs"]
 
 SMALL = 256
 """Up to this many signatures, the search uses ``max_bits + 1`` bit bands instead of byte-pair tables."""
+ALL_PAIRS = 96
+"""Up to this many signatures, the search compares every pair (measured crossover with the bands: ≈ 100)."""
 
 
 def _tables(max_bits: int) -> list[tuple[int, ...]]:
@@ -69,6 +73,10 @@ def near_pairs(sigs: NDArray[np.uint64], max_bits: int) -> tuple[list[tuple[int,
     n = len(sigs)
     if n < 2:
         return [], 0
+    if n <= ALL_PAIRS:
+        i, j = np.nonzero(np.bitwise_count(sigs[:, None] ^ sigs) <= max_bits)
+        upper = i < j
+        return list(zip(i[upper].tolist(), j[upper].tolist(), strict=True)), n * (n - 1) // 2
     if n <= SMALL and 0 <= max_bits <= 8:
         # Few signatures: max_bits + 1 bands (7 narrow tables instead of 28; the extra random collisions are few in
         # absolute terms). Many: the byte-pair tables, whose 16-bit keys keep collisions rare.

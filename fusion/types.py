@@ -6,7 +6,8 @@ no per-item objects; :class:`~fabric.models.FusedItem` objects are built only fo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import overload
@@ -170,36 +171,65 @@ class FusedItems(Sequence[FusedItem]):
 
     def _item(self, i: int) -> FusedItem:
         item = self._built[i]
-        if item is not None:
-            return item
+        if item is None:
+            self._build((i,))
+            item = self._built[i]
+            assert item is not None
+        return item
+
+    def _build(self, positions: Iterable[int]) -> None:
+        """Freeze the items at ``positions`` (best-first indices) that are not built yet, in one pass."""
+        built = self._built
+        todo = [i for i in positions if built[i] is None]
+        if not todo:
+            return
         c = self._cands
-        row = c.order[i]
         if self._ranks is None:  # lane → {row: rank}, built once, on the first read
             self._ranks = [dict(zip(rows, range(1, len(rows) + 1), strict=True)) for rows in c.rows]
-        lane_ranks = self._ranks
-        ranks = {c.lanes[lane]: r for lane, at in enumerate(lane_ranks) if (r := at.get(row)) is not None}
-        scores: dict[str, float] = {"rrf": c.rrf[row]}
-        lanes = c.lane_order.get(row)
-        for lane in lanes if lanes is not None else range(len(lane_ranks)):
+        lanes = list(zip(self._ranks, c.lanes, self._components, c.native, strict=True))
+        order, rrf, base, total, stage, hits = c.order, c.rrf, c.base, c.total, c.stage, c.hits
+        merged, lane_order = c.merged, c.lane_order
+        factors = list(c.factors.items())
+        for i in todo:
+            row = order[i]
+            ranks: dict[str, int] = {}
+            scores: dict[str, float] = {"rrf": rrf[row]}
+            if row in lane_order:
+                ranks = {name: r for at, name, _, _ in lanes if (r := at.get(row)) is not None}
+                self._merged_components(row, scores)
+            else:  # lanes in index order: components are filled in the same pass
+                for at, name, comp, native in lanes:
+                    r = at.get(row)
+                    if r is not None:
+                        ranks[name] = r
+                        if comp is not None:
+                            value = native[r - 1]
+                            if value > scores.get(comp, -math.inf):
+                                scores[comp] = value
+            for name, column in factors:
+                scores[name] = column[row]
+            scores["fused"] = base[row]
+            built[i] = FusedItem(
+                hit=hits[row],
+                score_total=total[row],
+                scores=scores,
+                lanes=tuple(ranks),
+                ranks=ranks,
+                stage_priority=stage[row],
+                merged_ids=tuple(sorted(merged[row])) if row in merged else (),
+            )
+
+    def _merged_components(self, row: int, scores: dict[str, float]) -> None:
+        """The native score components of a merged row, its lanes taken in the order they joined it."""
+        c = self._cands
+        assert self._ranks is not None
+        for lane in c.lane_order[row]:
             comp = self._components[lane]
-            r = lane_ranks[lane].get(row)
+            r = self._ranks[lane].get(row)
             if comp is not None and r is not None:
                 value = c.native[lane][r - 1]
-                if value > scores.get(comp, float("-inf")):
+                if value > scores.get(comp, -math.inf):
                     scores[comp] = value
-        for name, column in c.factors.items():
-            scores[name] = column[row]
-        scores["fused"] = c.base[row]
-        item = self._built[i] = FusedItem(
-            hit=c.hits[row],
-            score_total=c.total[row],
-            scores=scores,
-            lanes=tuple(ranks),
-            ranks=ranks,
-            stage_priority=c.stage[row],
-            merged_ids=tuple(sorted(c.merged.get(row, ()))),
-        )
-        return item
 
     @overload
     def __getitem__(self, index: int) -> FusedItem: ...
@@ -210,7 +240,9 @@ class FusedItems(Sequence[FusedItem]):
     def __getitem__(self, index: int | slice) -> FusedItem | tuple[FusedItem, ...]:
         """One item, or a tuple for a slice."""
         if isinstance(index, slice):
-            return tuple(self._item(i) for i in range(*index.indices(len(self._built))))
+            positions = range(*index.indices(len(self._built)))
+            self._build(positions)
+            return tuple(self._built[i] for i in positions)  # type: ignore[misc]
         n = len(self._built)
         if not -n <= index < n:
             raise IndexError("fused item index out of range")
@@ -218,7 +250,8 @@ class FusedItems(Sequence[FusedItem]):
 
     def __iter__(self) -> Iterator[FusedItem]:
         """Items best first."""
-        return (self._item(i) for i in range(len(self._built)))
+        self._build(range(len(self._built)))
+        return iter(self._built)  # type: ignore[arg-type]
 
     def __eq__(self, other: object) -> bool:
         """Equal to any sequence with the same items in the same order."""

@@ -33,9 +33,22 @@ class TestMetrics:
         """The text exposition names the lane and suspension metrics."""
         m = EngineMetrics()
         m.observe_lanes({"k": outcome("k", LaneStatus.ERROR)})
-        m.set_suspended("p", True)
-        m.set_health("p", {"penalty": 0.5, "failure_rate": 0.5})
+        m.set_provider("p", suspended=True, health={"penalty": 0.5, "failure_rate": 0.5})
         text = m.exposition().decode()
         assert 'fabric_lane_outcomes_total{lane="k",status="error"} 1.0' in text
         assert 'fabric_provider_suspended{provider="p"} 1.0' in text
         assert 'fabric_provider_penalty{provider="p"} 0.5' in text
+
+    def test_provider_gauges_follow_every_change(self) -> None:
+        """Gauges written only on change still show the latest state of each provider."""
+        m = EngineMetrics()
+        m.set_provider("p", suspended=True, health={"penalty": 0.5, "failure_rate": 0.5})
+        m.set_provider("p", suspended=True, health={"penalty": 0.5, "failure_rate": 0.5})
+        m.set_provider("p", suspended=False, health={"penalty": 0.5, "failure_rate": 0.25})
+        m.set_provider("q", suspended=False, health={"penalty": 1.0, "failure_rate": 0.0})
+        text = m.exposition().decode()
+        assert 'fabric_provider_suspended{provider="p"} 0.0' in text
+        assert 'fabric_provider_penalty{provider="p"} 0.5' in text
+        assert 'fabric_provider_failure_rate{provider="p"} 0.25' in text
+        assert 'fabric_provider_suspended{provider="q"} 0.0' in text
+        assert 'fabric_provider_penalty{provider="q"} 1.0' in text

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fabric.config import PenaltyConfig
 from fabric.penalties import ProviderPenalties
@@ -168,3 +170,39 @@ class TestWeightsAndRetries:
         snap = pen.snapshot("p")
         assert {"state", "failure_rate", "timeout_rate", "penalty", "suspended_for_s"} <= set(snap)
         assert snap["timeout_rate"] == 1.0
+
+
+class TestWindowCounts:
+    @given(
+        events=st.lists(
+            st.sampled_from(["ok", "timeout", "unavailable", "bad_response", "retry_ok", "retry_fail", "acquire"]),
+            max_size=60,
+        )
+    )
+    def test_counts_match_a_recount_of_the_windows(self, events: list[str]) -> None:
+        """The O(1) counts behind snapshots, weights and the retry budget equal a recount of the bounded windows."""
+        pen = ProviderPenalties(PenaltyConfig(window=5, min_samples=2, retry_budget_ratio=0.5), clock=Clock())
+        for event in events:
+            if event == "ok":
+                pen.record_success("p", 1.0)
+            elif event == "retry_ok":
+                pen.record_success("p", 1.0, retry=True)
+            elif event == "retry_fail":
+                pen.record_failure("p", "unavailable", retry=True)
+            elif event == "acquire":
+                pen.try_acquire_retry("p")
+            else:
+                pen.record_failure("p", event)
+        h = pen._health.get("p")
+        if h is None:
+            assert pen.snapshot("p")["samples"] == 0
+            return
+        failures = [s for s in h.window if not s.ok]
+        assert h.failures == len(failures)
+        assert h.timeouts == sum(s.failure == "timeout" for s in failures)
+        assert h.retried == sum(h.retries)
+        snap = pen.snapshot("p")
+        n = max(1, len(h.window))
+        assert snap["samples"] == len(h.window)
+        assert snap["failure_rate"] == round(len(failures) / n, 4)
+        assert snap["timeout_rate"] == round(h.timeouts / n, 4)

@@ -8,18 +8,21 @@ import numpy as np
 import pytest
 
 from fusion import near
-from fusion.near import SMALL, near_pairs
+from fusion.near import ALL_PAIRS, SMALL, near_pairs
 
 
 def test_public_api() -> None:
     """The module exports the search and its small-input bound."""
-    assert sorted(near.__all__) == ["SMALL", "near_pairs"]
+    assert sorted(near.__all__) == ["ALL_PAIRS", "SMALL", "near_pairs"]
 
 
 class TestNearSearch:
-    @pytest.mark.parametrize(("n", "max_bits"), [(150, 6), (150, 3), (150, 8), (400, 6), (400, 7)])
+    @pytest.mark.parametrize(
+        ("n", "max_bits"), [(40, 6), (40, 1), (96, 9), (150, 6), (150, 3), (150, 8), (400, 6), (400, 7)]
+    )
     def test_finds_exactly_the_close_pairs(self, n: int, max_bits: int) -> None:
-        """Bit bands (few signatures) and byte-pair tables (many) both return exactly the pairs within max_bits."""
+        """All pairs (a few signatures), bit bands (a query's candidates) and byte-pair tables (many) each return
+        exactly the pairs within max_bits, in order."""
         rng = random.Random(n + max_bits)
         sigs = [rng.getrandbits(64) for _ in range(n - n // 5)]
         for s in sigs[: n // 5]:  # near copies, 1 to max_bits + 2 bits away
@@ -30,7 +33,8 @@ class TestNearSearch:
         brute = [(i, j) for i in range(n) for j in range(i + 1, n) if (sigs[i] ^ sigs[j]).bit_count() <= max_bits]
         assert pairs == brute
         assert any(p for p in brute)
-        assert (n <= SMALL) == (n == 150)
+        assert (n <= SMALL) == (n <= 150)
+        assert (n <= ALL_PAIRS) == (n <= 96)
 
     def test_fewer_than_two_signatures(self) -> None:
         """No pairs and no comparisons for one signature."""
