@@ -13,7 +13,7 @@ Conventions:
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -38,6 +38,7 @@ __all__ = [
     "SourceKind",
     "Trust",
     "iso_utc",
+    "make_fused_item",
 ]
 
 EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
@@ -312,6 +313,43 @@ class FusedItem:
             "graph_hops": h.graph_hops,
             "merged_ids": list(self.merged_ids),
         }
+
+
+def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...]:
+    return tuple(cls.__dict__[name].__set__ for name in names)
+
+
+_FUSED_SET = _slot_setters(
+    FusedItem, ("hit", "score_total", "scores", "lanes", "ranks", "stage_priority", "merged_ids")
+)
+_new = object.__new__
+
+
+def make_fused_item(
+    hit: Hit,
+    score_total: float,
+    scores: Mapping[str, float],
+    lanes: tuple[str, ...],
+    ranks: Mapping[str, int],
+    stage_priority: int,
+    merged_ids: tuple[str, ...],
+) -> FusedItem:
+    """``FusedItem(...)`` for fusion's hot path: the same frozen object, its slots filled directly.
+
+    A frozen dataclass's ``__init__`` goes through ``object.__setattr__`` once per field; a page of items is
+    built per query, and this costs about a third of it. Every field is given, so the result equals
+    ``FusedItem(hit=hit, ...)`` (tested).
+    """
+    item = _new(FusedItem)
+    s_hit, s_total, s_scores, s_lanes, s_ranks, s_stage, s_merged = _FUSED_SET
+    s_hit(item, hit)
+    s_total(item, score_total)
+    s_scores(item, scores)
+    s_lanes(item, lanes)
+    s_ranks(item, ranks)
+    s_stage(item, stage_priority)
+    s_merged(item, merged_ids)
+    return item
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -107,6 +107,9 @@ class DomainDiversityBooster:
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's domain diversity."""
         domains = [h.domain for h in cands.hits]
+        if not any(domains):  # no item has a domain: every one is unknown
+            cands.factors[self.name] = [UNKNOWN] * len(domains)
+            return cands
         counts = Counter(domains)
         cands.factors[self.name] = [1.0 / counts[d] if d else UNKNOWN for d in domains]
         return cands

@@ -58,28 +58,51 @@ def collect(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> tuple[Fu
             first = dict(zip(reversed(lane_ids), range(len(lane_ids) - 1, -1, -1), strict=True))
             keep = sorted(first.values())
             hits, lane_ids = [hits[i] for i in keep], [lane_ids[i] for i in keep]
-        rows: list[int] = []
-        for rank, (i, h) in enumerate(zip(lane_ids, hits, strict=True), 1):
-            j = pos.get(i)
-            if j is None:
-                j = pos[i] = len(ids)
-                ids.append(i)
-                reps.append(h)
-                stages.append(stage)
-                best.append(rank)
-            else:
-                # The representative moves to this occurrence when it is ahead by (stage, rank) of the current
-                # (stage, best rank so far); lanes come in name order, so the first lane wins a tie.
-                if stage < stages[j] or (stage == stages[j] and rank < best[j]):
-                    reps[j], stages[j] = h, stage
-                if rank < best[j]:
-                    best[j] = rank
-            rows.append(j)
+        found = list(map(pos.get, lane_ids))
+        start = len(ids)
+        if start == 0 or found.count(None) == len(found):  # every id is new (always so in the first lane)
+            rows = list(range(start, start + len(lane_ids)))
+            pos.update(zip(lane_ids, rows, strict=True))
+            ids += lane_ids
+            reps += hits
+            stages += [stage] * len(rows)
+            best += range(1, len(rows) + 1)
+        else:
+            rows = _merge_lane(found, lane_ids, hits, stage, cands, pos)
         cands.rows.append(rows)
         native = [h.score for h in hits]
         cands.native.append(native)
         cands.norm.append(normalise(native) if normalise is not None else [])
     return FusionRun(ctx=ctx, mode=mode, lanes=lanes), cands
+
+
+def _merge_lane(
+    found: list[int | None],
+    lane_ids: list[str],
+    hits: Sequence[Hit],
+    stage: int,
+    cands: Candidates,
+    pos: dict[str, int],
+) -> list[int]:
+    """The rows of one lane's ids, in rank order: new ids get new rows, known ids update theirs."""
+    ids, reps, stages, best = cands.ids, cands.hits, cands.stage, cands.best
+    rows: list[int] = []
+    for rank, (j, i, h) in enumerate(zip(found, lane_ids, hits, strict=True), 1):
+        if j is None:
+            j = pos[i] = len(ids)
+            ids.append(i)
+            reps.append(h)
+            stages.append(stage)
+            best.append(rank)
+        else:
+            # The representative moves to this occurrence when it is ahead by (stage, rank) of the current
+            # (stage, best rank so far); lanes come in name order, so the first lane wins a tie.
+            if stage < stages[j] or (stage == stages[j] and rank < best[j]):
+                reps[j], stages[j] = h, stage
+            if rank < best[j]:
+                best[j] = rank
+        rows.append(j)
+    return rows
 
 
 def _lane_sums(cands: Candidates, weights: Sequence[float], k: int, lanes: Sequence[int]) -> list[float]:

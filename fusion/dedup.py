@@ -56,6 +56,8 @@ def _title_join(hits: Sequence[Any], t: float, g: Groups) -> int:
     (domain, prefix token) with another row.
     """
     doms = [h.domain if h.title else "" for h in hits]
+    if not any(doms):  # no titled row has a domain (local documents)
+        return 0
     counts = Counter(doms)
     rows = [i for i, d in enumerate(doms) if d and counts[d] > 1]
     if not rows:
@@ -98,6 +100,8 @@ def _url_duplicates(hits: Sequence[Any], g: Groups) -> list[tuple[int, str, Sequ
     keys = [h.url_key for h in hits]
     if None in keys:
         keys = [u if u is not None else url_key(h.url) for u, h in zip(keys, hits, strict=True)]
+    if not any(keys):  # no http(s) URL at all (local documents)
+        return []
     n = len(keys)
     first = dict(zip(reversed(keys), range(n - 1, -1, -1), strict=True))  # key → its first row
     if len(first) != n:

@@ -11,7 +11,6 @@ Deduplication runs before scoring so that merged duplicates are scored once, fro
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping
 
 from fabric.models import LaneOutcome
@@ -32,12 +31,15 @@ def fuse(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> FusionOutpu
     Order: ``(score desc, stage_priority asc, best source rank asc, id asc)`` (see :mod:`fusion.rank`).
     """
     run, cands = collect(outcomes, ctx)
-    merges: Counter[str] = Counter()
-    stages: list[Stage] = [Deduplicator(ctx.config.dedup, lambda why: merges.update((why,)))] if ctx.dedup else []
+    counts = dict.fromkeys(("content", "title", "url", "near"), 0)
+
+    def merged(why: str) -> None:
+        counts[why] = counts.get(why, 0) + 1
+
+    stages: list[Stage] = [Deduplicator(ctx.config.dedup, merged)] if ctx.dedup else []
     stages += [ModeScorer(), *_BOOSTERS, Ranker(ctx.config.factors)]
     for stage in stages:
         cands = stage(cands, run)
-    counts = {why: merges[why] for why in ("content", "title", "url", "near")}
     components = [COMPONENT_OF_KIND.get(run.lanes[name].kind) for name in cands.lanes]
     return FusionOutput(
         items=FusedItems(cands, components),

@@ -96,6 +96,8 @@ def jaccard_join(items: list[tuple[int, str, Sequence[str]]], t: float, g: Group
 
     ``items`` are ``(row, block, tokens)`` with the tokens unique and sorted, in processing order.
     """
+    if len(items) < 2:
+        return 0
     # Any fixed global token order keeps prefix filtering exact; rarest-first keeps buckets small on big inputs.
     if len(items) > _SMALL:
         df = Counter(chain.from_iterable(s for _, _, s in items))

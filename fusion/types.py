@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import overload
 
 from fabric.config import AuthorityEntry, FusionConfig
-from fabric.models import FusedItem, FusionMode, Hit, LaneKind
+from fabric.models import FusedItem, FusionMode, Hit, LaneKind, make_fused_item
 
 __all__ = ["Candidates", "FusedItems", "FusionContext", "FusionOutput", "FusionRun", "LaneInfo", "Stage"]
 
@@ -209,14 +209,14 @@ class FusedItems(Sequence[FusedItem]):
             for name, column in factors:
                 scores[name] = column[row]
             scores["fused"] = base[row]
-            built[i] = FusedItem(
-                hit=hits[row],
-                score_total=total[row],
-                scores=scores,
-                lanes=tuple(ranks),
-                ranks=ranks,
-                stage_priority=stage[row],
-                merged_ids=tuple(sorted(merged[row])) if row in merged else (),
+            built[i] = make_fused_item(
+                hits[row],
+                total[row],
+                scores,
+                tuple(ranks),
+                ranks,
+                stage[row],
+                tuple(sorted(merged[row])) if row in merged else (),
             )
 
     def _merged_components(self, row: int, scores: dict[str, float]) -> None:
@@ -240,9 +240,8 @@ class FusedItems(Sequence[FusedItem]):
     def __getitem__(self, index: int | slice) -> FusedItem | tuple[FusedItem, ...]:
         """One item, or a tuple for a slice."""
         if isinstance(index, slice):
-            positions = range(*index.indices(len(self._built)))
-            self._build(positions)
-            return tuple(self._built[i] for i in positions)  # type: ignore[misc]
+            self._build(range(*index.indices(len(self._built))))
+            return tuple(self._built[index])  # type: ignore[arg-type]
         n = len(self._built)
         if not -n <= index < n:
             raise IndexError("fused item index out of range")
