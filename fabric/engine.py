@@ -22,6 +22,7 @@ created once under the home (``cursor.secret``), read when the engine opens.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -36,7 +37,7 @@ from fabric.constraints import BUDGET_MULTIPLIERS, bind_constraints
 from fabric.cursor_secret import CURSOR_SECRET_ENV, load_cursor_secret
 from fabric.errors import ConfigError, PartialResultError
 from fabric.executor import LaneExecutor, PlannedLane, RunStats
-from fabric.logs import new_trace_id
+from fabric.logs import enabled, new_trace_id
 from fabric.metrics import EngineMetrics
 from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, SearchRequest, SearchResult
 from fabric.penalties import ProviderPenalties
@@ -365,12 +366,13 @@ class Engine:
         partial = any(n not in by_design for n in not_ok)
         total_ms = (time.perf_counter() - t0) * 1000.0
         self._observe(ordered, fused, total_ms, partial)
-        log.debug(
-            "search_finished",
-            total_ms=round(total_ms, 3),
-            partial=partial,
-            lanes={n: o.status.value for n, o in ordered.items()},
-        )
+        if enabled(logging.DEBUG):
+            log.debug(
+                "search_finished",
+                total_ms=round(total_ms, 3),
+                partial=partial,
+                lanes={n: o.status.value for n, o in ordered.items()},
+            )
         if request.strict and partial:
             raise PartialResultError({n: v for n, v in not_ok.items() if n not in by_design})
         return SearchResult(

@@ -30,7 +30,7 @@ import structlog
 from fabric.bulkhead import Bulkhead, reserve_threads
 from fabric.errors import LaneError, LaneRejected
 from fabric.metrics import EngineMetrics
-from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus
+from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, make_lane_outcome
 from fabric.penalties import ProviderPenalties
 from fabric.retries import search_with_retries
 from lanes.base import Lane
@@ -161,14 +161,25 @@ class LaneExecutor:
         loop = asyncio.get_running_loop()
         tasks: dict[str, asyncio.Task[LaneOutcome]] = {}
         state = _Run(tasks=tasks, failed=set(), stats=stats if stats is not None else RunStats())
+        refused: dict[str, LaneOutcome] = {}
         for p in plan:
-            tasks[p.name] = loop.create_task(self._run_lane(p, request, deadline, state))
-        if not tasks:
+            outcome = self._refused_now(p, loop.time(), deadline)
+            if outcome is not None:
+                refused[p.name] = outcome
+                state.failed.add(p.name)
+            else:
+                tasks[p.name] = loop.create_task(self._run_lane(p, request, deadline, state))
+        if not tasks and not refused:
             return {}
         # Wrappers end by their cut plus the grace; this backstop only matters if a lane blocks the loop itself.
-        _, pending = await asyncio.wait(tasks.values(), timeout=max(0.0, deadline - loop.time()) + 0.05)
+        pending: set[asyncio.Task[LaneOutcome]] = set()
+        if tasks:
+            _, pending = await asyncio.wait(tasks.values(), timeout=max(0.0, deadline - loop.time()) + 0.05)
         out: dict[str, LaneOutcome] = {}
         for p in plan:
+            if p.name in refused:
+                out[p.name] = refused[p.name]
+                continue
             task = tasks[p.name]
             if task in pending:
                 task.cancel()
@@ -218,18 +229,30 @@ class LaneExecutor:
         provider = lane.provider if lane is not None else p.name
         kind = lane.kind if lane is not None else LaneKind.KEYWORD
         health = self.penalties.snapshot(provider)
-        return LaneOutcome(
-            lane=p.name,
-            kind=kind,
-            provider=provider,
-            status=status,
-            latency_ms=latency_ms,
-            hits=tuple(hits),
-            weight=p.weight * float(health["penalty"]),
-            error=error,
-            fallback_for=fallback_for,
-            health=health,
+        return make_lane_outcome(
+            p.name,
+            kind,
+            provider,
+            status,
+            latency_ms,
+            tuple(hits),
+            p.weight * float(health["penalty"]),
+            error,
+            fallback_for,
+            health,
         )
+
+    def _refused_now(self, p: PlannedLane, start: float, deadline: float) -> LaneOutcome | None:
+        """The outcome of a lane refused before any call (provider suspended or over its bulkhead) that has no
+        fallback to run: decided on the spot, without a task. None: the lane runs in its own task."""
+        lane = self.lanes.get(p.name)
+        if lane is None or p.fallback or min(start + p.budget_ms / 1000.0, deadline) <= start:
+            return None
+        reason = self.bulkhead.refusal(lane.provider) or self.penalties.suspension_reason(lane.provider)
+        if reason is None:
+            return None
+        latency_ms = (asyncio.get_running_loop().time() - start) * 1000.0
+        return self.outcome(p, LaneStatus.SUSPENDED, latency_ms, error=reason, lane=lane)
 
     async def _run_lane(self, p: PlannedLane, request: LaneRequest, deadline: float, state: _Run) -> LaneOutcome:
         loop = asyncio.get_running_loop()

@@ -14,13 +14,18 @@ from typing import TextIO
 
 import structlog
 
-__all__ = ["bind_trace", "configure_logging", "new_trace_id"]
+__all__ = ["bind_trace", "configure_logging", "enabled", "new_trace_id"]
+
+_level = logging.NOTSET
+"""The level :func:`configure_logging` set last (NOTSET: not configured, structlog prints everything)."""
 
 
 def configure_logging(*, level: int | str = logging.WARNING, stream: TextIO | None = None) -> None:
     """Configure structlog to print JSON lines at ``level`` and above to ``stream`` (stderr by default)."""
+    global _level
     if isinstance(level, str):
         level = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+    _level = level
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -33,6 +38,12 @@ def configure_logging(*, level: int | str = logging.WARNING, stream: TextIO | No
         logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+def enabled(level: int) -> bool:
+    """Whether a log call at ``level`` would print: lets per-query call sites skip building an event that the
+    filtering logger would drop (a structlog call through a module-level lazy logger binds a new logger each time)."""
+    return level >= _level
 
 
 def new_trace_id() -> str:

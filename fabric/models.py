@@ -39,6 +39,7 @@ __all__ = [
     "Trust",
     "iso_utc",
     "make_fused_item",
+    "make_lane_outcome",
 ]
 
 EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
@@ -350,6 +351,43 @@ def make_fused_item(
     s_stage(item, stage_priority)
     s_merged(item, merged_ids)
     return item
+
+
+_OUTCOME_SET = _slot_setters(
+    LaneOutcome,
+    ("lane", "kind", "provider", "status", "latency_ms", "hits", "weight", "error", "fallback_for", "health"),
+)
+
+
+def make_lane_outcome(
+    lane: str,
+    kind: LaneKind,
+    provider: str,
+    status: LaneStatus,
+    latency_ms: float,
+    hits: tuple[Hit, ...],
+    weight: float,
+    error: str | None,
+    fallback_for: str | None,
+    health: Mapping[str, Any],
+) -> LaneOutcome:
+    """``LaneOutcome(...)`` for the executor's hot path (one per lane per query), slots filled directly.
+
+    Every field is given, so the result equals ``LaneOutcome(lane=lane, ...)`` (tested).
+    """
+    out = _new(LaneOutcome)
+    s_lane, s_kind, s_provider, s_status, s_latency, s_hits, s_weight, s_error, s_for, s_health = _OUTCOME_SET
+    s_lane(out, lane)
+    s_kind(out, kind)
+    s_provider(out, provider)
+    s_status(out, status)
+    s_latency(out, latency_ms)
+    s_hits(out, hits)
+    s_weight(out, weight)
+    s_error(out, error)
+    s_for(out, fallback_for)
+    s_health(out, health)
+    return out
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

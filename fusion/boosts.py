@@ -122,7 +122,11 @@ class RecencyBooster:
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's recency."""
-        cands.factors[self.name] = _recency_column([h.published_at for h in cands.hits], run.ctx.now)
+        dates = [h.published_at for h in cands.hits]
+        if not any(dates):  # nothing dated: every item is unknown
+            cands.factors[self.name] = [UNKNOWN] * len(dates)
+            return cands
+        cands.factors[self.name] = _recency_column(dates, run.ctx.now)
         return cands
 
 
@@ -135,6 +139,9 @@ class AuthorityBooster:
         """Score every candidate's source authority."""
         table, default = run.ctx.authority, run.ctx.authority_default
         domains = [h.domain for h in cands.hits]
+        if not any(domains):  # no item has a domain: every one gets the default
+            cands.factors[self.name] = [default] * len(domains)
+            return cands
         memo = {d: authority_of(d, table, default) if d else default for d in set(domains)}
         cands.factors[self.name] = [memo[d] for d in domains]
         return cands

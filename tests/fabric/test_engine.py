@@ -385,3 +385,23 @@ class TestEmbedderWarmUp:
         monkeypatch.setattr("fabric.engine.open_resources", fake_open)
         async with Engine(make_settings(tmp_path, {"a": {}})):
             assert embedder.warmed == 1
+
+
+class TestSearchLog:
+    async def test_search_finished_logged_at_debug_only(self, tmp_path: Path) -> None:
+        """The per-query debug event is written when DEBUG is on, and skipped (not built) above it."""
+        import io
+        import json
+
+        from fabric.logs import configure_logging
+
+        for level, expected in (("DEBUG", True), ("WARNING", False)):
+            stream = io.StringIO()
+            configure_logging(level=level, stream=stream)
+            try:
+                async with Engine(make_settings(tmp_path), lanes={"a": FakeLane(name="a", hits=2)}) as engine:
+                    await search(engine)
+            finally:
+                configure_logging(level="CRITICAL")
+            events = [json.loads(line)["event"] for line in stream.getvalue().splitlines() if line.strip()]
+            assert ("search_finished" in events) is expected

@@ -11,7 +11,7 @@ from fabric.config import PenaltyConfig
 from fabric.errors import LaneRejected, LaneUnavailable
 from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.metrics import EngineMetrics
-from fabric.models import Hit, LaneRequest, LaneStatus
+from fabric.models import Hit, LaneOutcome, LaneRequest, LaneStatus
 from fabric.penalties import ProviderPenalties
 from lanes.base import BaseLane, LaneResources, LaneSpec
 from lanes.fake import FakeLane, synthetic_hits
@@ -267,6 +267,32 @@ class TestRetriesAndPenalties:
         out = await run(LaneExecutor({"a": lane}, penalties=pen), plan("a"))
         assert out["a"].status is LaneStatus.SUSPENDED
         assert lane.calls == 0
+
+    async def test_suspended_lane_is_decided_without_a_task(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A suspended lane with no fallback is answered on the spot (no task), its neighbours run as usual, and a
+        lane that falls back to it sees it as failed."""
+        pen = ProviderPenalties()
+        pen.record_failure("pa", "forbidden")
+        lanes = {"a": FakeLane(name="a", provider="pa"), "b": FakeLane(name="b", provider="pb"),
+                 "c": FakeLane(name="c", provider="pc", error=RuntimeError("down"))}  # fmt: skip
+        ex = LaneExecutor(lanes, penalties=pen)
+        started: list[str] = []
+        real = ex._run_lane
+
+        async def tracked(p: PlannedLane, *args: object) -> LaneOutcome:
+            started.append(p.name)
+            return await real(p, *args)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(ex, "_run_lane", tracked)
+        out = await run(ex, plan("a", "b", "c", fallback={"c": "a"}))
+        assert list(out) == ["a", "b", "c"]
+        assert started == ["b", "c"]
+        assert out["a"].status is LaneStatus.SUSPENDED
+        assert "forbidden" in (out["a"].error or "")
+        assert out["a"].provider == "pa"
+        assert out["b"].status is LaneStatus.SUCCESS
+        assert out["c"].status is LaneStatus.ERROR  # its fallback target is suspended
+        assert lanes["a"].calls == 0
 
     async def test_penalised_provider_is_down_weighted(self) -> None:
         """A provider with a poor record gets a reduced fusion weight."""

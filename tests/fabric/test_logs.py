@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 
 import structlog
 
-from fabric.logs import bind_trace, configure_logging, new_trace_id
+from fabric.logs import bind_trace, configure_logging, enabled, new_trace_id
 
 
 class TestLogs:
@@ -32,3 +33,12 @@ class TestLogs:
         configure_logging(level="WARNING", stream=stream)
         structlog.get_logger("t").info("quiet")
         assert stream.getvalue() == ""
+
+    def test_enabled_follows_the_configured_level(self) -> None:
+        """enabled() answers what the filtering logger would print."""
+        configure_logging(level="WARNING", stream=io.StringIO())
+        assert not enabled(logging.DEBUG)
+        assert enabled(logging.WARNING)
+        configure_logging(level="DEBUG", stream=io.StringIO())
+        assert enabled(logging.DEBUG)
+        configure_logging(level="CRITICAL", stream=io.StringIO())

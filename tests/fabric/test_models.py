@@ -1,4 +1,4 @@
-"""Tests for fabric.models: the hot-path constructor of fused items."""
+"""Tests for fabric.models: the hot-path constructors of fused items and lane outcomes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from fabric import models
-from fabric.models import FusedItem, Hit, make_fused_item
+from fabric.models import FusedItem, Hit, LaneKind, LaneOutcome, LaneStatus, make_fused_item, make_lane_outcome
 
 
 class TestMakeFusedItem:
@@ -40,3 +40,18 @@ class TestMakeFusedItem:
         item = make_fused_item(Hit(id="a", rank=1, score=1.0), 1.0, {}, (), {}, 0, ())
         for f in dataclasses.fields(FusedItem):
             getattr(item, f.name)  # an unfilled slot raises AttributeError
+
+
+class TestMakeLaneOutcome:
+    def test_equals_the_dataclass_constructor(self) -> None:
+        """Filling the slots directly gives the same outcome as ``LaneOutcome(...)``, fields in declared order."""
+        hits = (Hit(id="a", rank=1, score=2.0),)
+        args = ("k", LaneKind.VECTOR, "prov", LaneStatus.FALLBACK, 12.5, hits, 0.5, "boom", "w", {"penalty": 0.5})
+        names = [f.name for f in dataclasses.fields(LaneOutcome)]
+        assert len(models._OUTCOME_SET) == len(names)
+        fast = make_lane_outcome(*args)
+        slow = LaneOutcome(**dict(zip(names, args, strict=True)))  # type: ignore[arg-type]
+        assert fast == slow
+        assert fast.to_dict() == slow.to_dict()
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            fast.weight = 1.0  # type: ignore[misc]
