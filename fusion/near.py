@@ -74,7 +74,10 @@ def near_pairs(sigs: NDArray[np.uint64], max_bits: int) -> tuple[list[tuple[int,
     if n < 2:
         return [], 0
     if n <= ALL_PAIRS:
-        i, j = np.nonzero(np.bitwise_count(sigs[:, None] ^ sigs) <= max_bits)
+        close = np.bitwise_count(sigs[:, None] ^ sigs) <= max_bits
+        if np.count_nonzero(close) == n:  # only the diagonal: no pair (the common case, four numpy calls)
+            return [], n * (n - 1) // 2
+        i, j = np.nonzero(close)
         upper = i < j
         return list(zip(i[upper].tolist(), j[upper].tolist(), strict=True)), n * (n - 1) // 2
     if n <= SMALL and 0 <= max_bits <= 8:
