@@ -29,7 +29,6 @@ criterion of each merge goes to ``merged_by``.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import compress
 from operator import itemgetter, ne
@@ -53,32 +52,38 @@ def _title_join(hits: Sequence[Any], t: float, g: Groups) -> int:
 
     Rows are processed by domain (in order of first appearance), then row. A title key lists its words in a fixed
     order, so a row's prefix tokens are the first words of its key; the join runs only over rows that share a
-    (domain, prefix token) with another row.
+    (domain, prefix token) with another row, found in one pass that indexes every titled row by those keys.
     """
-    doms = [h.domain if h.title else "" for h in hits]
-    if not any(doms):  # no titled row has a domain (local documents)
+    owners: dict[tuple[str, str], list[int]] = {}  # (domain, prefix token) → rows, in row order
+    words: dict[int, list[str]] = {}
+    prefixes: dict[int, list[str]] = {}
+    first: dict[str, int] = {}  # domain → its first titled row
+    cut: dict[int, int] = {}  # title size → prefix length
+    for i, h in enumerate(hits):
+        d = h.domain
+        if not d or not h.title:
+            continue
+        first.setdefault(d, i)
+        key = h.title_key
+        w = (key if key is not None else title_key(h.title)).split()
+        n = len(w)
+        c = cut.get(n)
+        if c is None:
+            c = cut[n] = n - math.ceil(t * n) + 1
+        prefix = w[:c]
+        words[i], prefixes[i] = w, prefix
+        for tok in prefix:
+            rows = owners.get((d, tok))
+            if rows is None:
+                owners[(d, tok)] = [i]
+            else:
+                rows.append(i)
+    shared = {key for key, rows in owners.items() if len(rows) > 1}
+    if not shared:  # no two rows share a (domain, prefix token): no title duplicates
         return 0
-    counts = Counter(doms)
-    rows = [i for i, d in enumerate(doms) if d and counts[d] > 1]
-    if not rows:
-        return 0
-    keys = [hits[i].title_key for i in rows]
-    if None in keys:
-        keys = [k if k is not None else title_key(hits[i].title) for i, k in zip(rows, keys, strict=True)]
-    words = [k.split() for k in keys]
-    cut = [0, *(n - math.ceil(t * n) + 1 for n in range(1, max(map(len, words)) + 1))]  # prefix length by size
-    prefixes = [w[: cut[len(w)]] for w in words]
-    pairs = [(doms[i], tok) for i, prefix in zip(rows, prefixes, strict=True) for tok in prefix]
-    if len(set(pairs)) == len(pairs):  # no two rows share a (domain, prefix token): no title duplicates
-        return 0
-    shared = {key for key, c in Counter(pairs).items() if c > 1}
-    owners = [r for r, prefix in enumerate(prefixes) for _ in prefix]
-    first = {d: doms.index(d) for d in counts if d}
-    picked = sorted(
-        {owners[p] for p, key in enumerate(pairs) if key in shared}, key=lambda r: (first[doms[rows[r]]], r)
-    )
-    items = [(rows[r], doms[rows[r]], words[r]) for r in picked]
-    return prefix_join(items, [prefixes[r] for r in picked], t, g, "title", shared)
+    picked = sorted({i for key in shared for i in owners[key]}, key=lambda i: (first[hits[i].domain], i))
+    items = [(i, hits[i].domain, words[i]) for i in picked]
+    return prefix_join(items, [prefixes[i] for i in picked], t, g, "title", shared)
 
 
 def _norm_text(text: str) -> str:
