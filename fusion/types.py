@@ -148,7 +148,8 @@ class FusedItems(Sequence[FusedItem]):
     """The ranked list, turning a candidate row into a :class:`FusedItem` only when it is read.
 
     The engine usually reads one page of ``top_k`` out of a few hundred candidates, so freezing every
-    candidate would be most of fusion's cost. Built items are cached; a slice returns a tuple.
+    candidate would be most of fusion's cost. Built items are cached; a slice returns a tuple, its items frozen
+    in one pass; iterating freezes every item first.
     """
 
     __slots__ = ("_built", "_cands", "_components", "_ranks")
@@ -248,7 +249,7 @@ class FusedItems(Sequence[FusedItem]):
         return self._item(index % n)
 
     def __iter__(self) -> Iterator[FusedItem]:
-        """Items best first."""
+        """Items best first (all of them are frozen before the first is returned)."""
         self._build(range(len(self._built)))
         return iter(self._built)  # type: ignore[arg-type]
 
