@@ -1,4 +1,4 @@
-"""``fabric bench budget|fusion|load [--json]``: run one benchmark and print its figures."""
+"""``fabric bench NAME [--json]``: run one benchmark (:data:`fabric.bench.BENCHES`) and print its figures."""
 
 from __future__ import annotations
 
