@@ -169,7 +169,7 @@ class LaneExecutor:
                 state.failed.add(p.name)
             else:
                 tasks[p.name] = loop.create_task(self._run_lane(p, request, deadline, state))
-        if not tasks and not refused:
+        if not plan:
             return {}
         # Wrappers end by their cut plus the grace; this backstop only matters if a lane blocks the loop itself.
         pending: set[asyncio.Task[LaneOutcome]] = set()
@@ -248,11 +248,15 @@ class LaneExecutor:
         lane = self.lanes.get(p.name)
         if lane is None or p.fallback or min(start + p.budget_ms / 1000.0, deadline) <= start:
             return None
-        reason = self.bulkhead.refusal(lane.provider) or self.penalties.suspension_reason(lane.provider)
+        reason = self._refusal(lane.provider)
         if reason is None:
             return None
         latency_ms = (asyncio.get_running_loop().time() - start) * 1000.0
         return self.outcome(p, LaneStatus.SUSPENDED, latency_ms, error=reason, lane=lane)
+
+    def _refusal(self, provider: str) -> str | None:
+        """Why ``provider`` must not be called now (over its bulkhead, or suspended), or None."""
+        return self.bulkhead.refusal(provider) or self.penalties.suspension_reason(provider)
 
     async def _run_lane(self, p: PlannedLane, request: LaneRequest, deadline: float, state: _Run) -> LaneOutcome:
         loop = asyncio.get_running_loop()
@@ -285,12 +289,9 @@ class LaneExecutor:
         loop = asyncio.get_running_loop()
         t_wait = loop.time()
         provider = lane.provider
-        refusal = self.bulkhead.refusal(provider)
+        refusal = self._refusal(provider)
         if refusal is not None:
             return LaneStatus.SUSPENDED, refusal
-        suspended = self.penalties.suspension_reason(provider)
-        if suspended is not None:
-            return LaneStatus.SUSPENDED, suspended
         if not await self.bulkhead.acquire(provider, cut_at):
             stats.mark(t_wait, loop.time())
             n = self.bulkhead.inflight(provider)

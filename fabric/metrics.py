@@ -75,8 +75,7 @@ class EngineMetrics:
             float(health.get("penalty", 1.0)),
             float(health.get("failure_rate", 0.0)),
         )
-        last = self._provider_values.get(provider)
-        if last == values:
+        if self._provider_values.get(provider) == values:
             return
         children = self._provider_children.get(provider)
         if children is None:
@@ -85,9 +84,8 @@ class EngineMetrics:
                 self.penalty.labels(provider),
                 self.failure_rate.labels(provider),
             )
-        for gauge, value, old in zip(children, values, last or (None, None, None), strict=True):
-            if value != old:
-                gauge.set(value)
+        for gauge, value in zip(children, values, strict=True):
+            gauge.set(value)
         self._provider_values[provider] = values
 
     def observe_query(self, *, total_ms: float, partial: bool, candidates: int, removed: int) -> None:

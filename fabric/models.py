@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Protocol, Self
@@ -316,13 +316,12 @@ class FusedItem:
         }
 
 
-def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Callable[[Any, Any], None], ...]:
-    return tuple(cls.__dict__[name].__set__ for name in names)
+def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot setters of a slotted dataclass's fields, in declaration order (the ``make_*`` argument order)."""
+    return tuple(cls.__dict__[f.name].__set__ for f in fields(cls))
 
 
-_FUSED_SET = _slot_setters(
-    FusedItem, ("hit", "score_total", "scores", "lanes", "ranks", "stage_priority", "merged_ids")
-)
+_FUSED_SET = _slot_setters(FusedItem)
 _new = object.__new__
 
 
@@ -353,10 +352,7 @@ def make_fused_item(
     return item
 
 
-_OUTCOME_SET = _slot_setters(
-    LaneOutcome,
-    ("lane", "kind", "provider", "status", "latency_ms", "hits", "weight", "error", "fallback_for", "health"),
-)
+_OUTCOME_SET = _slot_setters(LaneOutcome)
 
 
 def make_lane_outcome(
