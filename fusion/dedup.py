@@ -34,10 +34,9 @@ from itertools import compress
 from operator import itemgetter, ne
 from typing import Any
 
-import numpy as np
-
 from fabric.config import DedupConfig
-from fusion.near import near_pairs
+from fusion.compiled import kernel
+from fusion.near import near_pairs_of
 from fusion.setjoin import Groups, jaccard_join, prefix_join
 from fusion.simhash import simhash_many
 from fusion.text import title_key
@@ -48,6 +47,15 @@ __all__ = ["Deduplicator", "find_duplicates"]
 
 
 def _title_join(hits: Sequence[Any], t: float, g: Groups) -> int:
+    """The title criterion (compiled when :mod:`fusion._kernel` is built; :func:`_title_join_py` otherwise)."""
+    if kernel is not None:
+        comparisons: int | None = kernel.title_join(hits, t, g, title_key)
+        if comparisons is not None:
+            return comparisons
+    return _title_join_py(hits, t, g)
+
+
+def _title_join_py(hits: Sequence[Any], t: float, g: Groups) -> int:
     """The title criterion: titled rows of one domain whose title word sets reach Jaccard ``t``.
 
     Rows are processed by domain (in order of first appearance), then row. A title key lists its words in a fixed
@@ -145,7 +153,7 @@ def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
     first.pop(None, None)
     signed = n - sigs.count(None)
     uniq = [s for s in first if s is not None]
-    pairs, near_cmp = near_pairs(np.array(uniq, dtype=np.uint64), math.floor((1.0 - cfg.near_duplicate) * 64 + 1e-9))
+    pairs, near_cmp = near_pairs_of(uniq, math.floor((1.0 - cfg.near_duplicate) * 64 + 1e-9))
     # In ascending signature order, as the unique signatures were once sorted.
     for a, b in sorted((min(uniq[pa], uniq[pb]), max(uniq[pa], uniq[pb])) for pa, pb in pairs):
         g.union(first[a], first[b], "near")

@@ -1,0 +1,681 @@
+/* fusion._kernel: compiled versions of deduplication's two per-row loops (optional; the pure-Python versions in
+ * fusion/dedup.py, fusion/setjoin.py and fusion/near.py are the reference, and tests/fusion/test_kernel.py checks
+ * that both give the same groups, merge reasons and comparison counts).
+ *
+ * - title_join(hits, t, groups, title_key) -> int | None: the title criterion of fusion.dedup._title_join and its
+ *   sequential prefix-filtered join (fusion.setjoin.prefix_join), exactly: same rows compared in the same order,
+ *   same unions (groups.union(i, j, "title")), same comparison count. Words are interned per call (byte-exact,
+ *   so exactly str equality); None when an input is not what the Python version expects (the caller then runs
+ *   the Python version; nothing was merged).
+ * - near_all_pairs(sigs, max_bits) -> list[tuple[int, int]]: every pair (i < j, sorted) of 64-bit signatures
+ *   within max_bits differing bits, comparing all pairs (for one query's few hundred candidates at most).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static PyObject *s_domain, *s_title, *s_title_key, *s_parent, *s_union, *s_why_title;
+
+/* ------------------------------------------------------------------ growable arrays */
+
+typedef struct {
+    Py_ssize_t *v;
+    Py_ssize_t n, cap;
+} IVec;
+
+static int ivec_push(IVec *a, Py_ssize_t x) {
+    if (a->n == a->cap) {
+        Py_ssize_t cap = a->cap ? a->cap * 2 : 8;
+        Py_ssize_t *v = PyMem_Realloc(a->v, (size_t)cap * sizeof(Py_ssize_t));
+        if (v == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        a->v = v;
+        a->cap = cap;
+    }
+    a->v[a->n++] = x;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ word interning (byte-exact) */
+
+typedef struct {
+    uint64_t h;
+    const char *p;
+    int32_t len;
+    int32_t id; /* -1: empty slot */
+} Word;
+
+typedef struct {
+    Word *slots;
+    size_t mask;
+    Py_ssize_t count;
+} WordTable;
+
+static uint64_t mix64(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    return x ^ (x >> 33);
+}
+
+/* A 64-bit hash of p[0:len], eight bytes at a time (equality is always checked on the bytes). */
+static uint64_t hash_bytes(const char *p, Py_ssize_t len) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)len;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0x100000001b3ULL;
+        h ^= h >> 29;
+        p += 8;
+        len -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, p, (size_t)len);
+    return mix64(h ^ w);
+}
+
+static int words_init(WordTable *t, size_t expected) {
+    size_t cap = 64;
+    while (cap < expected * 2) cap <<= 1;
+    t->slots = PyMem_Malloc(cap * sizeof(Word));
+    if (t->slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < cap; i++) t->slots[i].id = -1;
+    t->mask = cap - 1;
+    t->count = 0;
+    return 0;
+}
+
+static int words_grow(WordTable *t) {
+    size_t cap = (t->mask + 1) * 2;
+    Word *slots = PyMem_Malloc(cap * sizeof(Word));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < cap; i++) slots[i].id = -1;
+    for (size_t i = 0; i <= t->mask; i++) {
+        Word *w = &t->slots[i];
+        if (w->id < 0) continue;
+        size_t at = (size_t)w->h & (cap - 1);
+        while (slots[at].id >= 0) at = (at + 1) & (cap - 1);
+        slots[at] = *w;
+    }
+    PyMem_Free(t->slots);
+    t->slots = slots;
+    t->mask = cap - 1;
+    return 0;
+}
+
+/* The id of the word p[0:len] (a new one if unseen), or -1 on error. */
+static Py_ssize_t words_id(WordTable *t, const char *p, Py_ssize_t len) {
+    if ((size_t)(t->count + 1) * 2 > t->mask + 1 && words_grow(t) < 0) return -1;
+    uint64_t h = hash_bytes(p, len);
+    size_t at = (size_t)h & t->mask;
+    for (;;) {
+        Word *w = &t->slots[at];
+        if (w->id < 0) {
+            w->h = h;
+            w->p = p;
+            w->len = (int32_t)len;
+            w->id = (int32_t)t->count++;
+            return w->id;
+        }
+        if (w->h == h && w->len == len && memcmp(w->p, p, (size_t)len) == 0) return w->id;
+        at = (at + 1) & t->mask;
+    }
+}
+
+/* ------------------------------------------------------------------ (domain, word) keys */
+
+typedef struct {
+    uint64_t key; /* domain << 32 | word, plus one (0: empty slot) */
+    Py_ssize_t idx;
+} KeySlot;
+
+typedef struct {
+    KeySlot *slots;
+    size_t mask;
+    Py_ssize_t count;
+} KeyTable;
+
+static int keys_init(KeyTable *t, size_t expected) {
+    size_t cap = 64;
+    while (cap < expected * 2) cap <<= 1;
+    t->slots = PyMem_Calloc(cap, sizeof(KeySlot));
+    if (t->slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->mask = cap - 1;
+    t->count = 0;
+    return 0;
+}
+
+static int keys_grow(KeyTable *t) {
+    size_t cap = (t->mask + 1) * 2;
+    KeySlot *slots = PyMem_Calloc(cap, sizeof(KeySlot));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i <= t->mask; i++) {
+        if (!t->slots[i].key) continue;
+        size_t at = (size_t)mix64(t->slots[i].key) & (cap - 1);
+        while (slots[at].key) at = (at + 1) & (cap - 1);
+        slots[at] = t->slots[i];
+    }
+    PyMem_Free(t->slots);
+    t->slots = slots;
+    t->mask = cap - 1;
+    return 0;
+}
+
+/* The index of key (dom, word), a new one if unseen; -1 on error. */
+static Py_ssize_t keys_idx(KeyTable *t, Py_ssize_t dom, Py_ssize_t word) {
+    if ((size_t)(t->count + 1) * 2 > t->mask + 1 && keys_grow(t) < 0) return -1;
+    uint64_t key = (((uint64_t)dom << 32) | (uint64_t)word) + 1;
+    size_t at = (size_t)mix64(key) & t->mask;
+    for (;;) {
+        KeySlot *s = &t->slots[at];
+        if (!s->key) {
+            s->key = key;
+            s->idx = t->count++;
+            return s->idx;
+        }
+        if (s->key == key) return s->idx;
+        at = (at + 1) & t->mask;
+    }
+}
+
+/* ------------------------------------------------------------------ title_join */
+
+/* Python's str.split() whitespace among ASCII characters: \t \n \v \f \r, \x1c-\x1f and the space. */
+static const unsigned char ASCII_SPACE[128] = {
+    [9] = 1, [10] = 1, [11] = 1, [12] = 1, [13] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1, [32] = 1,
+};
+#define ascii_space(c) (ASCII_SPACE[(c) & 0x7f])
+
+/* Sort a short array in place (insertion sort: rows have a handful of words; qsort allocates). */
+static void sort_small(Py_ssize_t *a, Py_ssize_t n) {
+    for (Py_ssize_t i = 1; i < n; i++) {
+        Py_ssize_t x = a[i], j = i;
+        while (j > 0 && a[j - 1] > x) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = x;
+    }
+}
+
+static int cmp_ssize(const void *a, const void *b) {
+    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Root of i in groups.parent (read only: no path halving, the roots are the same). -1 on error. */
+static Py_ssize_t find_root(PyObject *parent, Py_ssize_t i) {
+    for (;;) {
+        if (i < 0 || i >= PyList_GET_SIZE(parent)) {
+            PyErr_SetString(PyExc_IndexError, "groups.parent is shorter than the hits");
+            return -1;
+        }
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(parent, i));
+        if (p == -1 && PyErr_Occurred()) return -1;
+        if (p == i) return i;
+        i = p;
+    }
+}
+
+typedef struct {
+    Py_ssize_t n;
+    Py_ssize_t *dom;     /* domain id per row, -1: no domain or no title */
+    Py_ssize_t *woff;    /* words of row i: words[woff[i] .. woff[i + 1]) in key order */
+    Py_ssize_t *stop;    /* prefix length per row */
+    Py_ssize_t *uoff;    /* unique sorted words of row i: uniq[uoff[i] .. uoff[i + 1]) */
+    IVec words, uniq, counts;
+    IVec *index;         /* per key: indexed rows */
+    Py_ssize_t nkeys;
+    WordTable wt;        /* words -> ids */
+    WordTable dt;        /* domains -> ids, in order of first appearance */
+    KeyTable kt;
+    PyObject *keep;      /* objects whose UTF-8 buffers the word tables point into */
+} TitleState;
+
+static void title_state_free(TitleState *s) {
+    PyMem_Free(s->dom);
+    PyMem_Free(s->woff);
+    PyMem_Free(s->stop);
+    PyMem_Free(s->uoff);
+    PyMem_Free(s->words.v);
+    PyMem_Free(s->uniq.v);
+    PyMem_Free(s->counts.v);
+    if (s->index != NULL) {
+        for (Py_ssize_t k = 0; k < s->nkeys; k++) PyMem_Free(s->index[k].v);
+        PyMem_Free(s->index);
+    }
+    PyMem_Free(s->wt.slots);
+    PyMem_Free(s->dt.slots);
+    PyMem_Free(s->kt.slots);
+    Py_XDECREF(s->keep);
+}
+
+/* Append the words of key (a str) to s->words; 0 ok, -1 error, 1 not what the Python version expects. */
+static int split_words(TitleState *s, PyObject *key) {
+    if (!PyUnicode_Check(key)) return 1;
+    if (PyUnicode_IS_ASCII(key)) {
+        const char *p = (const char *)PyUnicode_DATA(key);
+        Py_ssize_t len = PyUnicode_GET_LENGTH(key), i = 0;
+        if (PyList_Append(s->keep, key) < 0) return -1;
+        while (i < len) {
+            while (i < len && ascii_space((unsigned char)p[i])) i++;
+            if (i >= len) break;
+            Py_ssize_t start = i;
+            while (i < len && !ascii_space((unsigned char)p[i])) i++;
+            Py_ssize_t id = words_id(&s->wt, p + start, i - start);
+            if (id < 0 || ivec_push(&s->words, id) < 0) return -1;
+        }
+        return 0;
+    }
+    PyObject *parts = PyUnicode_Split(key, NULL, -1);
+    if (parts == NULL) return -1;
+    int rc = PyList_Append(s->keep, parts);
+    Py_DECREF(parts);
+    if (rc < 0) return -1;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(parts); k++) {
+        Py_ssize_t len;
+        const char *p = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(parts, k), &len);
+        if (p == NULL) {  /* e.g. a lone surrogate: leave it to the Python version */
+            PyErr_Clear();
+            return 1;
+        }
+        Py_ssize_t id = words_id(&s->wt, p, len);
+        if (id < 0 || ivec_push(&s->words, id) < 0) return -1;
+    }
+    return 0;
+}
+
+/* Pass 1: domain ids, words, prefixes and key counts. 0 ok, -1 error, 1 fall back. */
+static int title_rows(TitleState *s, PyObject **hits, double t, PyObject *title_key_fn) {
+    Py_ssize_t n = s->n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        s->woff[i] = s->words.n;
+        s->dom[i] = -1;
+        s->stop[i] = 0;
+        PyObject *d = PyObject_GetAttr(hits[i], s_domain);
+        if (d == NULL) return -1;
+        int truth = PyObject_IsTrue(d);
+        if (truth <= 0) {
+            Py_DECREF(d);
+            if (truth < 0) return -1;
+            continue;
+        }
+        PyObject *title = PyObject_GetAttr(hits[i], s_title);
+        if (title == NULL) {
+            Py_DECREF(d);
+            return -1;
+        }
+        truth = PyObject_IsTrue(title);
+        if (truth <= 0) {
+            Py_DECREF(d);
+            Py_DECREF(title);
+            if (truth < 0) return -1;
+            continue;
+        }
+        PyObject *key = PyObject_GetAttr(hits[i], s_title_key);
+        if (key == Py_None) {
+            Py_DECREF(key);
+            key = PyObject_CallOneArg(title_key_fn, title);
+        }
+        Py_DECREF(title);
+        if (key == NULL) {
+            Py_DECREF(d);
+            return -1;
+        }
+        int rc = split_words(s, key);
+        Py_DECREF(key);
+        if (rc != 0) {
+            Py_DECREF(d);
+            return rc;
+        }
+        /* Domains are compared as Python compares them (str equality: the same UTF-8 bytes). */
+        Py_ssize_t dlen, dom;
+        const char *dp = PyUnicode_Check(d) ? PyUnicode_AsUTF8AndSize(d, &dlen) : NULL;
+        if (dp == NULL) {
+            PyErr_Clear();
+            Py_DECREF(d);
+            return 1;
+        }
+        Py_ssize_t before = s->dt.count;
+        dom = words_id(&s->dt, dp, dlen);
+        if (dom < 0 || (dom == before && PyList_Append(s->keep, d) < 0)) {
+            Py_DECREF(d);
+            return -1;
+        }
+        Py_DECREF(d);
+        s->dom[i] = dom;
+        Py_ssize_t nw = s->words.n - s->woff[i];
+        /* c = n - ceil(t * n) + 1, then the slice words[:c] */
+        double c = (double)nw - ceil(t * (double)nw) + 1.0;
+        Py_ssize_t stop = c >= 0 ? (Py_ssize_t)c : nw + (Py_ssize_t)c;
+        if (stop < 0) stop = 0;
+        if (stop > nw) stop = nw;
+        s->stop[i] = stop;
+        for (Py_ssize_t k = 0; k < stop; k++) {
+            Py_ssize_t idx = keys_idx(&s->kt, dom, s->words.v[s->woff[i] + k]);
+            if (idx < 0) return -1;
+            if (idx == s->counts.n && ivec_push(&s->counts, 0) < 0) return -1;
+            s->counts.v[idx]++;
+        }
+    }
+    s->woff[n] = s->words.n;
+    return 0;
+}
+
+/* Unique sorted words of every row (the frozenset the Python join compares). */
+static int title_uniq(TitleState *s) {
+    for (Py_ssize_t i = 0; i < s->n; i++) {
+        s->uoff[i] = s->uniq.n;
+        if (s->dom[i] < 0) continue;
+        Py_ssize_t start = s->uniq.n;
+        for (Py_ssize_t k = s->woff[i]; k < s->woff[i + 1]; k++)
+            if (ivec_push(&s->uniq, s->words.v[k]) < 0) return -1;
+        Py_ssize_t len = s->uniq.n - start;
+        Py_ssize_t *u = s->uniq.v + start;
+        if (len > 32) qsort(u, (size_t)len, sizeof(Py_ssize_t), cmp_ssize);
+        else sort_small(u, len);
+        Py_ssize_t w = 0;
+        for (Py_ssize_t k = 0; k < len; k++)
+            if (w == 0 || u[k] != u[w - 1]) u[w++] = u[k];
+        s->uniq.n = start + w;
+    }
+    s->uoff[s->n] = s->uniq.n;
+    return 0;
+}
+
+static Py_ssize_t intersect(const Py_ssize_t *a, Py_ssize_t na, const Py_ssize_t *b, Py_ssize_t nb) {
+    Py_ssize_t i = 0, j = 0, c = 0;
+    while (i < na && j < nb) {
+        if (a[i] < b[j]) i++;
+        else if (a[i] > b[j]) j++;
+        else {
+            c++;
+            i++;
+            j++;
+        }
+    }
+    return c;
+}
+
+/* Pass 2: the sequential prefix join over the rows that share a (domain, prefix word). -1 on error. */
+static Py_ssize_t title_probe(TitleState *s, double t, PyObject *groups, PyObject *parent) {
+    Py_ssize_t n = s->n, npicked = 0, comparisons = 0;
+    Py_ssize_t *picked = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t)), *byDom = NULL, *order = NULL;
+    Py_ssize_t *seen = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    IVec probes = {NULL, 0, 0};
+    if (picked == NULL || seen == NULL) {
+        PyErr_NoMemory();
+        comparisons = -1;
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s->dom[i] < 0) continue;
+        for (Py_ssize_t k = 0; k < s->stop[i]; k++) {
+            Py_ssize_t idx = keys_idx(&s->kt, s->dom[i], s->words.v[s->woff[i] + k]);
+            if (idx < 0) {
+                comparisons = -1;
+                goto done;
+            }
+            if (s->counts.v[idx] > 1) {
+                picked[npicked++] = i;
+                break;
+            }
+        }
+    }
+    /* By (domain's first row, row): domain ids follow first appearance, rows were picked in order. */
+    byDom = PyMem_Calloc((size_t)s->dt.count + 1, sizeof(Py_ssize_t));
+    order = PyMem_Malloc((size_t)(npicked ? npicked : 1) * sizeof(Py_ssize_t));
+    if (byDom == NULL || order == NULL) {
+        PyErr_NoMemory();
+        comparisons = -1;
+        goto done;
+    }
+    for (Py_ssize_t p = 0; p < npicked; p++) byDom[s->dom[picked[p]] + 1]++;
+    for (Py_ssize_t d = 0; d < s->dt.count; d++) byDom[d + 1] += byDom[d];
+    for (Py_ssize_t p = 0; p < npicked; p++) order[byDom[s->dom[picked[p]]]++] = picked[p];
+    for (Py_ssize_t p = 0; p < npicked; p++) {
+        Py_ssize_t i = order[p];
+        probes.n = 0;
+        for (Py_ssize_t k = 0; k < s->stop[i]; k++) {
+            Py_ssize_t idx = keys_idx(&s->kt, s->dom[i], s->words.v[s->woff[i] + k]);
+            if (idx < 0 || (s->counts.v[idx] > 1 && ivec_push(&probes, idx) < 0)) {
+                comparisons = -1;
+                goto done;
+            }
+        }
+        if (probes.n == 0) continue;
+        const Py_ssize_t *ui = s->uniq.v + s->uoff[i];
+        Py_ssize_t ni = s->uoff[i + 1] - s->uoff[i];
+        int merged = 0;
+        for (Py_ssize_t q = 0; q < probes.n; q++) {
+            IVec *rows = &s->index[probes.v[q]];
+            for (Py_ssize_t r = 0; r < rows->n; r++) {
+                Py_ssize_t j = rows->v[r];
+                if (seen[j] == p + 1) continue;
+                Py_ssize_t rj = find_root(parent, j), ri = rj < 0 ? -1 : find_root(parent, i);
+                if (rj < 0 || ri < 0) {
+                    comparisons = -1;
+                    goto done;
+                }
+                if (rj == ri) continue;
+                seen[j] = p + 1;
+                comparisons++;
+                const Py_ssize_t *uj = s->uniq.v + s->uoff[j];
+                Py_ssize_t nj = s->uoff[j + 1] - s->uoff[j];
+                Py_ssize_t inter = intersect(ui, ni, uj, nj);
+                if ((double)inter >= t * (double)(ni + nj - inter)) {
+                    PyObject *res = PyObject_CallMethod(groups, "union", "nnO", i, j, s_why_title);
+                    if (res == NULL) {
+                        comparisons = -1;
+                        goto done;
+                    }
+                    Py_DECREF(res);
+                    merged = 1;
+                }
+            }
+        }
+        if (!merged)
+            for (Py_ssize_t q = 0; q < probes.n; q++)
+                if (ivec_push(&s->index[probes.v[q]], i) < 0) {
+                    comparisons = -1;
+                    goto done;
+                }
+    }
+done:
+    PyMem_Free(picked);
+    PyMem_Free(byDom);
+    PyMem_Free(order);
+    PyMem_Free(seen);
+    PyMem_Free(probes.v);
+    return comparisons;
+}
+
+static PyObject *title_join(PyObject *self, PyObject *args) {
+    PyObject *hits_in, *groups, *title_key_fn;
+    double t;
+    if (!PyArg_ParseTuple(args, "OdOO:title_join", &hits_in, &t, &groups, &title_key_fn)) return NULL;
+    PyObject *seq = PySequence_Fast(hits_in, "hits must be a sequence");
+    if (seq == NULL) return NULL;
+    PyObject *parent = PyObject_GetAttr(groups, s_parent);
+    if (parent == NULL) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    TitleState s;
+    memset(&s, 0, sizeof s);
+    if (!PyList_Check(parent)) {
+        PyErr_SetString(PyExc_TypeError, "groups.parent must be a list");
+        goto done;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    s.n = n;
+    s.dom = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    s.woff = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    s.stop = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    s.uoff = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    s.keep = PyList_New(0);
+    if (s.dom == NULL || s.woff == NULL || s.stop == NULL || s.uoff == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (s.keep == NULL || words_init(&s.wt, (size_t)n * 4) < 0 || words_init(&s.dt, 16) < 0 ||
+        keys_init(&s.kt, (size_t)n * 2) < 0)
+        goto done;
+    int rc = title_rows(&s, PySequence_Fast_ITEMS(seq), t, title_key_fn);
+    if (rc < 0) goto done;
+    if (rc > 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    int shared = 0;
+    for (Py_ssize_t k = 0; k < s.counts.n && !shared; k++) shared = s.counts.v[k] > 1;
+    if (!shared) {
+        result = PyLong_FromLong(0);
+        goto done;
+    }
+    s.nkeys = s.counts.n;
+    s.index = PyMem_Calloc((size_t)s.nkeys, sizeof(IVec));
+    if (s.index == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (title_uniq(&s) < 0) goto done;
+    Py_ssize_t comparisons = title_probe(&s, t, groups, parent);
+    if (comparisons >= 0) result = PyLong_FromSsize_t(comparisons);
+done:
+    title_state_free(&s);
+    Py_DECREF(parent);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* ------------------------------------------------------------------ near_all_pairs */
+
+static Py_ssize_t pairs_generic(const uint64_t *v, Py_ssize_t n, int max_bits, Py_ssize_t *out, Py_ssize_t cap) {
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (Py_ssize_t j = i + 1; j < n; j++)
+            if (__builtin_popcountll(v[i] ^ v[j]) <= max_bits) {
+                if (m + 2 <= cap) {
+                    out[m] = i;
+                    out[m + 1] = j;
+                }
+                m += 2;
+            }
+    return m;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("popcnt"))) static Py_ssize_t pairs_popcnt(const uint64_t *v, Py_ssize_t n, int max_bits,
+                                                                  Py_ssize_t *out, Py_ssize_t cap) {
+    Py_ssize_t m = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        for (Py_ssize_t j = i + 1; j < n; j++)
+            if (__builtin_popcountll(v[i] ^ v[j]) <= max_bits) {
+                if (m + 2 <= cap) {
+                    out[m] = i;
+                    out[m + 1] = j;
+                }
+                m += 2;
+            }
+    return m;
+}
+#endif
+
+static Py_ssize_t find_pairs(const uint64_t *v, Py_ssize_t n, int max_bits, Py_ssize_t *out, Py_ssize_t cap) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("popcnt")) return pairs_popcnt(v, n, max_bits, out, cap);
+#endif
+    return pairs_generic(v, n, max_bits, out, cap);
+}
+
+static PyObject *near_all_pairs(PyObject *self, PyObject *args) {
+    PyObject *sigs_in;
+    int max_bits;
+    if (!PyArg_ParseTuple(args, "Oi:near_all_pairs", &sigs_in, &max_bits)) return NULL;
+    PyObject *seq = PySequence_Fast(sigs_in, "signatures must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    uint64_t *v = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(uint64_t));
+    Py_ssize_t cap = 256, m;
+    Py_ssize_t *out = PyMem_Malloc((size_t)cap * sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (v == NULL || out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        v[i] = PyLong_AsUnsignedLongLong(items[i]);
+        if (v[i] == (uint64_t)-1 && PyErr_Occurred()) goto done;
+    }
+    m = find_pairs(v, n, max_bits, out, cap);
+    if (m > cap) { /* more pairs than room: size the buffer and search again */
+        PyMem_Free(out);
+        cap = m;
+        out = PyMem_Malloc((size_t)cap * sizeof(Py_ssize_t));
+        if (out == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        m = find_pairs(v, n, max_bits, out, cap);
+    }
+    result = PyList_New(m / 2);
+    if (result == NULL) goto done;
+    for (Py_ssize_t k = 0; k < m; k += 2) {
+        PyObject *pair = Py_BuildValue("(nn)", out[k], out[k + 1]);
+        if (pair == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, k / 2, pair);
+    }
+done:
+    PyMem_Free(v);
+    PyMem_Free(out);
+    Py_DECREF(seq);
+    return result;
+}
+
+/* ------------------------------------------------------------------ module */
+
+static PyMethodDef methods[] = {
+    {"title_join", title_join, METH_VARARGS,
+     "title_join(hits, t, groups, title_key) -> comparisons, or None to run the Python version"},
+    {"near_all_pairs", near_all_pairs, METH_VARARGS,
+     "near_all_pairs(signatures, max_bits) -> sorted (i, j) pairs within max_bits differing bits"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "fusion._kernel",
+                                    "Compiled deduplication loops (see fusion/dedup.py).", -1, methods};
+
+PyMODINIT_FUNC PyInit__kernel(void) {
+    s_domain = PyUnicode_InternFromString("domain");
+    s_title = PyUnicode_InternFromString("title");
+    s_title_key = PyUnicode_InternFromString("title_key");
+    s_parent = PyUnicode_InternFromString("parent");
+    s_union = PyUnicode_InternFromString("union");
+    s_why_title = PyUnicode_InternFromString("title");
+    if (!s_domain || !s_title || !s_title_key || !s_parent || !s_union || !s_why_title) return NULL;
+    return PyModule_Create(&module);
+}
