@@ -12,12 +12,13 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-static PyObject *s_domain, *s_title, *s_title_key, *s_parent, *s_union, *s_why_title;
+static PyObject *s_domain, *s_title, *s_title_key, *s_parent, *s_union, *s_why_title, *s_id, *s_score;
 
 /* ------------------------------------------------------------------ growable arrays */
 
@@ -39,6 +40,45 @@ static int ivec_push(IVec *a, Py_ssize_t x) {
     }
     a->v[a->n++] = x;
     return 0;
+}
+
+/* ------------------------------------------------------------------ attribute reads */
+
+/* Where a class keeps some attributes in __slots__, to read them without a lookup per object. Used only for
+ * objects of exactly that class, whose attribute access is the generic one and whose attribute is a plain slot
+ * (a member descriptor): then reading the slot is what getattr does. Anything else goes through getattr. */
+typedef struct {
+    PyTypeObject *type;
+    Py_ssize_t off[4];
+} Slots;
+
+static void slots_init(Slots *sl, PyObject *obj, PyObject *const *names, int count) {
+    sl->type = NULL;
+    PyTypeObject *type = Py_TYPE(obj);
+    if (type->tp_getattro != PyObject_GenericGetAttr) return;
+    for (int k = 0; k < count; k++) {
+        sl->off[k] = -1;
+        PyObject *descr = PyObject_GetAttr((PyObject *)type, names[k]);
+        if (descr == NULL) {
+            PyErr_Clear();
+            continue;
+        }
+        if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+            if (m->type == T_OBJECT_EX && !(m->flags & PY_AUDIT_READ)) sl->off[k] = m->offset;
+        }
+        Py_DECREF(descr);
+    }
+    sl->type = type;
+}
+
+/* obj.<names[k]> as a new reference (NULL with an exception set, as getattr). */
+static PyObject *slot_get(const Slots *sl, PyObject *obj, int k, PyObject *name) {
+    if (Py_TYPE(obj) == sl->type && sl->off[k] >= 0) {
+        PyObject *v = *(PyObject **)((char *)obj + sl->off[k]);
+        if (v != NULL) return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(obj, name);
 }
 
 /* ------------------------------------------------------------------ word interning (byte-exact) */
@@ -236,11 +276,19 @@ static Py_ssize_t find_root(PyObject *parent, Py_ssize_t i) {
 }
 
 typedef struct {
+    const char *p;
+    Py_ssize_t len;
+} Span;
+
+typedef struct {
     Py_ssize_t n;
+    Span *spans;         /* every word's bytes (words[k] is its id once interned, -1 before) */
+    Py_ssize_t nspans, capspans;
     Py_ssize_t *dom;     /* domain id per row, -1: no domain or no title */
     Py_ssize_t *woff;    /* words of row i: words[woff[i] .. woff[i + 1]) in key order */
     Py_ssize_t *stop;    /* prefix length per row */
-    Py_ssize_t *uoff;    /* unique sorted words of row i: uniq[uoff[i] .. uoff[i + 1]) */
+    Py_ssize_t *uoff;    /* unique sorted words of a compared row i: uniq[uoff[i] .. uoff[i] + ulen[i]) */
+    Py_ssize_t *ulen;
     IVec words, uniq, counts;
     IVec *index;         /* per key: indexed rows */
     Py_ssize_t nkeys;
@@ -251,10 +299,12 @@ typedef struct {
 } TitleState;
 
 static void title_state_free(TitleState *s) {
+    PyMem_Free(s->spans);
     PyMem_Free(s->dom);
     PyMem_Free(s->woff);
     PyMem_Free(s->stop);
     PyMem_Free(s->uoff);
+    PyMem_Free(s->ulen);
     PyMem_Free(s->words.v);
     PyMem_Free(s->uniq.v);
     PyMem_Free(s->counts.v);
@@ -266,6 +316,34 @@ static void title_state_free(TitleState *s) {
     PyMem_Free(s->dt.slots);
     PyMem_Free(s->kt.slots);
     Py_XDECREF(s->keep);
+}
+
+/* Record a word's bytes; it gets its id when some comparison needs it (intern_words). */
+static int add_word(TitleState *s, const char *p, Py_ssize_t len) {
+    if (s->nspans == s->capspans) {
+        Py_ssize_t cap = s->capspans ? s->capspans * 2 : 256;
+        Span *spans = PyMem_Realloc(s->spans, (size_t)cap * sizeof(Span));
+        if (spans == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        s->spans = spans;
+        s->capspans = cap;
+    }
+    s->spans[s->nspans].p = p;
+    s->spans[s->nspans++].len = len;
+    return ivec_push(&s->words, -1);
+}
+
+/* Give ids to words[from .. to) that have none yet. */
+static int intern_words(TitleState *s, Py_ssize_t from, Py_ssize_t to) {
+    for (Py_ssize_t k = from; k < to; k++) {
+        if (s->words.v[k] >= 0) continue;
+        Py_ssize_t id = words_id(&s->wt, s->spans[k].p, s->spans[k].len);
+        if (id < 0) return -1;
+        s->words.v[k] = id;
+    }
+    return 0;
 }
 
 /* Append the words of key (a str) to s->words; 0 ok, -1 error, 1 not what the Python version expects. */
@@ -280,8 +358,7 @@ static int split_words(TitleState *s, PyObject *key) {
             if (i >= len) break;
             Py_ssize_t start = i;
             while (i < len && !ascii_space((unsigned char)p[i])) i++;
-            Py_ssize_t id = words_id(&s->wt, p + start, i - start);
-            if (id < 0 || ivec_push(&s->words, id) < 0) return -1;
+            if (add_word(s, p + start, i - start) < 0) return -1;
         }
         return 0;
     }
@@ -297,8 +374,7 @@ static int split_words(TitleState *s, PyObject *key) {
             PyErr_Clear();
             return 1;
         }
-        Py_ssize_t id = words_id(&s->wt, p, len);
-        if (id < 0 || ivec_push(&s->words, id) < 0) return -1;
+        if (add_word(s, p, len) < 0) return -1;
     }
     return 0;
 }
@@ -306,11 +382,14 @@ static int split_words(TitleState *s, PyObject *key) {
 /* Pass 1: domain ids, words, prefixes and key counts. 0 ok, -1 error, 1 fall back. */
 static int title_rows(TitleState *s, PyObject **hits, double t, PyObject *title_key_fn) {
     Py_ssize_t n = s->n;
+    PyObject *const names[3] = {s_domain, s_title, s_title_key};
+    Slots sl;
+    if (n > 0) slots_init(&sl, hits[0], names, 3);
     for (Py_ssize_t i = 0; i < n; i++) {
         s->woff[i] = s->words.n;
         s->dom[i] = -1;
         s->stop[i] = 0;
-        PyObject *d = PyObject_GetAttr(hits[i], s_domain);
+        PyObject *d = slot_get(&sl, hits[i], 0, s_domain);
         if (d == NULL) return -1;
         int truth = PyObject_IsTrue(d);
         if (truth <= 0) {
@@ -318,7 +397,7 @@ static int title_rows(TitleState *s, PyObject **hits, double t, PyObject *title_
             if (truth < 0) return -1;
             continue;
         }
-        PyObject *title = PyObject_GetAttr(hits[i], s_title);
+        PyObject *title = slot_get(&sl, hits[i], 1, s_title);
         if (title == NULL) {
             Py_DECREF(d);
             return -1;
@@ -330,7 +409,7 @@ static int title_rows(TitleState *s, PyObject **hits, double t, PyObject *title_
             if (truth < 0) return -1;
             continue;
         }
-        PyObject *key = PyObject_GetAttr(hits[i], s_title_key);
+        PyObject *key = slot_get(&sl, hits[i], 2, s_title_key);
         if (key == Py_None) {
             Py_DECREF(key);
             key = PyObject_CallOneArg(title_key_fn, title);
@@ -369,6 +448,7 @@ static int title_rows(TitleState *s, PyObject **hits, double t, PyObject *title_
         if (stop < 0) stop = 0;
         if (stop > nw) stop = nw;
         s->stop[i] = stop;
+        if (intern_words(s, s->woff[i], s->woff[i] + stop) < 0) return -1;
         for (Py_ssize_t k = 0; k < stop; k++) {
             Py_ssize_t idx = keys_idx(&s->kt, dom, s->words.v[s->woff[i] + k]);
             if (idx < 0) return -1;
@@ -380,24 +460,22 @@ static int title_rows(TitleState *s, PyObject **hits, double t, PyObject *title_
     return 0;
 }
 
-/* Unique sorted words of every row (the frozenset the Python join compares). */
-static int title_uniq(TitleState *s) {
-    for (Py_ssize_t i = 0; i < s->n; i++) {
-        s->uoff[i] = s->uniq.n;
-        if (s->dom[i] < 0) continue;
-        Py_ssize_t start = s->uniq.n;
-        for (Py_ssize_t k = s->woff[i]; k < s->woff[i + 1]; k++)
-            if (ivec_push(&s->uniq, s->words.v[k]) < 0) return -1;
-        Py_ssize_t len = s->uniq.n - start;
-        Py_ssize_t *u = s->uniq.v + start;
-        if (len > 32) qsort(u, (size_t)len, sizeof(Py_ssize_t), cmp_ssize);
-        else sort_small(u, len);
-        Py_ssize_t w = 0;
-        for (Py_ssize_t k = 0; k < len; k++)
-            if (w == 0 || u[k] != u[w - 1]) u[w++] = u[k];
-        s->uniq.n = start + w;
-    }
-    s->uoff[s->n] = s->uniq.n;
+/* Unique sorted words of row i (the frozenset the Python join compares), once its words all have ids. */
+static int row_uniq(TitleState *s, Py_ssize_t i) {
+    if (intern_words(s, s->woff[i], s->woff[i + 1]) < 0) return -1;
+    Py_ssize_t start = s->uniq.n;
+    s->uoff[i] = start;
+    for (Py_ssize_t k = s->woff[i]; k < s->woff[i + 1]; k++)
+        if (ivec_push(&s->uniq, s->words.v[k]) < 0) return -1;
+    Py_ssize_t len = s->uniq.n - start;
+    Py_ssize_t *u = s->uniq.v + start;
+    if (len > 32) qsort(u, (size_t)len, sizeof(Py_ssize_t), cmp_ssize);
+    else sort_small(u, len);
+    Py_ssize_t w = 0;
+    for (Py_ssize_t k = 0; k < len; k++)
+        if (w == 0 || u[k] != u[w - 1]) u[w++] = u[k];
+    s->uniq.n = start + w;
+    s->ulen[i] = w;
     return 0;
 }
 
@@ -462,8 +540,12 @@ static Py_ssize_t title_probe(TitleState *s, double t, PyObject *groups, PyObjec
             }
         }
         if (probes.n == 0) continue;
+        if (row_uniq(s, i) < 0) {
+            comparisons = -1;
+            goto done;
+        }
         const Py_ssize_t *ui = s->uniq.v + s->uoff[i];
-        Py_ssize_t ni = s->uoff[i + 1] - s->uoff[i];
+        Py_ssize_t ni = s->ulen[i];
         int merged = 0;
         for (Py_ssize_t q = 0; q < probes.n; q++) {
             IVec *rows = &s->index[probes.v[q]];
@@ -479,7 +561,7 @@ static Py_ssize_t title_probe(TitleState *s, double t, PyObject *groups, PyObjec
                 seen[j] = p + 1;
                 comparisons++;
                 const Py_ssize_t *uj = s->uniq.v + s->uoff[j];
-                Py_ssize_t nj = s->uoff[j + 1] - s->uoff[j];
+                Py_ssize_t nj = s->ulen[j];
                 Py_ssize_t inter = intersect(ui, ni, uj, nj);
                 if ((double)inter >= t * (double)(ni + nj - inter)) {
                     PyObject *res = PyObject_CallMethod(groups, "union", "nnO", i, j, s_why_title);
@@ -532,8 +614,17 @@ static PyObject *title_join(PyObject *self, PyObject *args) {
     s.woff = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
     s.stop = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
     s.uoff = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    s.ulen = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
     s.keep = PyList_New(0);
-    if (s.dom == NULL || s.woff == NULL || s.stop == NULL || s.uoff == NULL) {
+    if (s.dom == NULL || s.woff == NULL || s.stop == NULL || s.uoff == NULL || s.ulen == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    s.capspans = n * 8 + 8;
+    s.spans = PyMem_Malloc((size_t)s.capspans * sizeof(Span));
+    s.words.cap = s.capspans;
+    s.words.v = PyMem_Malloc((size_t)s.words.cap * sizeof(Py_ssize_t));
+    if (s.spans == NULL || s.words.v == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -558,7 +649,6 @@ static PyObject *title_join(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    if (title_uniq(&s) < 0) goto done;
     Py_ssize_t comparisons = title_probe(&s, t, groups, parent);
     if (comparisons >= 0) result = PyLong_FromSsize_t(comparisons);
 done:
@@ -656,11 +746,175 @@ done:
     return result;
 }
 
+
+/* ------------------------------------------------------------------ collect_rows */
+
+/* collect_rows(lanes, lane_stages) -> (ids, reps, stages, best, rows, native): the candidate table of
+ * fusion.combine.collect. lanes: per usable lane (sorted by name), its hits best first; lane_stages: 0 or 1 per
+ * lane. A repeat inside a lane counts once, at its first position (the ranks after it close up); the same id
+ * across lanes is one row whose representative is its occurrence ahead by (stage, rank), the first lane winning
+ * a tie; best is the best rank over the row's lanes. rows[l] / native[l]: per lane, the row and the hit's score
+ * at each (closed-up) rank. */
+static PyObject *collect_rows(PyObject *self, PyObject *args) {
+    PyObject *lanes_in, *stages_in;
+    if (!PyArg_ParseTuple(args, "OO:collect_rows", &lanes_in, &stages_in)) return NULL;
+    PyObject *lanes = PySequence_Fast(lanes_in, "lanes must be a sequence");
+    if (lanes == NULL) return NULL;
+    PyObject *result = NULL, *pos = NULL, *ids = NULL, *rows_out = NULL, *native_out = NULL;
+    Py_ssize_t nl = PySequence_Fast_GET_SIZE(lanes), total = 0, nrows = 0;
+    PyObject **lane_seqs = PyMem_Calloc((size_t)(nl ? nl : 1), sizeof(PyObject *));
+    PyObject **reps = NULL;
+    Py_ssize_t *mark = NULL, *best = NULL, *stage = NULL;
+    PyObject *const names[2] = {s_id, s_score};
+    Slots sl;
+    int have_slots = 0;
+    if (lane_seqs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!PySequence_Check(stages_in) || PySequence_Size(stages_in) != nl) {
+        PyErr_SetString(PyExc_ValueError, "one stage per lane");
+        goto done;
+    }
+    for (Py_ssize_t l = 0; l < nl; l++) {
+        lane_seqs[l] = PySequence_Fast(PySequence_Fast_GET_ITEM(lanes, l), "a lane's hits must be a sequence");
+        if (lane_seqs[l] == NULL) goto done;
+        total += PySequence_Fast_GET_SIZE(lane_seqs[l]);
+    }
+    size_t cap = (size_t)(total ? total : 1);
+    reps = PyMem_Malloc(cap * sizeof(PyObject *));
+    mark = PyMem_Malloc(cap * sizeof(Py_ssize_t));
+    best = PyMem_Malloc(cap * sizeof(Py_ssize_t));
+    stage = PyMem_Malloc(cap * sizeof(Py_ssize_t));
+    pos = PyDict_New();
+    ids = PyList_New(0);
+    rows_out = PyList_New(nl);
+    native_out = PyList_New(nl);
+    if (reps == NULL || mark == NULL || best == NULL || stage == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (pos == NULL || ids == NULL || rows_out == NULL || native_out == NULL) goto done;
+    for (Py_ssize_t l = 0; l < nl; l++) {
+        PyObject *st = PySequence_GetItem(stages_in, l);
+        if (st == NULL) goto done;
+        Py_ssize_t lane_stage = PyLong_AsSsize_t(st);
+        Py_DECREF(st);
+        if (lane_stage == -1 && PyErr_Occurred()) goto done;
+        Py_ssize_t nh = PySequence_Fast_GET_SIZE(lane_seqs[l]), kept = 0;
+        PyObject **hits = PySequence_Fast_ITEMS(lane_seqs[l]);
+        PyObject *rows = PyList_New(nh), *native = PyList_New(nh);
+        if (rows == NULL || native == NULL) {
+            Py_XDECREF(rows);
+            Py_XDECREF(native);
+            goto done;
+        }
+        PyList_SET_ITEM(rows_out, l, rows);
+        PyList_SET_ITEM(native_out, l, native);
+        if (nh > 0 && !have_slots) {
+            slots_init(&sl, hits[0], names, 2);
+            have_slots = 1;
+        }
+        for (Py_ssize_t p = 0; p < nh; p++) {
+            PyObject *h = hits[p];
+            PyObject *id = slot_get(&sl, h, 0, s_id);
+            if (id == NULL) goto done;
+            PyObject *known = PyDict_GetItemWithError(pos, id);
+            Py_ssize_t row;
+            if (known == NULL) {
+                if (PyErr_Occurred()) {
+                    Py_DECREF(id);
+                    goto done;
+                }
+                row = nrows++;
+                PyObject *v = PyLong_FromSsize_t(row);
+                int rc = v == NULL ? -1 : PyDict_SetItem(pos, id, v);
+                Py_XDECREF(v);
+                if (rc < 0 || PyList_Append(ids, id) < 0) {
+                    Py_DECREF(id);
+                    goto done;
+                }
+                Py_DECREF(id);
+                reps[row] = h;
+                stage[row] = lane_stage;
+                best[row] = kept + 1;
+            } else {
+                Py_DECREF(id);
+                row = PyLong_AsSsize_t(known);
+                if (mark[row] == l) continue; /* a repeat inside this lane */
+                Py_ssize_t rank = kept + 1;
+                if (lane_stage < stage[row] || (lane_stage == stage[row] && rank < best[row])) {
+                    reps[row] = h;
+                    stage[row] = lane_stage;
+                }
+                if (rank < best[row]) best[row] = rank;
+            }
+            mark[row] = l;
+            PyObject *score = slot_get(&sl, h, 1, s_score);
+            PyObject *r = score == NULL ? NULL : PyLong_FromSsize_t(row);
+            if (r == NULL) {
+                Py_XDECREF(score);
+                goto done;
+            }
+            PyList_SET_ITEM(rows, kept, r);
+            PyList_SET_ITEM(native, kept, score);
+            kept++;
+        }
+        /* close up after in-lane repeats: the unused tail slots are still NULL */
+        if (kept < nh && (PyList_SetSlice(rows, kept, nh, NULL) < 0 || PyList_SetSlice(native, kept, nh, NULL) < 0))
+            goto done;
+    }
+    {
+        PyObject *reps_out = PyList_New(nrows), *stage_out = PyList_New(nrows), *best_out = PyList_New(nrows);
+        if (reps_out == NULL || stage_out == NULL || best_out == NULL) {
+            Py_XDECREF(reps_out);
+            Py_XDECREF(stage_out);
+            Py_XDECREF(best_out);
+            goto done;
+        }
+        for (Py_ssize_t r = 0; r < nrows; r++) {
+            PyList_SET_ITEM(reps_out, r, Py_NewRef(reps[r]));
+            PyObject *a = PyLong_FromSsize_t(stage[r]), *b = PyLong_FromSsize_t(best[r]);
+            if (a == NULL || b == NULL) {
+                Py_XDECREF(a);
+                Py_XDECREF(b);
+                Py_DECREF(reps_out);
+                Py_DECREF(stage_out);
+                Py_DECREF(best_out);
+                goto done;
+            }
+            PyList_SET_ITEM(stage_out, r, a);
+            PyList_SET_ITEM(best_out, r, b);
+        }
+        result = Py_BuildValue("(OOOOOO)", ids, reps_out, stage_out, best_out, rows_out, native_out);
+        Py_DECREF(reps_out);
+        Py_DECREF(stage_out);
+        Py_DECREF(best_out);
+    }
+done:
+    if (lane_seqs != NULL) {
+        for (Py_ssize_t l = 0; l < nl; l++) Py_XDECREF(lane_seqs[l]);
+        PyMem_Free(lane_seqs);
+    }
+    PyMem_Free(reps);
+    PyMem_Free(mark);
+    PyMem_Free(best);
+    PyMem_Free(stage);
+    Py_XDECREF(pos);
+    Py_XDECREF(ids);
+    Py_XDECREF(rows_out);
+    Py_XDECREF(native_out);
+    Py_DECREF(lanes);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
     {"title_join", title_join, METH_VARARGS,
      "title_join(hits, t, groups, title_key) -> comparisons, or None to run the Python version"},
+    {"collect_rows", collect_rows, METH_VARARGS,
+     "collect_rows(lanes, lane_stages) -> (ids, reps, stages, best, rows, native)"},
     {"near_all_pairs", near_all_pairs, METH_VARARGS,
      "near_all_pairs(signatures, max_bits) -> sorted (i, j) pairs within max_bits differing bits"},
     {NULL, NULL, 0, NULL},
@@ -676,6 +930,8 @@ PyMODINIT_FUNC PyInit__kernel(void) {
     s_parent = PyUnicode_InternFromString("parent");
     s_union = PyUnicode_InternFromString("union");
     s_why_title = PyUnicode_InternFromString("title");
-    if (!s_domain || !s_title || !s_title_key || !s_parent || !s_union || !s_why_title) return NULL;
+    s_id = PyUnicode_InternFromString("id");
+    s_score = PyUnicode_InternFromString("score");
+    if (!s_id || !s_score || !s_domain || !s_title || !s_title_key || !s_parent || !s_union || !s_why_title) return NULL;
     return PyModule_Create(&module);
 }

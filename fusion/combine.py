@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from fabric.models import FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
+from fusion.compiled import kernel
 from fusion.rrf import rrf_ceiling
 from fusion.score import NORMALISERS
 from fusion.types import Candidates, FusionContext, FusionRun, LaneInfo
@@ -45,14 +46,25 @@ def collect(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> tuple[Fu
     names = [n for n in sorted(outcomes) if outcomes[n].status in _USABLE and outcomes[n].hits]
     cands = Candidates(tuple(names))
     lanes: dict[str, LaneInfo] = {}
-    pos: dict[str, int] = {}
-    ids, reps, stages, best = cands.ids, cands.hits, cands.stage, cands.best
     for name in names:
         out = outcomes[name]
-        stage = 0 if ctx.stage_of.get(name, 1) <= 1 else 1
-        lanes[name] = LaneInfo(weight=out.weight, kind=out.kind, stage=stage)
-        hits: Sequence[Hit] = out.hits
-        cands.received += len(hits)
+        lanes[name] = LaneInfo(weight=out.weight, kind=out.kind, stage=0 if ctx.stage_of.get(name, 1) <= 1 else 1)
+        cands.received += len(out.hits)
+    hits = [outcomes[name].hits for name in names]
+    stages = [lanes[name].stage for name in names]
+    if kernel is not None:
+        cands.ids, cands.hits, cands.stage, cands.best, cands.rows, cands.native = kernel.collect_rows(hits, stages)
+    else:
+        _collect_rows(hits, stages, cands)
+    cands.norm = [normalise(native) for native in cands.native] if normalise is not None else [[] for _ in names]
+    return FusionRun(ctx=ctx, mode=mode, lanes=lanes), cands
+
+
+def _collect_rows(lanes: Sequence[Sequence[Hit]], stages: Sequence[int], cands: Candidates) -> None:
+    """The rows of :func:`collect` (the reference of the compiled ``fusion._kernel.collect_rows``)."""
+    pos: dict[str, int] = {}
+    ids, reps, rep_stage, best = cands.ids, cands.hits, cands.stage, cands.best
+    for hits, stage in zip(lanes, stages, strict=True):
         lane_ids = [h.id for h in hits]
         if len(set(lane_ids)) != len(lane_ids):  # a repeat inside the lane counts once, at its first position
             first = dict(zip(reversed(lane_ids), range(len(lane_ids) - 1, -1, -1), strict=True))
@@ -65,15 +77,12 @@ def collect(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> tuple[Fu
             pos.update(zip(lane_ids, rows, strict=True))
             ids += lane_ids
             reps += hits
-            stages += [stage] * len(rows)
+            rep_stage += [stage] * len(rows)
             best += range(1, len(rows) + 1)
         else:
             rows = _merge_lane(found, lane_ids, hits, stage, cands, pos)
         cands.rows.append(rows)
-        native = [h.score for h in hits]
-        cands.native.append(native)
-        cands.norm.append(normalise(native) if normalise is not None else [])
-    return FusionRun(ctx=ctx, mode=mode, lanes=lanes), cands
+        cands.native.append([h.score for h in hits])
 
 
 def _merge_lane(

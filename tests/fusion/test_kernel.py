@@ -19,12 +19,13 @@ from hypothesis import strategies as st
 from fabric.bench.fusion import make_outcomes
 from fabric.config import DedupConfig
 from fabric.models import Hit
-from fusion import compiled, dedup, near
-from fusion.combine import collect
+from fusion import combine, compiled, dedup, near
+from fusion.combine import _collect_rows, collect
 from fusion.dedup import _title_join_py, find_duplicates
 from fusion.near import near_pairs
 from fusion.setjoin import Groups
 from fusion.text import title_key
+from fusion.types import Candidates
 from tests.fusion.conftest import context
 
 kernel = compiled.kernel
@@ -167,6 +168,9 @@ class TestFallback:
         monkeypatch.setattr(dedup, "kernel", None)
         monkeypatch.setattr(near, "kernel", None)
         without = [find_duplicates(c, DedupConfig())[0] for c in cands_list]
+        monkeypatch.setattr(combine, "kernel", None)
+        python_ids = [collect(make_outcomes(6, 50, seed=s), context())[1].ids for s in range(3)]
+        assert python_ids == [c.ids for c in cands_list]
         for a, b in zip(with_kernel, without, strict=True):
             assert _state(a) == _state(b)
             assert a.why  # the bench's candidates do hold duplicates
@@ -180,3 +184,36 @@ def test_hit_rows_accepted() -> None:
     g = Groups(3)
     assert kernel.title_join(hits, 0.8, g, title_key) == 2  # h1 and h2 each compared with h0 (h1 merged: not indexed)
     assert g.why == {1: "title", 2: "title"}
+
+
+@st.composite
+def lanes_of_hits(draw: st.DrawFn) -> tuple[list[list[Hit]], list[int]]:
+    """Lanes over a small id pool (repeats inside a lane and across lanes), with stages."""
+    lanes = []
+    for _ in range(draw(st.integers(0, 5))):
+        ids = draw(st.lists(st.sampled_from([f"d{i}" for i in range(12)]), max_size=15))
+        lanes.append([Hit(id=i, rank=r, score=float(draw(st.integers(0, 9)))) for r, i in enumerate(ids, 1)])
+    return lanes, draw(st.lists(st.integers(0, 1), min_size=len(lanes), max_size=len(lanes)))
+
+
+@needs_kernel
+class TestCollectRows:
+    @settings(max_examples=300, deadline=None)
+    @given(data=lanes_of_hits())
+    def test_same_as_python(self, data: tuple[list[list[Hit]], list[int]]) -> None:
+        """Same ids, representatives (the same objects), stages, best ranks, rows and native scores."""
+        assert kernel is not None
+        lanes, stages = data
+        ref = Candidates(tuple(f"l{i}" for i in range(len(lanes))))
+        _collect_rows(lanes, stages, ref)
+        ids, reps, rep_stage, best, rows, native = kernel.collect_rows(lanes, stages)
+        assert (ids, rep_stage, best, rows, native) == (ref.ids, ref.stage, ref.best, ref.rows, ref.native)
+        assert all(a is b for a, b in zip(reps, ref.hits, strict=True))
+
+    def test_errors(self) -> None:
+        """A stage list of the wrong length and a hit without an id are errors."""
+        assert kernel is not None
+        with pytest.raises(ValueError, match="one stage per lane"):
+            kernel.collect_rows([[]], [])
+        with pytest.raises(AttributeError):
+            kernel.collect_rows([[object()]], [0])
