@@ -19,6 +19,7 @@
 #include <string.h>
 
 static PyObject *s_domain, *s_title, *s_title_key, *s_parent, *s_union, *s_why_title, *s_id, *s_score;
+static PyObject *s_f_hit, *s_f_total, *s_f_scores, *s_f_lanes, *s_f_ranks, *s_f_stage, *s_f_merged;
 
 /* ------------------------------------------------------------------ growable arrays */
 
@@ -49,12 +50,11 @@ static int ivec_push(IVec *a, Py_ssize_t x) {
  * (a member descriptor): then reading the slot is what getattr does. Anything else goes through getattr. */
 typedef struct {
     PyTypeObject *type;
-    Py_ssize_t off[4];
+    Py_ssize_t off[8];
 } Slots;
 
-static void slots_init(Slots *sl, PyObject *obj, PyObject *const *names, int count) {
+static void slots_init_type(Slots *sl, PyTypeObject *type, PyObject *const *names, int count) {
     sl->type = NULL;
-    PyTypeObject *type = Py_TYPE(obj);
     if (type->tp_getattro != PyObject_GenericGetAttr) return;
     for (int k = 0; k < count; k++) {
         sl->off[k] = -1;
@@ -70,6 +70,10 @@ static void slots_init(Slots *sl, PyObject *obj, PyObject *const *names, int cou
         Py_DECREF(descr);
     }
     sl->type = type;
+}
+
+static void slots_init(Slots *sl, PyObject *obj, PyObject *const *names, int count) {
+    slots_init_type(sl, Py_TYPE(obj), names, count);
 }
 
 /* obj.<names[k]> as a new reference (NULL with an exception set, as getattr). */
@@ -908,6 +912,157 @@ done:
     return result;
 }
 
+
+/* ------------------------------------------------------------------ build_items */
+
+static PyObject *s_rrf, *s_fused, *neg_inf;
+
+/* build_items(rows, lane_rows, lane_names, components, native, rrf, base, total, stage, hits, factors, item_type)
+ * -> list of items, or None when item_type's fields are not plain slots (the caller builds them in Python).
+ * The items of fusion.types.FusedItems._build for rows that nothing was merged into: per lane (index order) the
+ * row's rank, the lane's native score as its component when higher than the one so far; scores in the order
+ * rrf, components, factors, fused; merged_ids empty. */
+static PyObject *build_items(PyObject *self, PyObject *args) {
+    PyObject *rows_in, *lane_rows_in, *lane_names, *components, *native_in, *rrf, *base, *total, *stage, *hits,
+        *factors_in;
+    PyTypeObject *item_type;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO!:build_items", &rows_in, &lane_rows_in, &lane_names, &components,
+                          &native_in, &rrf, &base, &total, &stage, &hits, &factors_in, &PyType_Type, &item_type))
+        return NULL;
+    PyObject *const fields[7] = {s_f_hit, s_f_total, s_f_scores, s_f_lanes, s_f_ranks, s_f_stage, s_f_merged};
+    Slots sl;
+    slots_init_type(&sl, item_type, fields, 7);
+    if (sl.type == NULL) Py_RETURN_NONE;
+    for (int k = 0; k < 7; k++)
+        if (sl.off[k] < 0) Py_RETURN_NONE;
+    if (!PyList_Check(rrf) || !PyList_Check(base) || !PyList_Check(total) || !PyList_Check(stage) ||
+        !PyList_Check(hits) || !PyTuple_Check(lane_names) || !PyTuple_Check(components)) {
+        PyErr_SetString(PyExc_TypeError, "build_items: columns must be lists, lane names and components tuples");
+        return NULL;
+    }
+    PyObject *rows = PySequence_Fast(rows_in, "rows must be a sequence");
+    PyObject *lane_rows = rows == NULL ? NULL : PySequence_Fast(lane_rows_in, "lane rows must be a sequence");
+    PyObject *native = lane_rows == NULL ? NULL : PySequence_Fast(native_in, "native must be a sequence");
+    PyObject *factors = native == NULL ? NULL : PySequence_Fast(factors_in, "factors must be a sequence");
+    PyObject *result = NULL;
+    Py_ssize_t nl = lane_rows == NULL ? 0 : PySequence_Fast_GET_SIZE(lane_rows), n = PyList_GET_SIZE(hits);
+    Py_ssize_t *rank_of = NULL; /* rank_of[l * n + row]: 1-based rank of row in lane l, 0 if absent */
+    if (factors == NULL) goto done;
+    if (PyTuple_GET_SIZE(lane_names) != nl || PyTuple_GET_SIZE(components) != nl ||
+        PySequence_Fast_GET_SIZE(native) != nl || PyList_GET_SIZE(rrf) != n || PyList_GET_SIZE(base) != n ||
+        PyList_GET_SIZE(total) != n || PyList_GET_SIZE(stage) != n) {
+        PyErr_SetString(PyExc_ValueError, "build_items: columns of different lengths");
+        goto done;
+    }
+    size_t cells = (size_t)nl * (size_t)n;
+    rank_of = PyMem_Calloc(cells ? cells : 1, sizeof(Py_ssize_t));
+    if (rank_of == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t l = 0; l < nl; l++) {
+        PyObject *lr = PySequence_Fast_GET_ITEM(lane_rows, l);
+        PyObject *nat = PySequence_Fast_GET_ITEM(native, l);
+        if (!PyList_Check(lr) || !PyList_Check(nat) || PyList_GET_SIZE(nat) < PyList_GET_SIZE(lr)) {
+            PyErr_SetString(PyExc_TypeError, "build_items: a lane's rows and scores must be lists of one length");
+            goto done;
+        }
+        for (Py_ssize_t r = PyList_GET_SIZE(lr) - 1; r >= 0; r--) { /* the first occurrence wins, as dict(zip) */
+            Py_ssize_t row = PyLong_AsSsize_t(PyList_GET_ITEM(lr, r));
+            if (row == -1 && PyErr_Occurred()) goto done;
+            if (row < 0 || row >= n) {
+                PyErr_SetString(PyExc_IndexError, "build_items: lane row out of range");
+                goto done;
+            }
+            rank_of[l * n + row] = r + 1;
+        }
+    }
+    Py_ssize_t nf = PySequence_Fast_GET_SIZE(factors);
+    for (Py_ssize_t f = 0; f < nf; f++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(factors, f);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 || !PyList_Check(PyTuple_GET_ITEM(pair, 1)) ||
+            PyList_GET_SIZE(PyTuple_GET_ITEM(pair, 1)) != n) {
+            PyErr_SetString(PyExc_TypeError, "build_items: factors must be (name, column) pairs");
+            goto done;
+        }
+    }
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(rows);
+    result = PyList_New(m);
+    if (result == NULL) goto done;
+    for (Py_ssize_t k = 0; k < m; k++) {
+        Py_ssize_t row = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(rows, k));
+        if (row == -1 && PyErr_Occurred()) goto fail;
+        if (row < 0 || row >= n) {
+            PyErr_SetString(PyExc_IndexError, "build_items: row out of range");
+            goto fail;
+        }
+        PyObject *scores = PyDict_New(), *ranks = PyDict_New();
+        PyObject *item = NULL;
+        if (scores == NULL || ranks == NULL || PyDict_SetItem(scores, s_rrf, PyList_GET_ITEM(rrf, row)) < 0)
+            goto item_fail;
+        for (Py_ssize_t l = 0; l < nl; l++) {
+            Py_ssize_t r = rank_of[l * n + row];
+            if (r == 0) continue;
+            PyObject *rank = PyLong_FromSsize_t(r);
+            int rc = rank == NULL ? -1 : PyDict_SetItem(ranks, PyTuple_GET_ITEM(lane_names, l), rank);
+            Py_XDECREF(rank);
+            if (rc < 0) goto item_fail;
+            PyObject *comp = PyTuple_GET_ITEM(components, l);
+            if (comp == Py_None) continue;
+            PyObject *value = PyList_GET_ITEM(PySequence_Fast_GET_ITEM(native, l), r - 1);
+            PyObject *now = PyDict_GetItemWithError(scores, comp);
+            if (now == NULL && PyErr_Occurred()) goto item_fail;
+            int gt = PyObject_RichCompareBool(value, now != NULL ? now : neg_inf, Py_GT);
+            if (gt < 0 || (gt && PyDict_SetItem(scores, comp, value) < 0)) goto item_fail;
+        }
+        for (Py_ssize_t f = 0; f < nf; f++) {
+            PyObject *pair = PySequence_Fast_GET_ITEM(factors, f);
+            if (PyDict_SetItem(scores, PyTuple_GET_ITEM(pair, 0), PyList_GET_ITEM(PyTuple_GET_ITEM(pair, 1), row)) < 0)
+                goto item_fail;
+        }
+        if (PyDict_SetItem(scores, s_fused, PyList_GET_ITEM(base, row)) < 0) goto item_fail;
+        PyObject *lanes = PyDict_Size(ranks) ? PySequence_Tuple(ranks) : PyTuple_New(0);
+        if (lanes == NULL) goto item_fail;
+        item = item_type->tp_alloc(item_type, 0);
+        if (item == NULL) {
+            Py_DECREF(lanes);
+            goto item_fail;
+        }
+        PyObject *values[7] = {PyList_GET_ITEM(hits, row), PyList_GET_ITEM(total, row), scores, lanes, ranks,
+                               PyList_GET_ITEM(stage, row), NULL};
+        values[6] = PyTuple_New(0);
+        if (values[6] == NULL) {
+            Py_DECREF(lanes);
+            Py_DECREF(item);
+            goto item_fail;
+        }
+        for (int f = 0; f < 7; f++) {
+            PyObject **slot = (PyObject **)((char *)item + sl.off[f]);
+            PyObject *old = *slot;
+            *slot = f == 3 || f == 6 ? values[f] : Py_NewRef(values[f]); /* lanes and () are new references */
+            Py_XDECREF(old);
+        }
+        Py_DECREF(scores);
+        Py_DECREF(ranks);
+        PyList_SET_ITEM(result, k, item);
+        continue;
+    item_fail:
+        Py_XDECREF(scores);
+        Py_XDECREF(ranks);
+        goto fail;
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    PyMem_Free(rank_of);
+    Py_XDECREF(rows);
+    Py_XDECREF(lane_rows);
+    Py_XDECREF(native);
+    Py_XDECREF(factors);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -915,6 +1070,9 @@ static PyMethodDef methods[] = {
      "title_join(hits, t, groups, title_key) -> comparisons, or None to run the Python version"},
     {"collect_rows", collect_rows, METH_VARARGS,
      "collect_rows(lanes, lane_stages) -> (ids, reps, stages, best, rows, native)"},
+    {"build_items", build_items, METH_VARARGS,
+     "build_items(rows, lane_rows, lane_names, components, native, rrf, base, total, stage, hits, factors, "
+     "item_type) -> items, or None"},
     {"near_all_pairs", near_all_pairs, METH_VARARGS,
      "near_all_pairs(signatures, max_bits) -> sorted (i, j) pairs within max_bits differing bits"},
     {NULL, NULL, 0, NULL},
@@ -930,6 +1088,19 @@ PyMODINIT_FUNC PyInit__kernel(void) {
     s_parent = PyUnicode_InternFromString("parent");
     s_union = PyUnicode_InternFromString("union");
     s_why_title = PyUnicode_InternFromString("title");
+    s_f_hit = PyUnicode_InternFromString("hit");
+    s_f_total = PyUnicode_InternFromString("score_total");
+    s_f_scores = PyUnicode_InternFromString("scores");
+    s_f_lanes = PyUnicode_InternFromString("lanes");
+    s_f_ranks = PyUnicode_InternFromString("ranks");
+    s_f_stage = PyUnicode_InternFromString("stage_priority");
+    s_f_merged = PyUnicode_InternFromString("merged_ids");
+    s_rrf = PyUnicode_InternFromString("rrf");
+    s_fused = PyUnicode_InternFromString("fused");
+    neg_inf = PyFloat_FromDouble(-INFINITY);
+    if (!s_f_hit || !s_f_total || !s_f_scores || !s_f_lanes || !s_f_ranks || !s_f_stage || !s_f_merged || !s_rrf ||
+        !s_fused || !neg_inf)
+        return NULL;
     s_id = PyUnicode_InternFromString("id");
     s_score = PyUnicode_InternFromString("score");
     if (!s_id || !s_score || !s_domain || !s_title || !s_title_key || !s_parent || !s_union || !s_why_title) return NULL;

@@ -6,3 +6,17 @@ def near_all_pairs(signatures: Sequence[int], max_bits: int) -> list[tuple[int, 
 def collect_rows(
     lanes: Sequence[Sequence[Any]], lane_stages: Sequence[int]
 ) -> tuple[list[str], list[Any], list[int], list[int], list[list[int]], list[list[float]]]: ...
+def build_items(
+    rows: Sequence[int],
+    lane_rows: Sequence[list[int]],
+    lane_names: tuple[str, ...],
+    components: tuple[str | None, ...],
+    native: Sequence[list[float]],
+    rrf: list[float],
+    base: list[float],
+    total: list[float],
+    stage: list[int],
+    hits: list[Any],
+    factors: Sequence[tuple[str, list[float]]],
+    item_type: type,
+) -> list[Any] | None: ...

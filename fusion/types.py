@@ -14,6 +14,7 @@ from typing import overload
 
 from fabric.config import AuthorityEntry, FusionConfig
 from fabric.models import FusedItem, FusionMode, Hit, LaneKind, make_fused_item
+from fusion.compiled import kernel
 
 __all__ = ["Candidates", "FusedItems", "FusionContext", "FusionOutput", "FusionRun", "LaneInfo", "Stage"]
 
@@ -185,11 +186,23 @@ class FusedItems(Sequence[FusedItem]):
         if not todo:
             return
         c = self._cands
+        order, merged, lane_order = c.order, c.merged, c.lane_order
+        if kernel is not None:  # compiled for rows nothing was merged into; merged rows below
+            plain = [i for i in todo if order[i] not in lane_order and order[i] not in merged]
+            items = kernel.build_items(
+                [order[i] for i in plain], c.rows, c.lanes, self._components, c.native, c.rrf, c.base, c.total,
+                c.stage, c.hits, list(c.factors.items()), FusedItem,
+            )  # fmt: skip
+            if items is not None:
+                for i, item in zip(plain, items, strict=True):
+                    built[i] = item
+                todo = [i for i in todo if built[i] is None]
+                if not todo:
+                    return
         if self._ranks is None:  # lane → {row: rank}, built once, on the first read
             self._ranks = [dict(zip(rows, range(1, len(rows) + 1), strict=True)) for rows in c.rows]
         lanes = list(zip(self._ranks, c.lanes, self._components, c.native, strict=True))
-        order, rrf, base, total, stage, hits = c.order, c.rrf, c.base, c.total, c.stage, c.hits
-        merged, lane_order = c.merged, c.lane_order
+        rrf, base, total, stage, hits = c.rrf, c.base, c.total, c.stage, c.hits
         factors = list(c.factors.items())
         for i in todo:
             row = order[i]

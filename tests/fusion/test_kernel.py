@@ -7,6 +7,8 @@ same pairs. With ``FABRIC_REQUIRE_KERNEL=1`` (CI) a missing extension fails inst
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import random
 from dataclasses import dataclass
@@ -18,11 +20,12 @@ from hypothesis import strategies as st
 
 from fabric.bench.fusion import make_outcomes
 from fabric.config import DedupConfig
-from fabric.models import Hit
-from fusion import combine, compiled, dedup, near
+from fabric.models import FusedItem, FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
+from fusion import combine, compiled, dedup, near, types
 from fusion.combine import _collect_rows, collect
 from fusion.dedup import _title_join_py, find_duplicates
 from fusion.near import near_pairs
+from fusion.pipeline import fuse
 from fusion.setjoin import Groups
 from fusion.text import title_key
 from fusion.types import Candidates
@@ -217,3 +220,47 @@ class TestCollectRows:
             kernel.collect_rows([[]], [])
         with pytest.raises(AttributeError):
             kernel.collect_rows([[object()]], [0])
+
+
+def _page_json(outcomes: dict[str, LaneOutcome], mode: FusionMode) -> list[str]:
+    out = fuse(outcomes, context(mode))
+    return [json.dumps(item.to_dict(), default=str) for item in out.items]
+
+
+@needs_kernel
+class TestBuildItems:
+    def test_same_as_python(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Every item, field by field and in key order, equals the Python-built one, merged rows included."""
+        cases = [
+            (make_outcomes(lanes, 20, seed=seed), mode) for seed in range(4) for lanes in (2, 6) for mode in FusionMode
+        ]
+        compiled_pages = [_page_json(o, m) for o, m in cases]
+        assert any('"merged_ids": ["' in item for page in compiled_pages for item in page)  # merged rows are covered
+        monkeypatch.setattr(types, "kernel", None)
+        assert compiled_pages == [_page_json(o, m) for o, m in cases]
+
+    def test_nan_score_is_not_a_component(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A NaN native score never beats the missing component (``nan > -inf`` is false), as in Python."""
+        nan = [Hit(id="a", rank=1, score=math.nan), Hit(id="b", rank=2, score=1.0)]
+        outcomes = {
+            "k": LaneOutcome(lane="k", kind=LaneKind.KEYWORD, provider="p", status=LaneStatus.SUCCESS, hits=tuple(nan))
+        }
+        got = _page_json(outcomes, FusionMode.RRF)
+        assert '"lexical"' not in got[[json.loads(x)["id"] for x in got].index("a")]
+        monkeypatch.setattr(types, "kernel", None)
+        assert got == _page_json(outcomes, FusionMode.RRF)
+
+    def test_other_item_type_handed_back(self) -> None:
+        """An item class whose fields are not plain slots makes the kernel decline (None)."""
+        assert kernel is not None
+
+        class Plain:
+            pass
+
+        assert kernel.build_items([], [], (), (), [], [], [], [], [], [], [], Plain) is None
+
+    def test_bad_columns(self) -> None:
+        """Columns of different lengths are an error, not a crash."""
+        assert kernel is not None
+        with pytest.raises(ValueError, match="different lengths"):
+            kernel.build_items([0], [], (), (), [], [0.0], [], [], [], [object()], [], FusedItem)
