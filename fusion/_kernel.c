@@ -917,17 +917,18 @@ done:
 
 static PyObject *s_rrf, *s_fused, *neg_inf;
 
-/* build_items(rows, lane_rows, lane_names, components, native, rrf, base, total, stage, hits, factors, item_type)
- * -> list of items, or None when item_type's fields are not plain slots (the caller builds them in Python).
- * The items of fusion.types.FusedItems._build for rows that nothing was merged into: per lane (index order) the
- * row's rank, the lane's native score as its component when higher than the one so far; scores in the order
- * rrf, components, factors, fused; merged_ids empty. */
+/* build_items(rows, lane_rows, lane_names, components, native, rrf, base, total, stage, hits, factors, lane_order,
+ * merged, item_type) -> list of items, or None when item_type's fields are not plain slots (the caller builds them
+ * in Python). The items of fusion.types.FusedItems._build: per lane (index order) the row's rank; per lane (index
+ * order, or for a merged row the order the lanes joined it) the lane's native score as its component when higher
+ * than the one so far; scores in the order rrf, components, factors, fused; merged_ids sorted. */
 static PyObject *build_items(PyObject *self, PyObject *args) {
     PyObject *rows_in, *lane_rows_in, *lane_names, *components, *native_in, *rrf, *base, *total, *stage, *hits,
-        *factors_in;
+        *factors_in, *lane_order, *merged;
     PyTypeObject *item_type;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO!:build_items", &rows_in, &lane_rows_in, &lane_names, &components,
-                          &native_in, &rrf, &base, &total, &stage, &hits, &factors_in, &PyType_Type, &item_type))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO!O!O!:build_items", &rows_in, &lane_rows_in, &lane_names, &components,
+                          &native_in, &rrf, &base, &total, &stage, &hits, &factors_in, &PyDict_Type, &lane_order,
+                          &PyDict_Type, &merged, &PyType_Type, &item_type))
         return NULL;
     PyObject *const fields[7] = {s_f_hit, s_f_total, s_f_scores, s_f_lanes, s_f_ranks, s_f_stage, s_f_merged};
     Slots sl;
@@ -967,7 +968,7 @@ static PyObject *build_items(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_TypeError, "build_items: a lane's rows and scores must be lists of one length");
             goto done;
         }
-        for (Py_ssize_t r = PyList_GET_SIZE(lr) - 1; r >= 0; r--) { /* the first occurrence wins, as dict(zip) */
+        for (Py_ssize_t r = 0; r < PyList_GET_SIZE(lr); r++) { /* a later occurrence wins, as in dict(zip(...)) */
             Py_ssize_t row = PyLong_AsSsize_t(PyList_GET_ITEM(lr, r));
             if (row == -1 && PyErr_Occurred()) goto done;
             if (row < 0 || row >= n) {
@@ -996,7 +997,7 @@ static PyObject *build_items(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_IndexError, "build_items: row out of range");
             goto fail;
         }
-        PyObject *scores = PyDict_New(), *ranks = PyDict_New();
+        PyObject *scores = PyDict_New(), *ranks = PyDict_New(), *key = NULL, *joined, *merged_ids = NULL;
         PyObject *item = NULL;
         if (scores == NULL || ranks == NULL || PyDict_SetItem(scores, s_rrf, PyList_GET_ITEM(rrf, row)) < 0)
             goto item_fail;
@@ -1007,14 +1008,55 @@ static PyObject *build_items(PyObject *self, PyObject *args) {
             int rc = rank == NULL ? -1 : PyDict_SetItem(ranks, PyTuple_GET_ITEM(lane_names, l), rank);
             Py_XDECREF(rank);
             if (rc < 0) goto item_fail;
+        }
+        /* Components: lanes in index order, or for a merged row in the order they joined it. */
+        key = PyLong_FromSsize_t(row);
+        if (key == NULL) goto item_fail;
+        joined = PyDict_GetItemWithError(lane_order, key);
+        if (joined == NULL && PyErr_Occurred()) goto item_fail;
+        Py_ssize_t nj = nl;
+        if (joined != NULL) {
+            if (!PyList_Check(joined)) {
+                PyErr_SetString(PyExc_TypeError, "build_items: a lane order must be a list");
+                goto item_fail;
+            }
+            nj = PyList_GET_SIZE(joined);
+        }
+        for (Py_ssize_t q = 0; q < nj; q++) {
+            Py_ssize_t l = q;
+            if (joined != NULL) {
+                l = PyLong_AsSsize_t(PyList_GET_ITEM(joined, q));
+                if (l == -1 && PyErr_Occurred()) goto item_fail;
+                if (l < 0 || l >= nl) {
+                    PyErr_SetString(PyExc_IndexError, "build_items: lane out of range");
+                    goto item_fail;
+                }
+            }
+            Py_ssize_t r = rank_of[l * n + row];
             PyObject *comp = PyTuple_GET_ITEM(components, l);
-            if (comp == Py_None) continue;
+            if (r == 0 || comp == Py_None) continue;
             PyObject *value = PyList_GET_ITEM(PySequence_Fast_GET_ITEM(native, l), r - 1);
             PyObject *now = PyDict_GetItemWithError(scores, comp);
             if (now == NULL && PyErr_Occurred()) goto item_fail;
             int gt = PyObject_RichCompareBool(value, now != NULL ? now : neg_inf, Py_GT);
             if (gt < 0 || (gt && PyDict_SetItem(scores, comp, value) < 0)) goto item_fail;
         }
+        /* merged_ids: the merged duplicates' ids, sorted */
+        PyObject *ids = PyDict_GetItemWithError(merged, key);
+        if (ids == NULL && PyErr_Occurred()) goto item_fail;
+        if (ids != NULL) {
+            PyObject *sorted_ids = PySequence_List(ids);
+            if (sorted_ids == NULL) goto item_fail;
+            if (PyList_Sort(sorted_ids) < 0) {
+                Py_DECREF(sorted_ids);
+                goto item_fail;
+            }
+            merged_ids = PyList_AsTuple(sorted_ids);
+            Py_DECREF(sorted_ids);
+        } else {
+            merged_ids = PyTuple_New(0);
+        }
+        if (merged_ids == NULL) goto item_fail;
         for (Py_ssize_t f = 0; f < nf; f++) {
             PyObject *pair = PySequence_Fast_GET_ITEM(factors, f);
             if (PyDict_SetItem(scores, PyTuple_GET_ITEM(pair, 0), PyList_GET_ITEM(PyTuple_GET_ITEM(pair, 1), row)) < 0)
@@ -1029,26 +1071,23 @@ static PyObject *build_items(PyObject *self, PyObject *args) {
             goto item_fail;
         }
         PyObject *values[7] = {PyList_GET_ITEM(hits, row), PyList_GET_ITEM(total, row), scores, lanes, ranks,
-                               PyList_GET_ITEM(stage, row), NULL};
-        values[6] = PyTuple_New(0);
-        if (values[6] == NULL) {
-            Py_DECREF(lanes);
-            Py_DECREF(item);
-            goto item_fail;
-        }
+                               PyList_GET_ITEM(stage, row), merged_ids};
         for (int f = 0; f < 7; f++) {
             PyObject **slot = (PyObject **)((char *)item + sl.off[f]);
             PyObject *old = *slot;
-            *slot = f == 3 || f == 6 ? values[f] : Py_NewRef(values[f]); /* lanes and () are new references */
+            *slot = f == 3 || f == 6 ? values[f] : Py_NewRef(values[f]); /* lanes and merged_ids: new refs */
             Py_XDECREF(old);
         }
         Py_DECREF(scores);
         Py_DECREF(ranks);
+        Py_DECREF(key);
         PyList_SET_ITEM(result, k, item);
         continue;
     item_fail:
         Py_XDECREF(scores);
         Py_XDECREF(ranks);
+        Py_XDECREF(key);
+        Py_XDECREF(merged_ids);
         goto fail;
     }
     goto done;
@@ -1072,7 +1111,7 @@ static PyMethodDef methods[] = {
      "collect_rows(lanes, lane_stages) -> (ids, reps, stages, best, rows, native)"},
     {"build_items", build_items, METH_VARARGS,
      "build_items(rows, lane_rows, lane_names, components, native, rrf, base, total, stage, hits, factors, "
-     "item_type) -> items, or None"},
+     "lane_order, merged, item_type) -> items, or None"},
     {"near_all_pairs", near_all_pairs, METH_VARARGS,
      "near_all_pairs(signatures, max_bits) -> sorted (i, j) pairs within max_bits differing bits"},
     {NULL, NULL, 0, NULL},

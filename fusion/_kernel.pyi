@@ -18,5 +18,7 @@ def build_items(
     stage: list[int],
     hits: list[Any],
     factors: Sequence[tuple[str, list[float]]],
+    lane_order: dict[int, list[int]],
+    merged: dict[int, list[str]],
     item_type: type,
 ) -> list[Any] | None: ...

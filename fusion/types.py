@@ -187,18 +187,15 @@ class FusedItems(Sequence[FusedItem]):
             return
         c = self._cands
         order, merged, lane_order = c.order, c.merged, c.lane_order
-        if kernel is not None:  # compiled for rows nothing was merged into; merged rows below
-            plain = [i for i in todo if order[i] not in lane_order and order[i] not in merged]
+        if kernel is not None:  # the same items, built in C (None: FusedItem's fields are not plain slots)
             items = kernel.build_items(
-                [order[i] for i in plain], c.rows, c.lanes, self._components, c.native, c.rrf, c.base, c.total,
-                c.stage, c.hits, list(c.factors.items()), FusedItem,
+                [order[i] for i in todo], c.rows, c.lanes, self._components, c.native, c.rrf, c.base, c.total,
+                c.stage, c.hits, list(c.factors.items()), lane_order, merged, FusedItem,
             )  # fmt: skip
             if items is not None:
-                for i, item in zip(plain, items, strict=True):
+                for i, item in zip(todo, items, strict=True):
                     built[i] = item
-                todo = [i for i in todo if built[i] is None]
-                if not todo:
-                    return
+                return
         if self._ranks is None:  # lane → {row: rank}, built once, on the first read
             self._ranks = [dict(zip(rows, range(1, len(rows) + 1), strict=True)) for rows in c.rows]
         lanes = list(zip(self._ranks, c.lanes, self._components, c.native, strict=True))

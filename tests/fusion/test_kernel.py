@@ -257,10 +257,10 @@ class TestBuildItems:
         class Plain:
             pass
 
-        assert kernel.build_items([], [], (), (), [], [], [], [], [], [], [], Plain) is None
+        assert kernel.build_items([], [], (), (), [], [], [], [], [], [], [], {}, {}, Plain) is None
 
     def test_bad_columns(self) -> None:
         """Columns of different lengths are an error, not a crash."""
         assert kernel is not None
         with pytest.raises(ValueError, match="different lengths"):
-            kernel.build_items([0], [], (), (), [], [0.0], [], [], [], [object()], [], FusedItem)
+            kernel.build_items([0], [], (), (), [], [0.0], [], [], [], [object()], [], {}, {}, FusedItem)
