@@ -1102,6 +1102,299 @@ done:
     return result;
 }
 
+
+/* ------------------------------------------------------------------ merge_rows */
+
+static int as_ssize_array(PyObject *list, Py_ssize_t *out, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyLong_AsSsize_t(PyList_GET_ITEM(list, i));
+        if (out[i] == -1 && PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+static PyObject *ssize_list(const Py_ssize_t *v, Py_ssize_t n) {
+    PyObject *list = PyList_New(n);
+    if (list == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromSsize_t(v[i]);
+        if (x == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, x);
+    }
+    return list;
+}
+
+/* merge_rows(rows, native, norm, ids, hits, stage, best, root, members)
+ *   -> (ids, hits, stage, best, merged, lane_order, rows, native, norm)
+ * fusion.dedup._merge: fold each member row into its root, one by one in row order (the root's lanes first, then
+ * the member's new ones; merged ids in member order; the smaller stage and best rank), drop the members and
+ * renumber; in a lane that held copies, the first occurrence keeps its place and native score, the ranks after
+ * it close up, the normalised score is the best of the copies', and best ranks move up where ranks closed up.
+ * Lanes without copies keep their score lists (the same objects). */
+static PyObject *merge_rows(PyObject *self, PyObject *args) {
+    PyObject *rows_in, *native_in, *norm_in, *ids, *hits, *stage_in, *best_in, *root_in, *members_in;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!O!O!:merge_rows", &PyList_Type, &rows_in, &PyList_Type, &native_in,
+                          &PyList_Type, &norm_in, &PyList_Type, &ids, &PyList_Type, &hits, &PyList_Type, &stage_in,
+                          &PyList_Type, &best_in, &PyList_Type, &root_in, &PyList_Type, &members_in))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(ids), nl = PyList_GET_SIZE(rows_in), nm = PyList_GET_SIZE(members_in);
+    if (PyList_GET_SIZE(hits) != n || PyList_GET_SIZE(stage_in) != n || PyList_GET_SIZE(best_in) != n ||
+        PyList_GET_SIZE(root_in) != n || PyList_GET_SIZE(native_in) != nl || PyList_GET_SIZE(norm_in) != nl) {
+        PyErr_SetString(PyExc_ValueError, "merge_rows: columns of different lengths");
+        return NULL;
+    }
+    size_t cells = (size_t)(nl ? nl : 1) * (size_t)(n ? n : 1);
+    Py_ssize_t *stage = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *best = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *root = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *members = PyMem_Malloc((size_t)(nm + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *to = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *nbest = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *at = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    char *gone = PyMem_Calloc((size_t)(n + 1), 1), *touched = PyMem_Calloc((size_t)(n + 1), 1);
+    char *held = PyMem_Calloc(cells, 1); /* held[l * n + row]: lane l holds touched row */
+    PyObject *orders = PyDict_New(), *merged = PyDict_New(), *result = NULL;
+    PyObject *o_ids = NULL, *o_hits = NULL, *o_stage = NULL, *o_best = NULL, *o_merged = NULL, *o_order = NULL;
+    PyObject *o_rows = NULL, *o_native = NULL, *o_norm = NULL;
+    if (!stage || !best || !root || !members || !to || !nbest || !at || !gone || !touched || !held) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (orders == NULL || merged == NULL) goto done;
+    if (as_ssize_array(stage_in, stage, n) < 0 || as_ssize_array(best_in, best, n) < 0 ||
+        as_ssize_array(root_in, root, n) < 0 || as_ssize_array(members_in, members, nm) < 0)
+        goto done;
+    for (Py_ssize_t k = 0; k < nm; k++) {
+        Py_ssize_t i = members[k];
+        if (i < 0 || i >= n || root[i] < 0 || root[i] >= n) {
+            PyErr_SetString(PyExc_IndexError, "merge_rows: row out of range");
+            goto done;
+        }
+        touched[i] = touched[root[i]] = 1;
+        gone[i] = 1;
+    }
+    for (Py_ssize_t l = 0; l < nl; l++) {
+        PyObject *rows = PyList_GET_ITEM(rows_in, l);
+        if (!PyList_Check(rows)) {
+            PyErr_SetString(PyExc_TypeError, "merge_rows: a lane's rows must be a list");
+            goto done;
+        }
+        for (Py_ssize_t r = 0; r < PyList_GET_SIZE(rows); r++) {
+            Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(rows, r));
+            if (j == -1 && PyErr_Occurred()) goto done;
+            if (j < 0 || j >= n) {
+                PyErr_SetString(PyExc_IndexError, "merge_rows: lane row out of range");
+                goto done;
+            }
+            if (touched[j]) held[l * n + j] = 1;
+        }
+    }
+    /* fold members into roots, in row order */
+    for (Py_ssize_t k = 0; k < nm; k++) {
+        Py_ssize_t i = members[k], r = root[i];
+        PyObject *rkey = PyLong_FromSsize_t(r);
+        if (rkey == NULL) goto done;
+        PyObject *order = PyDict_GetItemWithError(orders, rkey);
+        if (order == NULL) {
+            if (PyErr_Occurred() || (order = PyList_New(0)) == NULL || PyDict_SetItem(orders, rkey, order) < 0) {
+                Py_XDECREF(order);
+                Py_DECREF(rkey);
+                goto done;
+            }
+            Py_DECREF(order); /* the dict holds it */
+            for (Py_ssize_t l = 0; l < nl; l++) {
+                if (!held[l * n + r]) continue;
+                PyObject *x = PyLong_FromSsize_t(l);
+                if (x == NULL || PyList_Append(order, x) < 0) {
+                    Py_XDECREF(x);
+                    Py_DECREF(rkey);
+                    goto done;
+                }
+                Py_DECREF(x);
+            }
+        }
+        for (Py_ssize_t l = 0; l < nl; l++) {
+            if (!held[l * n + i]) continue;
+            int in_order = 0;
+            for (Py_ssize_t q = 0; q < PyList_GET_SIZE(order) && !in_order; q++)
+                in_order = PyLong_AsSsize_t(PyList_GET_ITEM(order, q)) == l;
+            if (in_order) continue;
+            PyObject *x = PyLong_FromSsize_t(l);
+            if (x == NULL || PyList_Append(order, x) < 0) {
+                Py_XDECREF(x);
+                Py_DECREF(rkey);
+                goto done;
+            }
+            Py_DECREF(x);
+        }
+        PyObject *ids_of = PyDict_GetItemWithError(merged, rkey);
+        if (ids_of == NULL) {
+            if (PyErr_Occurred() || (ids_of = PyList_New(0)) == NULL || PyDict_SetItem(merged, rkey, ids_of) < 0) {
+                Py_XDECREF(ids_of);
+                Py_DECREF(rkey);
+                goto done;
+            }
+            Py_DECREF(ids_of);
+        }
+        Py_DECREF(rkey);
+        if (PyList_Append(ids_of, PyList_GET_ITEM(ids, i)) < 0) goto done;
+        if (stage[i] < stage[r]) stage[r] = stage[i];
+        if (best[i] < best[r]) best[r] = best[i];
+    }
+    /* renumber the kept rows */
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t j = 0; j < n; j++) at[j] = gone[j] ? -1 : kept++;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (at[root[j]] < 0) {
+            PyErr_SetString(PyExc_ValueError, "merge_rows: a root was merged away");
+            goto done;
+        }
+        to[j] = at[root[j]];
+    }
+    o_ids = PyList_New(kept);
+    o_hits = PyList_New(kept);
+    if (o_ids == NULL || o_hits == NULL) goto done;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        if (gone[j]) continue;
+        PyList_SET_ITEM(o_ids, at[j], Py_NewRef(PyList_GET_ITEM(ids, j)));
+        PyList_SET_ITEM(o_hits, at[j], Py_NewRef(PyList_GET_ITEM(hits, j)));
+        stage[at[j]] = stage[j]; /* at[j] <= j: compacting in place is safe */
+        nbest[at[j]] = best[j];
+    }
+    o_merged = PyDict_New();
+    o_order = PyDict_New();
+    if (o_merged == NULL || o_order == NULL) goto done;
+    {
+        Py_ssize_t pos = 0;
+        PyObject *k, *v;
+        while (PyDict_Next(merged, &pos, &k, &v)) {
+            PyObject *nk = PyLong_FromSsize_t(at[PyLong_AsSsize_t(k)]);
+            if (nk == NULL || PyDict_SetItem(o_merged, nk, v) < 0) {
+                Py_XDECREF(nk);
+                goto done;
+            }
+            Py_DECREF(nk);
+        }
+        pos = 0;
+        while (PyDict_Next(orders, &pos, &k, &v)) {
+            PyObject *nk = PyLong_FromSsize_t(at[PyLong_AsSsize_t(k)]);
+            if (nk == NULL || PyDict_SetItem(o_order, nk, v) < 0) {
+                Py_XDECREF(nk);
+                goto done;
+            }
+            Py_DECREF(nk);
+        }
+    }
+    o_rows = PyList_New(nl);
+    o_native = PyList_New(nl);
+    o_norm = PyList_New(nl);
+    if (o_rows == NULL || o_native == NULL || o_norm == NULL) goto done;
+    for (Py_ssize_t l = 0; l < nl; l++) {
+        PyObject *rows = PyList_GET_ITEM(rows_in, l), *native = PyList_GET_ITEM(native_in, l);
+        PyObject *norm = PyList_GET_ITEM(norm_in, l);
+        Py_ssize_t len = PyList_GET_SIZE(rows), copies = 0, any_gone = 0;
+        for (Py_ssize_t r = 0; r < len; r++) {
+            Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(rows, r));
+            any_gone |= gone[j];
+        }
+        /* duplicates among the renumbered rows? (at[] is reused as a per-lane mark: reset below) */
+        for (Py_ssize_t r = 0; r < len && any_gone; r++) {
+            Py_ssize_t t = to[PyLong_AsSsize_t(PyList_GET_ITEM(rows, r))];
+            if (at[t] == -2 - l) copies = 1;
+            at[t] = -2 - l;
+        }
+        if (!copies) {
+            PyObject *mapped = PyList_New(len);
+            if (mapped == NULL) goto done;
+            PyList_SET_ITEM(o_rows, l, mapped);
+            for (Py_ssize_t r = 0; r < len; r++) {
+                PyObject *x = PyLong_FromSsize_t(to[PyLong_AsSsize_t(PyList_GET_ITEM(rows, r))]);
+                if (x == NULL) goto done;
+                PyList_SET_ITEM(mapped, r, x);
+            }
+            PyList_SET_ITEM(o_native, l, Py_NewRef(native));
+            PyList_SET_ITEM(o_norm, l, Py_NewRef(norm));
+            continue;
+        }
+        if (!PyList_Check(native) || !PyList_Check(norm) || PyList_GET_SIZE(native) < len ||
+            (PyList_GET_SIZE(norm) != 0 && PyList_GET_SIZE(norm) < len)) {
+            PyErr_SetString(PyExc_TypeError, "merge_rows: a lane's scores must be lists as long as its rows");
+            goto done;
+        }
+        int has_norm = PyList_GET_SIZE(norm) != 0;
+        PyObject *out_rows = PyList_New(0), *out_native = PyList_New(0), *out_norm = PyList_New(0);
+        if (out_rows == NULL || out_native == NULL || out_norm == NULL) {
+            Py_XDECREF(out_rows);
+            Py_XDECREF(out_native);
+            Py_XDECREF(out_norm);
+            goto done;
+        }
+        PyList_SET_ITEM(o_rows, l, out_rows);
+        PyList_SET_ITEM(o_native, l, out_native);
+        PyList_SET_ITEM(o_norm, l, out_norm);
+        for (Py_ssize_t r = 0; r < len; r++) at[to[PyLong_AsSsize_t(PyList_GET_ITEM(rows, r))]] = -1;
+        for (Py_ssize_t r = 0; r < len; r++) {
+            Py_ssize_t t = to[PyLong_AsSsize_t(PyList_GET_ITEM(rows, r))];
+            if (at[t] >= 0) { /* a later copy: only its normalised score may count */
+                if (has_norm) {
+                    PyObject *cur = PyList_GET_ITEM(out_norm, at[t]), *cand = PyList_GET_ITEM(norm, r);
+                    int gt = PyObject_RichCompareBool(cand, cur, Py_GT);
+                    if (gt < 0) goto done;
+                    if (gt) {
+                        Py_INCREF(cand);
+                        PyList_SET_ITEM(out_norm, at[t], cand);
+                        Py_DECREF(cur);
+                    }
+                }
+                continue;
+            }
+            at[t] = PyList_GET_SIZE(out_rows);
+            PyObject *x = PyLong_FromSsize_t(t);
+            if (x == NULL || PyList_Append(out_rows, x) < 0) {
+                Py_XDECREF(x);
+                goto done;
+            }
+            Py_DECREF(x);
+            if (PyList_Append(out_native, PyList_GET_ITEM(native, r)) < 0) goto done;
+            if (has_norm && PyList_Append(out_norm, PyList_GET_ITEM(norm, r)) < 0) goto done;
+        }
+        for (Py_ssize_t r = 0; r < PyList_GET_SIZE(out_rows); r++) {
+            Py_ssize_t t = PyLong_AsSsize_t(PyList_GET_ITEM(out_rows, r));
+            if (r + 1 < nbest[t]) nbest[t] = r + 1;
+        }
+    }
+    o_stage = ssize_list(stage, kept);
+    o_best = ssize_list(nbest, kept);
+    if (o_stage == NULL || o_best == NULL) goto done;
+    result = Py_BuildValue("(OOOOOOOOO)", o_ids, o_hits, o_stage, o_best, o_merged, o_order, o_rows, o_native, o_norm);
+done:
+    PyMem_Free(stage);
+    PyMem_Free(best);
+    PyMem_Free(root);
+    PyMem_Free(members);
+    PyMem_Free(to);
+    PyMem_Free(nbest);
+    PyMem_Free(at);
+    PyMem_Free(gone);
+    PyMem_Free(touched);
+    PyMem_Free(held);
+    Py_XDECREF(orders);
+    Py_XDECREF(merged);
+    Py_XDECREF(o_ids);
+    Py_XDECREF(o_hits);
+    Py_XDECREF(o_stage);
+    Py_XDECREF(o_best);
+    Py_XDECREF(o_merged);
+    Py_XDECREF(o_order);
+    Py_XDECREF(o_rows);
+    Py_XDECREF(o_native);
+    Py_XDECREF(o_norm);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -1112,6 +1405,9 @@ static PyMethodDef methods[] = {
     {"build_items", build_items, METH_VARARGS,
      "build_items(rows, lane_rows, lane_names, components, native, rrf, base, total, stage, hits, factors, "
      "lane_order, merged, item_type) -> items, or None"},
+    {"merge_rows", merge_rows, METH_VARARGS,
+     "merge_rows(rows, native, norm, ids, hits, stage, best, root, members) -> (ids, hits, stage, best, merged, "
+     "lane_order, rows, native, norm)"},
     {"near_all_pairs", near_all_pairs, METH_VARARGS,
      "near_all_pairs(signatures, max_bits) -> sorted (i, j) pairs within max_bits differing bits"},
     {NULL, NULL, 0, NULL},

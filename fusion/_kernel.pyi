@@ -22,3 +22,24 @@ def build_items(
     merged: dict[int, list[str]],
     item_type: type,
 ) -> list[Any] | None: ...
+def merge_rows(
+    rows: list[list[int]],
+    native: list[list[float]],
+    norm: list[list[float]],
+    ids: list[str],
+    hits: list[Any],
+    stage: list[int],
+    best: list[int],
+    root: list[int],
+    members: list[int],
+) -> tuple[
+    list[str],
+    list[Any],
+    list[int],
+    list[int],
+    dict[int, list[str]],
+    dict[int, list[int]],
+    list[list[int]],
+    list[list[float]],
+    list[list[float]],
+]: ...

@@ -180,12 +180,18 @@ class Deduplicator:
         root = list(range(len(cands)))
         for i in members:
             root[i] = groups.find(i)
-        _merge(cands, root, members)
+        if kernel is not None:
+            c = cands
+            c.ids, c.hits, c.stage, c.best, c.merged, c.lane_order, c.rows, c.native, c.norm = kernel.merge_rows(
+                c.rows, c.native, c.norm, c.ids, c.hits, c.stage, c.best, root, members
+            )
+        else:
+            _merge(cands, root, members)
         return cands
 
 
 def _merge(cands: Candidates, root: list[int], members: list[int]) -> None:
-    """Fold each member row into its root, one by one in row order, then drop the members and renumber."""
+    """(The reference of the compiled ``fusion._kernel.merge_rows``.) Fold each member row into its root, one by one in row order, then drop the members and renumber."""
     n = len(cands)
     ids, stage, best = cands.ids, cands.stage, cands.best
     touched = {*members, *(root[i] for i in members)}

@@ -264,3 +264,48 @@ class TestBuildItems:
         assert kernel is not None
         with pytest.raises(ValueError, match="different lengths"):
             kernel.build_items([0], [], (), (), [], [0.0], [], [], [], [object()], [], {}, {}, FusedItem)
+
+
+@st.composite
+def merges(draw: st.DrawFn) -> tuple[Candidates, list[int], list[int]]:
+    """A candidate table (repeats across lanes, score lists or none) and a random grouping of its rows."""
+    lanes, stages = draw(lanes_of_hits())
+    cands = Candidates(tuple(f"l{i}" for i in range(len(lanes))))
+    _collect_rows(lanes, stages, cands)
+    scored = draw(st.booleans())
+    cands.norm = [[float(draw(st.integers(0, 4))) for _ in rows] if scored else [] for rows in cands.rows]
+    n = len(cands)
+    members = sorted(draw(st.sets(st.integers(0, max(0, n - 1)), max_size=n // 2))) if n > 1 else []
+    roots = [i for i in range(n) if i not in members]
+    root = list(range(n))
+    for i in members:
+        root[i] = draw(st.sampled_from(roots))
+    return cands, root, members
+
+
+def _table(c: Candidates) -> tuple[object, ...]:
+    return (c.ids, c.hits, c.stage, c.best, c.merged, c.lane_order, c.rows, c.native, c.norm)
+
+
+@needs_kernel
+class TestMergeRows:
+    @settings(max_examples=300, deadline=None)
+    @given(case=merges())
+    def test_same_as_python(self, case: tuple[Candidates, list[int], list[int]]) -> None:
+        """Same rows, scores, best ranks, merged ids and lane orders as the Python merge."""
+        assert kernel is not None
+        cands, root, members = case
+        if not members:
+            return
+        args = (cands.rows, cands.native, cands.norm, cands.ids, cands.hits, list(cands.stage), list(cands.best))
+        got = kernel.merge_rows(*args, root, members)
+        dedup._merge(cands, root, members)
+        assert got == _table(cands)
+
+    def test_errors(self) -> None:
+        """Mismatched columns and rows out of range are errors."""
+        assert kernel is not None
+        with pytest.raises(ValueError, match="different lengths"):
+            kernel.merge_rows([], [], [], ["a"], [], [], [], [], [])
+        with pytest.raises(IndexError):
+            kernel.merge_rows([], [], [], ["a"], [None], [0], [1], [0], [5])
