@@ -191,7 +191,10 @@ class Deduplicator:
 
 
 def _merge(cands: Candidates, root: list[int], members: list[int]) -> None:
-    """(The reference of the compiled ``fusion._kernel.merge_rows``.) Fold each member row into its root, one by one in row order, then drop the members and renumber."""
+    """Fold each member row into its root, one by one in row order, then drop the members and renumber.
+
+    The reference of the compiled ``fusion._kernel.merge_rows``.
+    """
     n = len(cands)
     ids, stage, best = cands.ids, cands.stage, cands.best
     touched = {*members, *(root[i] for i in members)}
