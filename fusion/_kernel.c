@@ -1395,6 +1395,208 @@ done:
     return result;
 }
 
+
+/* ------------------------------------------------------------------ scoring and ranking */
+
+/* A list of floats (ints allowed, converted as Python converts them in arithmetic) as doubles. -1 on error. */
+static int as_doubles(PyObject *list, double *out, Py_ssize_t n) {
+    if (!PyList_Check(list) || PyList_GET_SIZE(list) != n) {
+        PyErr_SetString(PyExc_ValueError, "a score column has the wrong length");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyList_GET_ITEM(list, i);
+        out[i] = PyFloat_CheckExact(x) ? PyFloat_AS_DOUBLE(x) : PyFloat_AsDouble(x);
+        if (out[i] == -1.0 && PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+static PyObject *double_list(const double *v, Py_ssize_t n) {
+    PyObject *list = PyList_New(n);
+    if (list == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyFloat_FromDouble(v[i]);
+        if (x == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, x);
+    }
+    return list;
+}
+
+/* rrf_sums(rows, weights, k, lanes) -> [0.0 + sum over lanes of w / (k + rank)] per row, added lane by lane (in
+ * the order of lanes) as fusion.combine._lane_sums adds them. */
+static PyObject *rrf_sums(PyObject *self, PyObject *args) {
+    PyObject *rows_in, *weights_in, *lanes_in;
+    Py_ssize_t n, k;
+    if (!PyArg_ParseTuple(args, "O!O!nnO:rrf_sums", &PyList_Type, &rows_in, &PyList_Type, &weights_in, &n, &k,
+                          &lanes_in))
+        return NULL;
+    PyObject *lanes = PySequence_Fast(lanes_in, "lanes must be a sequence");
+    if (lanes == NULL) return NULL;
+    double *sums = PyMem_Calloc((size_t)(n ? n : 1), sizeof(double));
+    PyObject *result = NULL;
+    if (sums == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t q = 0; q < PySequence_Fast_GET_SIZE(lanes); q++) {
+        Py_ssize_t l = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(lanes, q));
+        if (l == -1 && PyErr_Occurred()) goto done;
+        if (l < 0 || l >= PyList_GET_SIZE(rows_in) || l >= PyList_GET_SIZE(weights_in)) {
+            PyErr_SetString(PyExc_IndexError, "rrf_sums: lane out of range");
+            goto done;
+        }
+        double w = PyFloat_AsDouble(PyList_GET_ITEM(weights_in, l));
+        if (w == -1.0 && PyErr_Occurred()) goto done;
+        PyObject *rows = PyList_GET_ITEM(rows_in, l);
+        if (!PyList_Check(rows)) {
+            PyErr_SetString(PyExc_TypeError, "rrf_sums: a lane's rows must be a list");
+            goto done;
+        }
+        for (Py_ssize_t r = 0; r < PyList_GET_SIZE(rows); r++) {
+            Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(rows, r));
+            if (j == -1 && PyErr_Occurred()) goto done;
+            if (j < 0 || j >= n) {
+                PyErr_SetString(PyExc_IndexError, "rrf_sums: row out of range");
+                goto done;
+            }
+            sums[j] += w / (double)(k + r + 1);
+        }
+    }
+    result = double_list(sums, n);
+done:
+    PyMem_Free(sums);
+    Py_DECREF(lanes);
+    return result;
+}
+
+typedef struct {
+    const double *total, *base;
+    const Py_ssize_t *stage, *best;
+    PyObject *const *ids;
+    int stage_first;
+} RankKeys;
+
+/* -1, 0, 1: row a before, tied with, after row b in (stage?, -total, -base, stage?, best, id). */
+static int rank_cmp(const RankKeys *c, Py_ssize_t a, Py_ssize_t b) {
+    if (c->stage_first && c->stage[a] != c->stage[b]) return c->stage[a] < c->stage[b] ? -1 : 1;
+    if (c->total[a] != c->total[b]) return c->total[a] > c->total[b] ? -1 : 1;
+    if (c->base[a] != c->base[b]) return c->base[a] > c->base[b] ? -1 : 1;
+    if (!c->stage_first && c->stage[a] != c->stage[b]) return c->stage[a] < c->stage[b] ? -1 : 1;
+    if (c->best[a] != c->best[b]) return c->best[a] < c->best[b] ? -1 : 1;
+    int d = PyUnicode_Compare(c->ids[a], c->ids[b]);
+    if (d != 0) return d < 0 ? -1 : 1;
+    return a < b ? -1 : (a > b);
+}
+
+static void rank_sort(const RankKeys *c, Py_ssize_t *v, Py_ssize_t *tmp, Py_ssize_t n) {
+    if (n < 2) return;
+    if (n <= 16) {
+        for (Py_ssize_t i = 1; i < n; i++) {
+            Py_ssize_t x = v[i], j = i;
+            while (j > 0 && rank_cmp(c, v[j - 1], x) > 0) {
+                v[j] = v[j - 1];
+                j--;
+            }
+            v[j] = x;
+        }
+        return;
+    }
+    Py_ssize_t h = n / 2;
+    rank_sort(c, v, tmp, h);
+    rank_sort(c, v + h, tmp, n - h);
+    Py_ssize_t i = 0, j = h, o = 0;
+    while (i < h && j < n) tmp[o++] = rank_cmp(c, v[j], v[i]) < 0 ? v[j++] : v[i++];
+    while (i < h) tmp[o++] = v[i++];
+    while (j < n) tmp[o++] = v[j++];
+    memcpy(v, tmp, (size_t)n * sizeof(Py_ssize_t));
+}
+
+/* rank_rows(w_base, base, factors, norm, stage, best, ids, stage_first) -> (total, order) or None.
+ * fusion.rank.Ranker: total = (w_base * base + w1 * f1 + ...) / norm added left to right (base itself when factors
+ * is empty: total is then None, the caller keeps base), and the rows sorted by the deterministic order. None
+ * when a score is NaN or an id is not a str (the Python sort decides those). */
+static PyObject *rank_rows(PyObject *self, PyObject *args) {
+    double w_base, norm;
+    PyObject *base_in, *factors_in, *stage_in, *best_in, *ids;
+    int stage_first;
+    if (!PyArg_ParseTuple(args, "dO!OdO!O!O!p:rank_rows", &w_base, &PyList_Type, &base_in, &factors_in, &norm,
+                          &PyList_Type, &stage_in, &PyList_Type, &best_in, &PyList_Type, &ids, &stage_first))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(ids);
+    PyObject *factors = PySequence_Fast(factors_in, "factors must be a sequence");
+    if (factors == NULL) return NULL;
+    Py_ssize_t nf = PySequence_Fast_GET_SIZE(factors);
+    size_t m = (size_t)(n ? n : 1);
+    double *base = PyMem_Malloc(m * sizeof(double)), *total = PyMem_Malloc(m * sizeof(double));
+    double *col = PyMem_Malloc(m * sizeof(double));
+    Py_ssize_t *stage = PyMem_Malloc(m * sizeof(Py_ssize_t)), *best = PyMem_Malloc(m * sizeof(Py_ssize_t));
+    Py_ssize_t *order = PyMem_Malloc(m * sizeof(Py_ssize_t)), *tmp = PyMem_Malloc(m * sizeof(Py_ssize_t));
+    PyObject *result = NULL, *total_out = NULL, *order_out = NULL;
+    if (!base || !total || !col || !stage || !best || !order || !tmp) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (as_doubles(base_in, base, n) < 0 || PyList_GET_SIZE(stage_in) != n || PyList_GET_SIZE(best_in) != n ||
+        as_ssize_array(stage_in, stage, n) < 0 || as_ssize_array(best_in, best, n) < 0) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "rank_rows: columns of different lengths");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) total[i] = w_base * base[i];
+    for (Py_ssize_t f = 0; f < nf; f++) {
+        PyObject *pair = PySequence_Fast_GET_ITEM(factors, f);
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyErr_SetString(PyExc_TypeError, "rank_rows: factors must be (weight, column) pairs");
+            goto done;
+        }
+        double w = PyFloat_AsDouble(PyTuple_GET_ITEM(pair, 0));
+        if ((w == -1.0 && PyErr_Occurred()) || as_doubles(PyTuple_GET_ITEM(pair, 1), col, n) < 0) goto done;
+        for (Py_ssize_t i = 0; i < n; i++) total[i] = total[i] + w * col[i];
+    }
+    if (nf > 0)
+        for (Py_ssize_t i = 0; i < n; i++) total[i] = total[i] / norm;
+    else
+        memcpy(total, base, m * sizeof(double));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (isnan(total[i]) || isnan(base[i]) || !PyUnicode_Check(PyList_GET_ITEM(ids, i))) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        order[i] = i;
+    }
+    RankKeys keys = {total, base, stage, best, PySequence_Fast_ITEMS(ids), stage_first};
+    rank_sort(&keys, order, tmp, n);
+    order_out = PyList_New(n);
+    if (order_out == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyLong_FromSsize_t(order[i]);
+        if (x == NULL) goto done;
+        PyList_SET_ITEM(order_out, i, x);
+    }
+    if (nf > 0) {
+        total_out = double_list(total, n);
+        if (total_out == NULL) goto done;
+    } else {
+        total_out = Py_NewRef(Py_None);
+    }
+    result = PyTuple_Pack(2, total_out, order_out);
+done:
+    PyMem_Free(base);
+    PyMem_Free(total);
+    PyMem_Free(col);
+    PyMem_Free(stage);
+    PyMem_Free(best);
+    PyMem_Free(order);
+    PyMem_Free(tmp);
+    Py_XDECREF(total_out);
+    Py_XDECREF(order_out);
+    Py_DECREF(factors);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -1408,6 +1610,9 @@ static PyMethodDef methods[] = {
     {"merge_rows", merge_rows, METH_VARARGS,
      "merge_rows(rows, native, norm, ids, hits, stage, best, root, members) -> (ids, hits, stage, best, merged, "
      "lane_order, rows, native, norm)"},
+    {"rrf_sums", rrf_sums, METH_VARARGS, "rrf_sums(rows, weights, n, k, lanes) -> per-row weighted RRF sums"},
+    {"rank_rows", rank_rows, METH_VARARGS,
+     "rank_rows(w_base, base, factors, norm, stage, best, ids, stage_first) -> (total or None, order), or None"},
     {"near_all_pairs", near_all_pairs, METH_VARARGS,
      "near_all_pairs(signatures, max_bits) -> sorted (i, j) pairs within max_bits differing bits"},
     {NULL, NULL, 0, NULL},

@@ -43,3 +43,14 @@ def merge_rows(
     list[list[float]],
     list[list[float]],
 ]: ...
+def rrf_sums(rows: list[list[int]], weights: list[float], n: int, k: int, lanes: Sequence[int]) -> list[float]: ...
+def rank_rows(
+    w_base: float,
+    base: list[float],
+    factors: Sequence[tuple[float, list[float]]],
+    norm: float,
+    stage: list[int],
+    best: list[int],
+    ids: list[str],
+    stage_first: bool,
+) -> tuple[list[float] | None, list[int]] | None: ...

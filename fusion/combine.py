@@ -116,6 +116,9 @@ def _merge_lane(
 
 def _lane_sums(cands: Candidates, weights: Sequence[float], k: int, lanes: Sequence[int]) -> list[float]:
     """``0.0 + Σ w / (k + rank)`` over ``lanes`` per row, added lane by lane as :func:`fusion.rrf.fuse_rrf` does."""
+    if kernel is not None and type(k) is int:
+        compiled: list[float] = kernel.rrf_sums(cands.rows, list(weights), len(cands), k, list(lanes))
+        return compiled
     sums = [0.0] * len(cands)
     for lane in lanes:
         rows, w = cands.rows[lane], weights[lane]

@@ -26,6 +26,7 @@ from fusion.combine import _collect_rows, collect
 from fusion.dedup import _title_join_py, find_duplicates
 from fusion.near import near_pairs
 from fusion.pipeline import fuse
+from fusion.rank import _weighted
 from fusion.setjoin import Groups
 from fusion.text import title_key
 from fusion.types import Candidates
@@ -309,3 +310,59 @@ class TestMergeRows:
             kernel.merge_rows([], [], [], ["a"], [], [], [], [], [])
         with pytest.raises(IndexError):
             kernel.merge_rows([], [], [], ["a"], [None], [0], [1], [0], [5])
+
+
+@needs_kernel
+class TestScoringAndRanking:
+    @settings(max_examples=200, deadline=None)
+    @given(data=lanes_of_hits(), k=st.integers(1, 100), weights=st.lists(st.floats(-2, 3), min_size=5, max_size=5))
+    def test_rrf_sums(self, data: tuple[list[list[Hit]], list[int]], k: int, weights: list[float]) -> None:
+        """The same floats, bit for bit, as the Python sums (lanes added in the given order)."""
+        lanes, stages = data
+        cands = Candidates(tuple(f"l{i}" for i in range(len(lanes))))
+        _collect_rows(lanes, stages, cands)
+        order = list(reversed(range(len(lanes))))
+        got = combine._lane_sums(cands, weights, k, order)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(combine, "kernel", None)
+            assert got == combine._lane_sums(cands, weights, k, order)
+
+    @settings(max_examples=300, deadline=None)
+    @given(
+        n=st.integers(0, 40),
+        data=st.data(),
+        stage_first=st.booleans(),
+        nf=st.integers(0, 4),
+    )
+    def test_rank_rows(self, n: int, data: st.DataObject, stage_first: bool, nf: int) -> None:
+        """Same totals (bit for bit) and order as the Python ranker, ties included (few distinct values)."""
+        assert kernel is not None
+        values = st.sampled_from([0.0, 0.2, 0.25, 0.5, 1.0, 1 / 3, -0.0])
+        base = data.draw(st.lists(values, min_size=n, max_size=n))
+        factors = [
+            (data.draw(st.sampled_from([0.1, 0.15, 0.2, 0.05])), data.draw(st.lists(values, min_size=n, max_size=n)))
+            for _ in range(nf)
+        ]
+        stage = data.draw(st.lists(st.integers(0, 1), min_size=n, max_size=n))
+        best = data.draw(st.lists(st.integers(1, 3), min_size=n, max_size=n))
+        ids = [f"id{i:02d}" for i in data.draw(st.permutations(range(n)))]
+        norm = 0.5 + sum(w for w, _ in factors)
+        got = kernel.rank_rows(0.5, base, factors, norm, stage, best, ids, stage_first)
+        assert got is not None
+        total = _weighted(0.5, base, factors, norm) if factors else base
+        if factors:
+            assert got[0] == total
+        else:
+            assert got[0] is None
+        neg = [-t for t in total]
+        keys = (
+            zip(stage, neg, [-b for b in base], best, ids, range(n), strict=True)
+            if stage_first
+            else zip(neg, [-b for b in base], stage, best, ids, range(n), strict=True)
+        )
+        assert got[1] == [key[-1] for key in sorted(keys)]
+
+    def test_nan_handed_back(self) -> None:
+        """A NaN score leaves the order to the Python sort."""
+        assert kernel is not None
+        assert kernel.rank_rows(1.0, [math.nan, 0.5], [], 1.0, [0, 0], [1, 2], ["a", "b"], False) is None
