@@ -1597,6 +1597,138 @@ done:
     return result;
 }
 
+
+/* score_base(rows, norm, weights, n, lane_order, combmnz, ceiling) -> per-row base score of the score modes.
+ * fusion.combine._score_base: sum of w * norm over the row's lanes, lane by lane (a merged row: in the order its
+ * lanes joined it), times the lane count with CombMNZ, over the ceiling. */
+static PyObject *score_base(PyObject *self, PyObject *args) {
+    PyObject *rows_in, *norm_in, *weights_in, *lane_order;
+    Py_ssize_t n;
+    int combmnz;
+    double ceiling;
+    if (!PyArg_ParseTuple(args, "O!O!O!nO!pd:score_base", &PyList_Type, &rows_in, &PyList_Type, &norm_in,
+                          &PyList_Type, &weights_in, &n, &PyDict_Type, &lane_order, &combmnz, &ceiling))
+        return NULL;
+    Py_ssize_t nl = PyList_GET_SIZE(rows_in);
+    if (PyList_GET_SIZE(norm_in) != nl || PyList_GET_SIZE(weights_in) != nl) {
+        PyErr_SetString(PyExc_ValueError, "score_base: one score list and one weight per lane");
+        return NULL;
+    }
+    double *total = PyMem_Calloc((size_t)(n ? n : 1), sizeof(double)), *w = PyMem_Malloc((size_t)(nl + 1) * sizeof(double));
+    Py_ssize_t *count = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+    PyObject *result = NULL;
+    if (total == NULL || w == NULL || count == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t l = 0; l < nl; l++) {
+        w[l] = PyFloat_AsDouble(PyList_GET_ITEM(weights_in, l));
+        if (w[l] == -1.0 && PyErr_Occurred()) goto done;
+        PyObject *rows = PyList_GET_ITEM(rows_in, l), *norm = PyList_GET_ITEM(norm_in, l);
+        if (!PyList_Check(rows) || !PyList_Check(norm) || PyList_GET_SIZE(rows) != PyList_GET_SIZE(norm)) {
+            PyErr_SetString(PyExc_ValueError, "score_base: a lane's rows and scores must be lists of one length");
+            goto done;
+        }
+        for (Py_ssize_t r = 0; r < PyList_GET_SIZE(rows); r++) {
+            Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(rows, r));
+            if (j == -1 && PyErr_Occurred()) goto done;
+            if (j < 0 || j >= n) {
+                PyErr_SetString(PyExc_IndexError, "score_base: row out of range");
+                goto done;
+            }
+            double v = PyFloat_AsDouble(PyList_GET_ITEM(norm, r));
+            if (v == -1.0 && PyErr_Occurred()) goto done;
+            total[j] += w[l] * v;
+            count[j] += 1;
+        }
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *lanes;
+    while (PyDict_Next(lane_order, &pos, &key, &lanes)) {
+        Py_ssize_t row = PyLong_AsSsize_t(key);
+        if ((row == -1 && PyErr_Occurred()) || !PyList_Check(lanes)) goto bad_order;
+        if (row < 0 || row >= n) goto bad_order;
+        double t = 0.0;
+        for (Py_ssize_t q = 0; q < PyList_GET_SIZE(lanes); q++) {
+            Py_ssize_t l = PyLong_AsSsize_t(PyList_GET_ITEM(lanes, q));
+            if ((l == -1 && PyErr_Occurred()) || l < 0 || l >= nl) goto bad_order;
+            PyObject *rows = PyList_GET_ITEM(rows_in, l);
+            Py_ssize_t at = -1;
+            for (Py_ssize_t r = 0; r < PyList_GET_SIZE(rows) && at < 0; r++)
+                if (PyLong_AsSsize_t(PyList_GET_ITEM(rows, r)) == row) at = r;
+            if (at < 0) goto bad_order;
+            double v = PyFloat_AsDouble(PyList_GET_ITEM(PyList_GET_ITEM(norm_in, l), at));
+            if (v == -1.0 && PyErr_Occurred()) goto done;
+            t += w[l] * v;
+        }
+        total[row] = t;
+    }
+    for (Py_ssize_t j = 0; j < n; j++) total[j] = combmnz ? total[j] * (double)count[j] / ceiling : total[j] / ceiling;
+    result = double_list(total, n);
+    goto done;
+bad_order:
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "score_base: a merged row's lane order is not valid");
+done:
+    PyMem_Free(total);
+    PyMem_Free(w);
+    PyMem_Free(count);
+    return result;
+}
+
+/* minmax(scores) -> list or None. fusion.score.normalise_minmax for a sequence of floats (None when some score
+ * is not a float: the Python version handles it): non-finite scores become the lowest finite one (0.0 if none),
+ * then (s - min) / (max - min), or 1.0 for every score when max <= min. min and max keep the first of equal
+ * values, as Python's do. */
+static PyObject *minmax(PyObject *self, PyObject *arg) {
+    PyObject *seq = PySequence_Fast(arg, "scores must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq), *result = NULL;
+    double *v = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(double));
+    if (v == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int all_finite = 1, any_finite = 0;
+    double low = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!PyFloat_CheckExact(items[i])) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        v[i] = PyFloat_AS_DOUBLE(items[i]);
+        if (isfinite(v[i])) {
+            if (!any_finite || v[i] < low) low = v[i];
+            any_finite = 1;
+        } else {
+            all_finite = 0;
+        }
+    }
+    if (!all_finite)
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (!isfinite(v[i])) v[i] = any_finite ? low : 0.0;
+    result = PyList_New(n);
+    if (result == NULL || n == 0) goto done;
+    double lo = v[0], hi = v[0];
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (v[i] < lo) lo = v[i];
+        if (v[i] > hi) hi = v[i];
+    }
+    double span = hi - lo;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyFloat_FromDouble(hi <= lo ? 1.0 : (v[i] - lo) / span);
+        if (x == NULL) {
+            Py_CLEAR(result);
+            goto done;
+        }
+        PyList_SET_ITEM(result, i, x);
+    }
+done:
+    PyMem_Free(v);
+    Py_DECREF(seq);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -1613,6 +1745,9 @@ static PyMethodDef methods[] = {
     {"rrf_sums", rrf_sums, METH_VARARGS, "rrf_sums(rows, weights, n, k, lanes) -> per-row weighted RRF sums"},
     {"rank_rows", rank_rows, METH_VARARGS,
      "rank_rows(w_base, base, factors, norm, stage, best, ids, stage_first) -> (total or None, order), or None"},
+    {"score_base", score_base, METH_VARARGS,
+     "score_base(rows, norm, weights, n, lane_order, combmnz, ceiling) -> per-row base scores"},
+    {"minmax", minmax, METH_O, "minmax(scores) -> min-max normalised scores, or None"},
     {"near_all_pairs", near_all_pairs, METH_VARARGS,
      "near_all_pairs(signatures, max_bits) -> sorted (i, j) pairs within max_bits differing bits"},
     {NULL, NULL, 0, NULL},

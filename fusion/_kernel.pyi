@@ -54,3 +54,13 @@ def rank_rows(
     ids: list[str],
     stage_first: bool,
 ) -> tuple[list[float] | None, list[int]] | None: ...
+def score_base(
+    rows: list[list[int]],
+    norm: list[list[float]],
+    weights: list[float],
+    n: int,
+    lane_order: dict[int, list[int]],
+    combmnz: bool,
+    ceiling: float,
+) -> list[float]: ...
+def minmax(scores: Sequence[float]) -> list[float] | None: ...

@@ -167,6 +167,10 @@ def _score_base(cands: Candidates, weights: Sequence[float], combmnz: bool) -> l
     ceiling = sum(max(w, 0.0) for w in weights) * (len(weights) if combmnz else 1)
     if ceiling <= 0:
         return [0.0] * n
+    if kernel is not None:
+        compiled: list[float] = kernel.score_base(cands.rows, cands.norm, list(weights), n, cands.lane_order, combmnz,
+                                                  ceiling)  # fmt: skip
+        return compiled
     total, count = [0.0] * n, [0] * n
     for rows, norm, w in zip(cands.rows, cands.norm, weights, strict=True):
         for j, value in zip(rows, norm, strict=True):

@@ -11,6 +11,7 @@ import json
 import math
 import os
 import random
+import struct
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 from fabric.bench.fusion import make_outcomes
 from fabric.config import DedupConfig
 from fabric.models import FusedItem, FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
-from fusion import combine, compiled, dedup, near, types
+from fusion import combine, compiled, dedup, near, score, types
 from fusion.combine import _collect_rows, collect
 from fusion.dedup import _title_join_py, find_duplicates
 from fusion.near import near_pairs
@@ -366,3 +367,44 @@ class TestScoringAndRanking:
         """A NaN score leaves the order to the Python sort."""
         assert kernel is not None
         assert kernel.rank_rows(1.0, [math.nan, 0.5], [], 1.0, [0, 0], [1, 2], ["a", "b"], False) is None
+
+
+@needs_kernel
+class TestScoreModes:
+    @settings(max_examples=300, deadline=None)
+    @given(
+        scores=st.lists(
+            st.one_of(st.sampled_from([0.0, -0.0, 1.0, 2.5, math.inf, -math.inf, math.nan]), st.floats()),
+            max_size=30,
+        )
+    )
+    def test_minmax(self, scores: list[float]) -> None:
+        """Bit-for-bit the Python normalisation (non-finite scores, signed zeros and equal scores included)."""
+        got = score.normalise_minmax(scores)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(score, "kernel", None)
+            want = score.normalise_minmax(scores)
+        assert [struct.pack("<d", x) for x in got] == [struct.pack("<d", x) for x in want]
+
+    def test_minmax_other_numbers_handed_back(self) -> None:
+        """Ints make the kernel decline; the Python version normalises them."""
+        assert kernel is not None
+        assert kernel.minmax([1, 2.0]) is None
+        assert score.normalise_minmax([1, 3]) == [0.0, 1.0]
+
+    @settings(max_examples=300, deadline=None)
+    @given(case=merges(), combmnz=st.booleans(), weights=st.lists(st.floats(0.0, 2.0), min_size=5, max_size=5))
+    def test_score_base(
+        self, case: tuple[Candidates, list[int], list[int]], combmnz: bool, weights: list[float]
+    ) -> None:
+        """Bit-for-bit the Python base scores, merged rows' own lane order included."""
+        cands, root, members = case
+        if not cands.norm or not cands.norm[0]:
+            return
+        dedup._merge(cands, root, members)
+        w = weights[: len(cands.lanes)]
+        got = combine._score_base(cands, w, combmnz)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(combine, "kernel", None)
+            want = combine._score_base(cands, w, combmnz)
+        assert [struct.pack("<d", x) for x in got] == [struct.pack("<d", x) for x in want]
