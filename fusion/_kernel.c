@@ -1729,6 +1729,252 @@ done:
     return result;
 }
 
+
+/* ------------------------------------------------------------------ url_groups and sig_groups */
+
+static PyObject *s_url, *s_url_key, *s_simhash, *s_text, *s_why_url, *s_why_near, *s_why_content;
+
+static int union_rows(PyObject *groups, Py_ssize_t a, Py_ssize_t b, PyObject *why) {
+    PyObject *res = PyObject_CallMethod(groups, "union", "nnO", a, b, why);
+    if (res == NULL) return -1;
+    Py_DECREF(res);
+    return 0;
+}
+
+/* url_groups(hits, groups, url_key) -> [(row, key), ...] or None.
+ * fusion.dedup._url_duplicates up to the token sets: stored URL keys (url_key(hit.url) where missing); rows with
+ * an equal non-empty key are united with the key's first row ("url"), in row order; returned are the first rows
+ * of the long keys (ending with "#", at least two characters), in row order. None when a key is not a str
+ * (nothing was united; the Python version decides). */
+static PyObject *url_groups(PyObject *self, PyObject *args) {
+    PyObject *hits_in, *groups, *url_key_fn;
+    if (!PyArg_ParseTuple(args, "OOO:url_groups", &hits_in, &groups, &url_key_fn)) return NULL;
+    PyObject *seq = PySequence_Fast(hits_in, "hits must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **hits = PySequence_Fast_ITEMS(seq);
+    PyObject *keys = PyList_New(n), *first = NULL, *result = NULL;
+    PyObject *const names[2] = {s_url_key, s_url};
+    Slots sl;
+    int any = 0;
+    if (keys == NULL) goto done;
+    if (n > 0) slots_init(&sl, hits[0], names, 2);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key = slot_get(&sl, hits[i], 0, s_url_key);
+        if (key == Py_None) {
+            Py_DECREF(key);
+            PyObject *url = slot_get(&sl, hits[i], 1, s_url);
+            key = url == NULL ? NULL : PyObject_CallOneArg(url_key_fn, url);
+            Py_XDECREF(url);
+        }
+        if (key == NULL) goto done;
+        PyList_SET_ITEM(keys, i, key);
+        if (!PyUnicode_Check(key)) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        any |= PyUnicode_GET_LENGTH(key) > 0;
+    }
+    result = PyList_New(0);
+    if (result == NULL || !any) goto done;
+    first = PyDict_New();
+    if (first == NULL) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key = PyList_GET_ITEM(keys, i);
+        PyObject *row = PyDict_GetItemWithError(first, key);
+        if (row != NULL) {
+            Py_ssize_t j = PyLong_AsSsize_t(row);
+            if ((j == -1 && PyErr_Occurred()) || (PyUnicode_GET_LENGTH(key) > 0 && union_rows(groups, j, i, s_why_url) < 0))
+                goto fail;
+            continue;
+        }
+        if (PyErr_Occurred()) goto fail;
+        PyObject *v = PyLong_FromSsize_t(i);
+        if (v == NULL || PyDict_SetItem(first, key, v) < 0) {
+            Py_XDECREF(v);
+            goto fail;
+        }
+        Py_ssize_t len = PyUnicode_GET_LENGTH(key);
+        if (len >= 2 && PyUnicode_READ_CHAR(key, len - 1) == '#') {
+            PyObject *pair = PyTuple_Pack(2, v, key);
+            if (pair == NULL || PyList_Append(result, pair) < 0) {
+                Py_XDECREF(pair);
+                Py_DECREF(v);
+                goto fail;
+            }
+            Py_DECREF(pair);
+        }
+        Py_DECREF(v);
+    }
+    goto done;
+fail:
+    Py_CLEAR(result);
+done:
+    Py_XDECREF(keys);
+    Py_XDECREF(first);
+    Py_DECREF(seq);
+    return result;
+}
+
+typedef struct {
+    uint64_t lo, hi;
+    Py_ssize_t a, b;
+} SigPair;
+
+static int cmp_sigpair(const void *x, const void *y) {
+    const SigPair *p = x, *q = y;
+    if (p->lo != q->lo) return p->lo < q->lo ? -1 : 1;
+    if (p->hi != q->hi) return p->hi < q->hi ? -1 : 1;
+    return 0;
+}
+
+/* sig_groups(sigs, hits, groups, max_bits, limit, norm_text) -> (comparisons, signed, unique) or None.
+ * The SimHash part of fusion.dedup.find_duplicates for at most `limit` distinct signatures (None beyond, before
+ * any union: the Python version runs the table search): rows with an equal signature are united with its first
+ * row ("content" when the texts are equal or equal after norm_text, else "near"), in row order; then every pair
+ * of distinct signatures within max_bits bits, in ascending (smaller, larger) signature order, unites the two
+ * signatures' first rows ("near"). comparisons: the pairs compared (all of them). */
+static PyObject *sig_groups(PyObject *self, PyObject *args) {
+    PyObject *sigs_in, *hits_in, *groups, *norm_text;
+    int max_bits;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "OOOinO:sig_groups", &sigs_in, &hits_in, &groups, &max_bits, &limit, &norm_text))
+        return NULL;
+    PyObject *sigs = PySequence_Fast(sigs_in, "signatures must be a sequence");
+    if (sigs == NULL) return NULL;
+    PyObject *hits = PySequence_Fast(hits_in, "hits must be a sequence");
+    if (hits == NULL) {
+        Py_DECREF(sigs);
+        return NULL;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(sigs), nu = 0, signed_n = 0, np = 0, cap = 64;
+    size_t m = (size_t)(n ? n : 1);
+    uint64_t *v = PyMem_Malloc(m * sizeof(uint64_t)), *uv = PyMem_Malloc(m * sizeof(uint64_t));
+    Py_ssize_t *firstrow = PyMem_Malloc(m * sizeof(Py_ssize_t)), *ufirst = PyMem_Malloc(m * sizeof(Py_ssize_t));
+    Py_ssize_t *tab = PyMem_Malloc(m * sizeof(Py_ssize_t)); /* table index -> distinct signature index */
+    char *has = PyMem_Calloc(m, 1);
+    SigPair *pairs = PyMem_Malloc((size_t)cap * sizeof(SigPair));
+    KeyTable kt = {NULL, 0, 0};
+    PyObject *result = NULL;
+    if (!v || !uv || !firstrow || !ufirst || !tab || !has || !pairs) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (PySequence_Fast_GET_SIZE(hits) != n) {
+        PyErr_SetString(PyExc_ValueError, "sig_groups: one signature per hit");
+        goto done;
+    }
+    if (keys_init(&kt, m) < 0) goto done;
+    /* first row of each signature; KeyTable maps sig + 1 (0 marks empty), so map the one sig that would wrap */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *s = PySequence_Fast_GET_ITEM(sigs, i);
+        if (s == Py_None) continue;
+        v[i] = PyLong_AsUnsignedLongLong(s);
+        if (v[i] == (uint64_t)-1 && PyErr_Occurred()) goto done;
+        has[i] = 1;
+        signed_n++;
+    }
+    /* the first row of each signature, distinct signatures in order of first appearance (the table's keys are
+     * (high, low) halves plus one, so the one signature that would wrap, all ones, is kept aside) */
+    Py_ssize_t all_ones = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!has[i]) continue;
+        Py_ssize_t u;
+        if (v[i] == UINT64_MAX) {
+            if (all_ones < 0) {
+                all_ones = nu;
+                uv[nu] = v[i];
+                ufirst[nu++] = i;
+            }
+            u = all_ones;
+        } else {
+            Py_ssize_t before = kt.count;
+            Py_ssize_t idx = keys_idx(&kt, (Py_ssize_t)(v[i] >> 32), (Py_ssize_t)(v[i] & 0xffffffffULL));
+            if (idx < 0) goto done;
+            if (idx == before) {
+                tab[idx] = nu;
+                uv[nu] = v[i];
+                ufirst[nu++] = i;
+            }
+            u = tab[idx];
+        }
+        firstrow[i] = ufirst[u];
+    }
+    if (nu > limit) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!has[i] || firstrow[i] == i) continue;
+        Py_ssize_t j = firstrow[i];
+        PyObject *ta = PyObject_GetAttr(PySequence_Fast_GET_ITEM(hits, j), s_text);
+        PyObject *tb = ta == NULL ? NULL : PyObject_GetAttr(PySequence_Fast_GET_ITEM(hits, i), s_text);
+        int same = tb == NULL ? -1 : PyObject_RichCompareBool(ta, tb, Py_EQ);
+        if (same == 0) {
+            PyObject *na = PyObject_CallOneArg(norm_text, ta), *nb = na == NULL ? NULL : PyObject_CallOneArg(norm_text, tb);
+            same = nb == NULL ? -1 : PyObject_RichCompareBool(na, nb, Py_EQ);
+            Py_XDECREF(na);
+            Py_XDECREF(nb);
+        }
+        Py_XDECREF(ta);
+        Py_XDECREF(tb);
+        if (same < 0 || union_rows(groups, j, i, same ? s_why_content : s_why_near) < 0) goto done;
+    }
+    {
+        Py_ssize_t room = 256, found;
+        Py_ssize_t *idx = PyMem_Malloc((size_t)room * sizeof(Py_ssize_t));
+        if (idx == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        found = find_pairs(uv, nu, max_bits, idx, room);
+        if (found > room) {
+            PyMem_Free(idx);
+            room = found;
+            idx = PyMem_Malloc((size_t)room * sizeof(Py_ssize_t));
+            if (idx == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            found = find_pairs(uv, nu, max_bits, idx, room);
+        }
+        if (found / 2 > cap) {
+            SigPair *grown = PyMem_Realloc(pairs, (size_t)(found / 2) * sizeof(SigPair));
+            if (grown == NULL) {
+                PyMem_Free(idx);
+                PyErr_NoMemory();
+                goto done;
+            }
+            pairs = grown;
+        }
+        for (Py_ssize_t q = 0; q < found; q += 2) {
+            Py_ssize_t a = idx[q], b = idx[q + 1];
+            int swap = uv[a] > uv[b];
+            pairs[np].lo = swap ? uv[b] : uv[a];
+            pairs[np].hi = swap ? uv[a] : uv[b];
+            pairs[np].a = swap ? ufirst[b] : ufirst[a];
+            pairs[np++].b = swap ? ufirst[a] : ufirst[b];
+        }
+        PyMem_Free(idx);
+    }
+    qsort(pairs, (size_t)np, sizeof(SigPair), cmp_sigpair);
+    for (Py_ssize_t q = 0; q < np; q++)
+        if (union_rows(groups, pairs[q].a, pairs[q].b, s_why_near) < 0) goto done;
+    result = Py_BuildValue("(nnn)", nu * (nu - 1) / 2, signed_n, nu);
+done:
+    PyMem_Free(v);
+    PyMem_Free(uv);
+    PyMem_Free(firstrow);
+    PyMem_Free(ufirst);
+    PyMem_Free(tab);
+    PyMem_Free(has);
+    PyMem_Free(pairs);
+    PyMem_Free(kt.slots);
+    Py_DECREF(sigs);
+    Py_DECREF(hits);
+    return result;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -1748,6 +1994,9 @@ static PyMethodDef methods[] = {
     {"score_base", score_base, METH_VARARGS,
      "score_base(rows, norm, weights, n, lane_order, combmnz, ceiling) -> per-row base scores"},
     {"minmax", minmax, METH_O, "minmax(scores) -> min-max normalised scores, or None"},
+    {"url_groups", url_groups, METH_VARARGS, "url_groups(hits, groups, url_key) -> [(row, long key)] or None"},
+    {"sig_groups", sig_groups, METH_VARARGS,
+     "sig_groups(sigs, hits, groups, max_bits, limit, norm_text) -> (comparisons, signed, unique) or None"},
     {"near_all_pairs", near_all_pairs, METH_VARARGS,
      "near_all_pairs(signatures, max_bits) -> sorted (i, j) pairs within max_bits differing bits"},
     {NULL, NULL, 0, NULL},
@@ -1776,6 +2025,14 @@ PyMODINIT_FUNC PyInit__kernel(void) {
     if (!s_f_hit || !s_f_total || !s_f_scores || !s_f_lanes || !s_f_ranks || !s_f_stage || !s_f_merged || !s_rrf ||
         !s_fused || !neg_inf)
         return NULL;
+    s_url = PyUnicode_InternFromString("url");
+    s_url_key = PyUnicode_InternFromString("url_key");
+    s_simhash = PyUnicode_InternFromString("simhash");
+    s_text = PyUnicode_InternFromString("text");
+    s_why_url = PyUnicode_InternFromString("url");
+    s_why_near = PyUnicode_InternFromString("near");
+    s_why_content = PyUnicode_InternFromString("content");
+    if (!s_url || !s_url_key || !s_simhash || !s_text || !s_why_url || !s_why_near || !s_why_content) return NULL;
     s_id = PyUnicode_InternFromString("id");
     s_score = PyUnicode_InternFromString("score");
     if (!s_id || !s_score || !s_domain || !s_title || !s_title_key || !s_parent || !s_union || !s_why_title) return NULL;

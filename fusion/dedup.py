@@ -36,7 +36,7 @@ from typing import Any
 
 from fabric.config import DedupConfig
 from fusion.compiled import kernel
-from fusion.near import near_pairs_of
+from fusion.near import SMALL, near_pairs_of
 from fusion.setjoin import Groups, jaccard_join, prefix_join
 from fusion.simhash import simhash_many
 from fusion.text import title_key
@@ -110,6 +110,10 @@ def _signatures(hits: Sequence[Any]) -> list[int | None]:
 
 def _url_duplicates(hits: Sequence[Any], g: Groups) -> list[tuple[int, str, Sequence[str]]]:
     """Union equal URL keys (in row order); return the long URLs' token sets for the similarity join."""
+    if kernel is not None:  # the same unions in C (None: a key that is not a str, nothing united)
+        long_keys: list[tuple[int, str]] | None = kernel.url_groups(hits, g, url_key)
+        if long_keys is not None:
+            return [(i, "", sorted(url_tokens(u[:-1]))) for i, u in long_keys]
     keys = [h.url_key for h in hits]
     if None in keys:
         keys = [u if u is not None else url_key(h.url) for u, h in zip(keys, hits, strict=True)]
@@ -142,6 +146,12 @@ def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
     comparisons += jaccard_join(long_urls, cfg.url_similarity, g, "url")
     # Identical signatures first (a pile of copies costs one step each), then the table search over distinct ones.
     sigs = _signatures(hits)
+    max_bits = math.floor((1.0 - cfg.near_duplicate) * 64 + 1e-9)
+    if kernel is not None:  # up to SMALL distinct signatures in C, every pair compared (None: more, nothing united)
+        counted: tuple[int, int, int] | None = kernel.sig_groups(sigs, hits, g, max_bits, SMALL, _norm_text)
+        if counted is not None:
+            near_cmp, signed, distinct = counted
+            return g, comparisons + near_cmp + signed - distinct
     n = len(sigs)
     first = dict(zip(reversed(sigs), range(n - 1, -1, -1), strict=True))  # signature → its first row
     if len(first) != n:
@@ -153,7 +163,7 @@ def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
     first.pop(None, None)
     signed = n - sigs.count(None)
     uniq = [s for s in first if s is not None]
-    pairs, near_cmp = near_pairs_of(uniq, math.floor((1.0 - cfg.near_duplicate) * 64 + 1e-9))
+    pairs, near_cmp = near_pairs_of(uniq, max_bits)
     # In ascending signature order, as the unique signatures were once sorted.
     for a, b in sorted((min(uniq[pa], uniq[pb]), max(uniq[pa], uniq[pb])) for pa, pb in pairs):
         g.union(first[a], first[b], "near")

@@ -31,6 +31,7 @@ from fusion.rank import _weighted
 from fusion.setjoin import Groups
 from fusion.text import title_key
 from fusion.types import Candidates
+from fusion.urls import url_key
 from tests.fusion.conftest import context
 
 kernel = compiled.kernel
@@ -408,3 +409,68 @@ class TestScoreModes:
             mp.setattr(combine, "kernel", None)
             want = combine._score_base(cands, w, combmnz)
         assert [struct.pack("<d", x) for x in got] == [struct.pack("<d", x) for x in want]
+
+
+URLS = [
+    "",
+    "doc:notes.md",
+    "https://www.a.org/p/1/",
+    "http://a.org/p/1?utm_source=x#frag",
+    "https://a.org/p/2",
+    "https://b.org/a/b/c/d/e/f/g/h/i",
+    "https://b.org/a/b/c/d/e/f/g/h/j",
+    "https://b.org/a/b/c/d/e/f/g/h/i?utm_medium=rss",
+    "http://www.",
+]
+TEXTS = ["Aspirin lowers risk.", "aspirin  LOWERS risk.", "Something else entirely.", ""]
+
+
+@st.composite
+def dedup_rows(draw: st.DrawFn) -> list[Hit]:
+    """Hits whose URLs, SimHashes and texts collide often (stored features or none), on few domains."""
+    base = draw(st.sampled_from([0, 2**64 - 1, 0xF0F0F0F0F0F0F0F0]))
+    rows = []
+    for i in range(draw(st.integers(0, 25))):
+        url = draw(st.sampled_from(URLS))
+        sig = draw(st.sampled_from([None, base, base ^ 1, base ^ 0b111, base ^ (2**63), 12345]))
+        rows.append(
+            Hit(
+                id=f"h{i:02d}",
+                rank=1,
+                score=0.0,
+                url=url,
+                url_key=url_key(url) if draw(st.booleans()) else None,
+                simhash=sig,
+                text=draw(st.sampled_from(TEXTS)) if sig is not None else "",
+                title=draw(titles),
+                title_key=None,
+                domain=draw(st.sampled_from(["a.org", "b.org", ""])),
+            )
+        )
+    return rows
+
+
+@needs_kernel
+class TestFindDuplicates:
+    @settings(max_examples=300, deadline=None)
+    @given(rows=dedup_rows(), near_dup=st.sampled_from([0.9, 0.95, 1.0, 0.5]))
+    def test_same_as_python(self, rows: list[Hit], near_dup: float) -> None:
+        """URL, title and SimHash criteria in C: the same groups, reasons and comparison counts as in Python."""
+        cands = Candidates(("l",))
+        _collect_rows([rows], [0], cands)
+        cfg = DedupConfig(near_duplicate=near_dup)
+        got, got_cmp = find_duplicates(cands, cfg)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(dedup, "kernel", None)
+            mp.setattr(near, "kernel", None)
+            want, want_cmp = find_duplicates(cands, cfg)
+        assert _state(got) == _state(want)
+        assert got_cmp == want_cmp
+
+    def test_many_signatures_go_to_the_tables(self) -> None:
+        """More distinct signatures than SMALL: the kernel declines before uniting anything."""
+        assert kernel is not None
+        g = Groups(300)
+        sigs = list(range(1, 301))
+        assert kernel.sig_groups(sigs, [None] * 300, g, 6, near.SMALL, dedup._norm_text) is None
+        assert g.why == {}
