@@ -1975,6 +1975,220 @@ done:
     return result;
 }
 
+
+/* ------------------------------------------------------------------ ranking factors */
+
+static PyObject *s_published_at, *s_quality, *unknown_half;
+
+/* One attribute of every hit, as a new list (slot reads where the class allows). */
+static PyObject *column_of(PyObject *hits_in, PyObject *name) {
+    PyObject *seq = PySequence_Fast(hits_in, "hits must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **hits = PySequence_Fast_ITEMS(seq);
+    PyObject *out = PyList_New(n);
+    Slots sl;
+    if (out != NULL && n > 0) slots_init(&sl, hits[0], &name, 1);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *v = slot_get(&sl, hits[i], 0, name);
+        if (v == NULL) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, i, v);
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
+static int any_true(PyObject *list) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        int t = PyObject_IsTrue(PyList_GET_ITEM(list, i));
+        if (t != 0) return t;
+    }
+    return 0;
+}
+
+static PyObject *repeat_list(PyObject *value, Py_ssize_t n) {
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) PyList_SET_ITEM(out, i, Py_NewRef(value));
+    return out;
+}
+
+/* domain_diversity(hits) -> 1 / (hits sharing the domain), 0.5 without a domain (fusion.boosts). */
+static PyObject *domain_diversity(PyObject *self, PyObject *hits) {
+    PyObject *domains = column_of(hits, s_domain), *counts = NULL, *out = NULL;
+    if (domains == NULL) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(domains);
+    int any = any_true(domains);
+    if (any <= 0) {
+        out = any < 0 ? NULL : repeat_list(unknown_half, n);
+        goto done;
+    }
+    counts = PyDict_New();
+    if (counts == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *d = PyList_GET_ITEM(domains, i), *c = PyDict_GetItemWithError(counts, d);
+        if (c == NULL && PyErr_Occurred()) goto done;
+        PyObject *next = PyLong_FromSsize_t(c == NULL ? 1 : PyLong_AsSsize_t(c) + 1);
+        if (next == NULL || PyDict_SetItem(counts, d, next) < 0) {
+            Py_XDECREF(next);
+            goto done;
+        }
+        Py_DECREF(next);
+    }
+    out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *d = PyList_GET_ITEM(domains, i), *v;
+        int t = PyObject_IsTrue(d);
+        if (t < 0) {
+            Py_CLEAR(out);
+            break;
+        }
+        v = t ? PyFloat_FromDouble(1.0 / (double)PyLong_AsSsize_t(PyDict_GetItem(counts, d))) : Py_NewRef(unknown_half);
+        if (v == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, v);
+    }
+done:
+    Py_DECREF(domains);
+    Py_XDECREF(counts);
+    return out;
+}
+
+/* recency(hits, edges, scores) -> the age-step scores, 0.5 undated (every item when none is dated); None when a
+ * date does not compare with the edges (TypeError: the caller scores the dates one by one).
+ * edges: the step boundaries now - limit, oldest first; scores: len(edges) + 1 values (bisect_right). */
+static PyObject *recency(PyObject *self, PyObject *args) {
+    PyObject *hits, *edges, *scores;
+    if (!PyArg_ParseTuple(args, "OO!O!:recency", &hits, &PyList_Type, &edges, &PyList_Type, &scores)) return NULL;
+    Py_ssize_t ne = PyList_GET_SIZE(edges);
+    if (PyList_GET_SIZE(scores) != ne + 1) {
+        PyErr_SetString(PyExc_ValueError, "recency: one score more than edges");
+        return NULL;
+    }
+    PyObject *dates = column_of(hits, s_published_at), *out = NULL;
+    if (dates == NULL) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(dates);
+    int any = any_true(dates);
+    if (any <= 0) {
+        out = any < 0 ? NULL : repeat_list(unknown_half, n);
+        goto done;
+    }
+    out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *p = PyList_GET_ITEM(dates, i);
+        if (p == Py_None) {
+            PyList_SET_ITEM(out, i, Py_NewRef(unknown_half));
+            continue;
+        }
+        Py_ssize_t lo = 0, hi = ne;
+        while (lo < hi) { /* bisect_right */
+            Py_ssize_t mid = (lo + hi) / 2;
+            int lt = PyObject_RichCompareBool(p, PyList_GET_ITEM(edges, mid), Py_LT);
+            if (lt < 0) {
+                Py_CLEAR(out);
+                if (PyErr_ExceptionMatches(PyExc_TypeError)) { /* a naive date among aware ones: the caller */
+                    PyErr_Clear();
+                    out = Py_NewRef(Py_None);
+                }
+                goto done;
+            }
+            if (lt) hi = mid;
+            else lo = mid + 1;
+        }
+        PyList_SET_ITEM(out, i, Py_NewRef(PyList_GET_ITEM(scores, lo)));
+    }
+done:
+    Py_DECREF(dates);
+    return out;
+}
+
+/* authority(hits, authority_of, default) -> authority_of(domain) per hit (called once per distinct domain),
+ * default for hits without a domain or when no hit has one. */
+static PyObject *authority(PyObject *self, PyObject *args) {
+    PyObject *hits, *fn, *dflt;
+    if (!PyArg_ParseTuple(args, "OOO:authority", &hits, &fn, &dflt)) return NULL;
+    PyObject *domains = column_of(hits, s_domain), *memo = NULL, *out = NULL;
+    if (domains == NULL) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(domains);
+    int any = any_true(domains);
+    if (any <= 0) {
+        out = any < 0 ? NULL : repeat_list(dflt, n);
+        goto done;
+    }
+    memo = PyDict_New();
+    out = memo == NULL ? NULL : PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *d = PyList_GET_ITEM(domains, i), *v = PyDict_GetItemWithError(memo, d);
+        if (v == NULL) {
+            int t = PyErr_Occurred() ? -1 : PyObject_IsTrue(d);
+            v = t < 0 ? NULL : t ? PyObject_CallOneArg(fn, d) : Py_NewRef(dflt);
+            if (v == NULL || PyDict_SetItem(memo, d, v) < 0) {
+                Py_XDECREF(v);
+                Py_CLEAR(out);
+                break;
+            }
+            Py_DECREF(v);
+        }
+        PyList_SET_ITEM(out, i, Py_NewRef(v));
+    }
+done:
+    Py_DECREF(domains);
+    Py_XDECREF(memo);
+    return out;
+}
+
+/* quality(hits, good) -> min(1, max(0, q) / good) per hit, 0.5 unknown; None when some q is neither None nor a
+ * float (the caller computes the column in Python). */
+static PyObject *quality(PyObject *self, PyObject *args) {
+    PyObject *hits;
+    double good;
+    if (!PyArg_ParseTuple(args, "Od:quality", &hits, &good)) return NULL;
+    PyObject *qs = column_of(hits, s_quality), *out = NULL;
+    if (qs == NULL) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(qs);
+    out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        PyObject *q = PyList_GET_ITEM(qs, i), *v;
+        if (q == Py_None) {
+            v = Py_NewRef(unknown_half);
+        } else if (PyFloat_CheckExact(q)) {
+            double x = PyFloat_AS_DOUBLE(q);
+            v = PyFloat_FromDouble(x >= good ? 1.0 : x > 0.0 ? x / good : 0.0);
+        } else {
+            Py_DECREF(out);
+            out = Py_NewRef(Py_None);
+            break;
+        }
+        if (v == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(out, i, v);
+    }
+    Py_DECREF(qs);
+    return out;
+}
+
+/* varies(column) -> whether len(set(column)) > 1 for a column of floats (equal values, or the same object). */
+static PyObject *varies(PyObject *self, PyObject *column) {
+    PyObject *seq = PySequence_Fast(column, "column must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    int result = 0;
+    for (Py_ssize_t i = 1; i < n && !result; i++) {
+        int eq = PyObject_RichCompareBool(items[i], items[0], Py_EQ);
+        if (eq < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        result = !eq;
+    }
+    Py_DECREF(seq);
+    return PyBool_FromLong(result);
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -1997,6 +2211,11 @@ static PyMethodDef methods[] = {
     {"url_groups", url_groups, METH_VARARGS, "url_groups(hits, groups, url_key) -> [(row, long key)] or None"},
     {"sig_groups", sig_groups, METH_VARARGS,
      "sig_groups(sigs, hits, groups, max_bits, limit, norm_text) -> (comparisons, signed, unique) or None"},
+    {"domain_diversity", domain_diversity, METH_O, "domain_diversity(hits) -> column"},
+    {"recency", recency, METH_VARARGS, "recency(hits, edges, scores) -> column or None"},
+    {"authority", authority, METH_VARARGS, "authority(hits, authority_of, default) -> column"},
+    {"quality", quality, METH_VARARGS, "quality(hits, good) -> column or None"},
+    {"varies", varies, METH_O, "varies(column) -> len(set(column)) > 1 for floats"},
     {"near_all_pairs", near_all_pairs, METH_VARARGS,
      "near_all_pairs(signatures, max_bits) -> sorted (i, j) pairs within max_bits differing bits"},
     {NULL, NULL, 0, NULL},
@@ -2033,6 +2252,10 @@ PyMODINIT_FUNC PyInit__kernel(void) {
     s_why_near = PyUnicode_InternFromString("near");
     s_why_content = PyUnicode_InternFromString("content");
     if (!s_url || !s_url_key || !s_simhash || !s_text || !s_why_url || !s_why_near || !s_why_content) return NULL;
+    s_published_at = PyUnicode_InternFromString("published_at");
+    s_quality = PyUnicode_InternFromString("quality");
+    unknown_half = PyFloat_FromDouble(0.5);
+    if (!s_published_at || !s_quality || !unknown_half) return NULL;
     s_id = PyUnicode_InternFromString("id");
     s_score = PyUnicode_InternFromString("score");
     if (!s_id || !s_score || !s_domain || !s_title || !s_title_key || !s_parent || !s_union || !s_why_title) return NULL;

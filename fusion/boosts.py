@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 from fabric.config import AuthorityEntry
+from fusion.compiled import kernel
 from fusion.types import Candidates, FusionRun
 
 __all__ = [
@@ -52,6 +53,8 @@ KEYLESS_BONUS = 0.1
 RECENCY_STEPS: tuple[tuple[float, float], ...] = ((1.0, 1.0), (7.0, 0.8), (30.0, 0.6), (365.0, 0.4))
 """(max age in days, score) steps; anything older scores 0.2."""
 _DAY_S = 86400.0
+_STEP_SCORES = [0.2, *(score for _, score in reversed(RECENCY_STEPS))]
+"""Recency score per ``bisect_right`` position among the step boundaries, oldest first."""
 
 
 def _utc(value: datetime) -> datetime:
@@ -92,8 +95,7 @@ def _recency_column(dates: list[datetime | None], now: datetime) -> list[float]:
     try:
         if now.tzinfo is not None:
             edges = [now - timedelta(days=limit) for limit, _ in reversed(RECENCY_STEPS)]
-            scores = [0.2, *(score for _, score in reversed(RECENCY_STEPS))]
-            return [UNKNOWN if p is None else scores[bisect_right(edges, p)] for p in dates]
+            return [UNKNOWN if p is None else _STEP_SCORES[bisect_right(edges, p)] for p in dates]
     except (TypeError, OverflowError):  # a naive date among aware ones, or a boundary before year 1
         pass
     return [recency_of(p, now) for p in dates]
@@ -106,6 +108,9 @@ class DomainDiversityBooster:
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's domain diversity."""
+        if kernel is not None:
+            cands.factors[self.name] = kernel.domain_diversity(cands.hits)
+            return cands
         domains = [h.domain for h in cands.hits]
         if not any(domains):  # no item has a domain: every one is unknown
             cands.factors[self.name] = [UNKNOWN] * len(domains)
@@ -122,6 +127,16 @@ class RecencyBooster:
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's recency."""
+        now = run.ctx.now
+        if kernel is not None and now.tzinfo is not None:
+            try:
+                edges = [now - timedelta(days=limit) for limit, _ in reversed(RECENCY_STEPS)]
+            except OverflowError:  # a boundary before year 1: the Python path scores each date
+                edges = []
+            column = kernel.recency(cands.hits, edges, _STEP_SCORES) if edges else None
+            if column is not None:
+                cands.factors[self.name] = column
+                return cands
         dates = [h.published_at for h in cands.hits]
         if not any(dates):  # nothing dated: every item is unknown
             cands.factors[self.name] = [UNKNOWN] * len(dates)
@@ -138,6 +153,9 @@ class AuthorityBooster:
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's source authority."""
         table, default = run.ctx.authority, run.ctx.authority_default
+        if kernel is not None:
+            cands.factors[self.name] = kernel.authority(cands.hits, lambda d: authority_of(d, table, default), default)
+            return cands
         domains = [h.domain for h in cands.hits]
         if not any(domains):  # no item has a domain: every one gets the default
             cands.factors[self.name] = [default] * len(domains)
@@ -155,6 +173,10 @@ class QualityBooster:
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's content quality: ``min(1, max(0, q) / QUALITY_GOOD)``."""
         good = QUALITY_GOOD
+        column = kernel.quality(cands.hits, good) if kernel is not None else None
+        if column is not None:
+            cands.factors[self.name] = column
+            return cands
         cands.factors[self.name] = [
             UNKNOWN if q is None else 1.0 if q >= good else q / good if q > 0.0 else 0.0
             for q in [h.quality for h in cands.hits]

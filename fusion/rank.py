@@ -48,6 +48,8 @@ class Ranker:
 
     def informative(self, cands: Candidates) -> dict[str, float]:
         """Factors with a positive weight whose value differs between at least two candidates."""
+        if kernel is not None:
+            return {f: w for f, w in self.weights.items() if w > 0.0 and kernel.varies(cands.factors[f])}
         return {f: w for f, w in self.weights.items() if w > 0.0 and len(cands) and len(set(cands.factors[f])) > 1}
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:

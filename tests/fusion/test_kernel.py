@@ -7,12 +7,14 @@ same pairs. With ``FABRIC_REQUIRE_KERNEL=1`` (CI) a missing extension fails inst
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import random
 import struct
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -20,9 +22,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabric.bench.fusion import make_outcomes
-from fabric.config import DedupConfig
+from fabric.config import DedupConfig, load_settings
 from fabric.models import FusedItem, FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
-from fusion import combine, compiled, dedup, near, score, types
+from fusion import boosts, combine, compiled, dedup, near, pipeline, score, types
 from fusion.combine import _collect_rows, collect
 from fusion.dedup import _title_join_py, find_duplicates
 from fusion.near import near_pairs
@@ -30,7 +32,7 @@ from fusion.pipeline import fuse
 from fusion.rank import _weighted
 from fusion.setjoin import Groups
 from fusion.text import title_key
-from fusion.types import Candidates
+from fusion.types import Candidates, FusionRun
 from fusion.urls import url_key
 from tests.fusion.conftest import context
 
@@ -474,3 +476,53 @@ class TestFindDuplicates:
         sigs = list(range(1, 301))
         assert kernel.sig_groups(sigs, [None] * 300, g, 6, near.SMALL, dedup._norm_text) is None
         assert g.why == {}
+
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+DATES = [None, NOW, NOW - timedelta(days=1), NOW - timedelta(days=1, microseconds=1), NOW - timedelta(days=400),
+         NOW + timedelta(days=3), datetime(2025, 12, 31), datetime(1, 1, 1, tzinfo=UTC)]  # fmt: skip
+
+
+@st.composite
+def factor_rows(draw: st.DrawFn) -> list[Hit]:
+    """Hits with domains (or none), dates (aware, naive, none), qualities (floats, NaN, ints, none)."""
+    return [
+        Hit(
+            id=f"h{i}",
+            rank=1,
+            score=0.0,
+            domain=draw(st.sampled_from(["wikipedia.org", "en.wikipedia.org", "x.com", "", "a.org"])),
+            published_at=draw(st.sampled_from(DATES)),
+            quality=draw(st.sampled_from([None, 0.0, 0.5, 0.8, 0.95, -1.0, math.nan, 1])),
+        )
+        for i in range(draw(st.integers(0, 20)))
+    ]
+
+
+@needs_kernel
+class TestFactors:
+    @settings(max_examples=300, deadline=None)
+    @given(rows=factor_rows(), now=st.sampled_from([NOW, datetime(2026, 1, 1), datetime(1, 1, 2, tzinfo=UTC)]))
+    def test_same_as_python(self, rows: list[Hit], now: datetime) -> None:
+        """Every factor column equals the Python one (naive dates, dates near year 1, odd qualities included)."""
+        ctx = dataclasses.replace(context(), now=now, authority=load_settings().authority)
+        run = FusionRun(ctx=ctx, mode=FusionMode.RRF, lanes={})
+
+        def columns() -> list[object]:
+            cands = Candidates(("l",))
+            cands.hits = list(rows)
+            cands.ids = [h.id for h in rows]
+            for stage in (*pipeline._BOOSTERS,):
+                stage(cands, run)
+            return [json.dumps(cands.factors[f]) for f in sorted(cands.factors)]
+
+        got = columns()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(boosts, "kernel", None)
+            assert got == columns()
+
+    @given(column=st.lists(st.sampled_from([0.0, -0.0, 0.5, 1.0, math.nan]), max_size=6))
+    def test_varies(self, column: list[float]) -> None:
+        """varies() is len(set(column)) > 1 (NaN objects included)."""
+        assert kernel is not None
+        assert kernel.varies(column) == (len(set(column)) > 1)
