@@ -178,6 +178,19 @@ static Py_ssize_t words_id(WordTable *t, const char *p, Py_ssize_t len) {
     }
 }
 
+/* The id of an exact str in t (equal strings, equal ids: the same UTF-8 bytes); -2 for anything else (the caller
+ * then uses Python's own equality), -1 on error. The table points into the string's buffer: keep it alive. */
+static Py_ssize_t str_id(WordTable *t, PyObject *s) {
+    if (!PyUnicode_CheckExact(s)) return -2;
+    Py_ssize_t len;
+    const char *p = PyUnicode_AsUTF8AndSize(s, &len);
+    if (p == NULL) {
+        PyErr_Clear();
+        return -2;
+    }
+    return words_id(t, p, len);
+}
+
 /* ------------------------------------------------------------------ (domain, word) keys */
 
 typedef struct {
@@ -764,7 +777,8 @@ static PyObject *collect_rows(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OO:collect_rows", &lanes_in, &stages_in)) return NULL;
     PyObject *lanes = PySequence_Fast(lanes_in, "lanes must be a sequence");
     if (lanes == NULL) return NULL;
-    PyObject *result = NULL, *pos = NULL, *ids = NULL, *rows_out = NULL, *native_out = NULL;
+    PyObject *result = NULL, *ids = NULL, *rows_out = NULL, *native_out = NULL;
+    WordTable pos = {NULL, 0, 0};
     Py_ssize_t nl = PySequence_Fast_GET_SIZE(lanes), total = 0, nrows = 0;
     PyObject **lane_seqs = PyMem_Calloc((size_t)(nl ? nl : 1), sizeof(PyObject *));
     PyObject **reps = NULL;
@@ -790,7 +804,6 @@ static PyObject *collect_rows(PyObject *self, PyObject *args) {
     mark = PyMem_Malloc(cap * sizeof(Py_ssize_t));
     best = PyMem_Malloc(cap * sizeof(Py_ssize_t));
     stage = PyMem_Malloc(cap * sizeof(Py_ssize_t));
-    pos = PyDict_New();
     ids = PyList_New(0);
     rows_out = PyList_New(nl);
     native_out = PyList_New(nl);
@@ -798,7 +811,7 @@ static PyObject *collect_rows(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    if (pos == NULL || ids == NULL || rows_out == NULL || native_out == NULL) goto done;
+    if (ids == NULL || rows_out == NULL || native_out == NULL || words_init(&pos, cap) < 0) goto done;
     for (Py_ssize_t l = 0; l < nl; l++) {
         PyObject *st = PySequence_GetItem(stages_in, l);
         if (st == NULL) goto done;
@@ -823,18 +836,16 @@ static PyObject *collect_rows(PyObject *self, PyObject *args) {
             PyObject *h = hits[p];
             PyObject *id = slot_get(&sl, h, 0, s_id);
             if (id == NULL) goto done;
-            PyObject *known = PyDict_GetItemWithError(pos, id);
-            Py_ssize_t row;
-            if (known == NULL) {
-                if (PyErr_Occurred()) {
-                    Py_DECREF(id);
-                    goto done;
-                }
-                row = nrows++;
-                PyObject *v = PyLong_FromSsize_t(row);
-                int rc = v == NULL ? -1 : PyDict_SetItem(pos, id, v);
-                Py_XDECREF(v);
-                if (rc < 0 || PyList_Append(ids, id) < 0) {
+            /* ids are interned by their bytes: a new id gets the next word id, which is its row */
+            Py_ssize_t row = str_id(&pos, id);
+            if (row < 0) {
+                Py_DECREF(id);
+                if (row == -2) result = Py_NewRef(Py_None); /* an id that is not a str: the Python version */
+                goto done;
+            }
+            if (row == nrows) {
+                nrows++;
+                if (PyList_Append(ids, id) < 0) { /* ids keeps the first occurrence (the table points into it) */
                     Py_DECREF(id);
                     goto done;
                 }
@@ -844,7 +855,6 @@ static PyObject *collect_rows(PyObject *self, PyObject *args) {
                 best[row] = kept + 1;
             } else {
                 Py_DECREF(id);
-                row = PyLong_AsSsize_t(known);
                 if (mark[row] == l) continue; /* a repeat inside this lane */
                 Py_ssize_t rank = kept + 1;
                 if (lane_stage < stage[row] || (lane_stage == stage[row] && rank < best[row])) {
@@ -904,7 +914,7 @@ done:
     PyMem_Free(mark);
     PyMem_Free(best);
     PyMem_Free(stage);
-    Py_XDECREF(pos);
+    PyMem_Free(pos.slots);
     Py_XDECREF(ids);
     Py_XDECREF(rows_out);
     Py_XDECREF(native_out);
@@ -1753,7 +1763,9 @@ static PyObject *url_groups(PyObject *self, PyObject *args) {
     if (seq == NULL) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **hits = PySequence_Fast_ITEMS(seq);
-    PyObject *keys = PyList_New(n), *first = NULL, *result = NULL;
+    PyObject *keys = PyList_New(n), *result = NULL;
+    WordTable wt = {NULL, 0, 0};
+    Py_ssize_t *firstrow = NULL, *kid = NULL;
     PyObject *const names[2] = {s_url_key, s_url};
     Slots sl;
     int any = 0;
@@ -1769,7 +1781,7 @@ static PyObject *url_groups(PyObject *self, PyObject *args) {
         }
         if (key == NULL) goto done;
         PyList_SET_ITEM(keys, i, key);
-        if (!PyUnicode_Check(key)) {
+        if (!PyUnicode_CheckExact(key)) {
             result = Py_NewRef(Py_None);
             goto done;
         }
@@ -1777,41 +1789,52 @@ static PyObject *url_groups(PyObject *self, PyObject *args) {
     }
     result = PyList_New(0);
     if (result == NULL || !any) goto done;
-    first = PyDict_New();
-    if (first == NULL) goto fail;
+    /* keys interned by their bytes (keys keeps them alive), all before any union: a key that cannot be (a lone
+     * surrogate) hands the input back untouched */
+    if (words_init(&wt, (size_t)n) < 0) goto fail;
+    firstrow = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    kid = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    if (firstrow == NULL || kid == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t before = wt.count;
+        kid[i] = str_id(&wt, PyList_GET_ITEM(keys, i));
+        if (kid[i] == -1) goto fail;
+        if (kid[i] == -2) {
+            Py_DECREF(result);
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        if (kid[i] == before) firstrow[kid[i]] = i;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *key = PyList_GET_ITEM(keys, i);
-        PyObject *row = PyDict_GetItemWithError(first, key);
-        if (row != NULL) {
-            Py_ssize_t j = PyLong_AsSsize_t(row);
-            if ((j == -1 && PyErr_Occurred()) || (PyUnicode_GET_LENGTH(key) > 0 && union_rows(groups, j, i, s_why_url) < 0))
-                goto fail;
+        Py_ssize_t len = PyUnicode_GET_LENGTH(key);
+        if (firstrow[kid[i]] != i) {
+            if (len > 0 && union_rows(groups, firstrow[kid[i]], i, s_why_url) < 0) goto fail;
             continue;
         }
-        if (PyErr_Occurred()) goto fail;
-        PyObject *v = PyLong_FromSsize_t(i);
-        if (v == NULL || PyDict_SetItem(first, key, v) < 0) {
-            Py_XDECREF(v);
-            goto fail;
-        }
-        Py_ssize_t len = PyUnicode_GET_LENGTH(key);
         if (len >= 2 && PyUnicode_READ_CHAR(key, len - 1) == '#') {
-            PyObject *pair = PyTuple_Pack(2, v, key);
+            PyObject *v = PyLong_FromSsize_t(i);
+            PyObject *pair = v == NULL ? NULL : PyTuple_Pack(2, v, key);
+            Py_XDECREF(v);
             if (pair == NULL || PyList_Append(result, pair) < 0) {
                 Py_XDECREF(pair);
-                Py_DECREF(v);
                 goto fail;
             }
             Py_DECREF(pair);
         }
-        Py_DECREF(v);
     }
     goto done;
 fail:
     Py_CLEAR(result);
 done:
     Py_XDECREF(keys);
-    Py_XDECREF(first);
+    PyMem_Free(wt.slots);
+    PyMem_Free(firstrow);
+    PyMem_Free(kid);
     Py_DECREF(seq);
     return result;
 }
@@ -2022,6 +2045,39 @@ static PyObject *domain_diversity(PyObject *self, PyObject *hits) {
         out = any < 0 ? NULL : repeat_list(unknown_half, n);
         goto done;
     }
+    /* Domains that are all exact strs: counted by their bytes, no Python hashing. */
+    {
+        WordTable wt = {NULL, 0, 0};
+        Py_ssize_t *ids = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+        Py_ssize_t *cnt = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
+        int fast = ids != NULL && cnt != NULL && words_init(&wt, (size_t)n) == 0;
+        for (Py_ssize_t i = 0; fast && i < n; i++) {
+            PyObject *d = PyList_GET_ITEM(domains, i);
+            if (d == Py_None || (PyUnicode_CheckExact(d) && PyUnicode_GET_LENGTH(d) == 0)) {
+                ids[i] = -1;
+                continue;
+            }
+            ids[i] = str_id(&wt, d);
+            if (ids[i] == -1) fast = 0; /* an error: reported below */
+            else if (ids[i] == -2) fast = -1;
+            else cnt[ids[i]]++;
+        }
+        if (fast == 1) {
+            out = PyList_New(n);
+            for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+                PyObject *v = ids[i] < 0 ? Py_NewRef(unknown_half) : PyFloat_FromDouble(1.0 / (double)cnt[ids[i]]);
+                if (v == NULL) Py_CLEAR(out);
+                else PyList_SET_ITEM(out, i, v);
+            }
+        } else if (fast == 0 && !PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
+        PyMem_Free(ids);
+        PyMem_Free(cnt);
+        PyMem_Free(wt.slots);
+        if (fast >= 0) goto done; /* done, or an error */
+        PyErr_Clear();
+    }
     counts = PyDict_New();
     if (counts == NULL) goto done;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -2115,6 +2171,45 @@ static PyObject *authority(PyObject *self, PyObject *args) {
     if (any <= 0) {
         out = any < 0 ? NULL : repeat_list(dflt, n);
         goto done;
+    }
+    /* Domains that are all exact strs: looked up by their bytes, one call per distinct domain. */
+    {
+        WordTable wt = {NULL, 0, 0};
+        PyObject **vals = PyMem_Calloc((size_t)(n ? n : 1), sizeof(PyObject *));
+        int fast = vals != NULL && words_init(&wt, (size_t)n) == 0;
+        if (fast) {
+            out = PyList_New(n);
+            for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+                PyObject *d = PyList_GET_ITEM(domains, i);
+                Py_ssize_t id;
+                if (d == Py_None || (PyUnicode_CheckExact(d) && PyUnicode_GET_LENGTH(d) == 0)) {
+                    PyList_SET_ITEM(out, i, Py_NewRef(dflt));
+                    continue;
+                }
+                id = str_id(&wt, d);
+                if (id == -2) { /* not a str: Python's own equality below */
+                    fast = -1;
+                    Py_CLEAR(out);
+                    break;
+                }
+                if (id == -1) {
+                    Py_CLEAR(out);
+                    break;
+                }
+                if (vals[id] == NULL && (vals[id] = PyObject_CallOneArg(fn, d)) == NULL) {
+                    Py_CLEAR(out);
+                    break;
+                }
+                PyList_SET_ITEM(out, i, Py_NewRef(vals[id]));
+            }
+        } else {
+            PyErr_NoMemory();
+        }
+        if (vals != NULL)
+            for (Py_ssize_t k = 0; k < wt.count; k++) Py_XDECREF(vals[k]);
+        PyMem_Free(vals);
+        PyMem_Free(wt.slots);
+        if (fast != -1) goto done;
     }
     memo = PyDict_New();
     out = memo == NULL ? NULL : PyList_New(n);

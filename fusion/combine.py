@@ -52,8 +52,9 @@ def collect(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> tuple[Fu
         cands.received += len(out.hits)
     hits = [outcomes[name].hits for name in names]
     stages = [lanes[name].stage for name in names]
-    if kernel is not None:
-        cands.ids, cands.hits, cands.stage, cands.best, cands.rows, cands.native = kernel.collect_rows(hits, stages)
+    table = kernel.collect_rows(hits, stages) if kernel is not None else None  # None: an id that is not a str
+    if table is not None:
+        cands.ids, cands.hits, cands.stage, cands.best, cands.rows, cands.native = table
     else:
         _collect_rows(hits, stages, cands)
     cands.norm = [normalise(native) for native in cands.native] if normalise is not None else [[] for _ in names]

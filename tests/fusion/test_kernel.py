@@ -526,3 +526,26 @@ class TestFactors:
         """varies() is len(set(column)) > 1 (NaN objects included)."""
         assert kernel is not None
         assert kernel.varies(column) == (len(set(column)) > 1)
+
+
+@needs_kernel
+class TestHandedBack:
+    def test_non_str_ids(self) -> None:
+        """An id that is not a str makes collect_rows decline; collect then builds the same table in Python."""
+        assert kernel is not None
+        lanes = [[Hit(id="a", rank=1, score=1.0), Hit(id=7, rank=2, score=0.5)]]  # type: ignore[arg-type]
+        assert kernel.collect_rows(lanes, [0]) is None
+        ref = Candidates(("l",))
+        _collect_rows(lanes, [0], ref)
+        assert ref.ids == ["a", 7]
+
+    def test_odd_domains_and_keys(self) -> None:
+        """Non-str domains and a URL key with a lone surrogate take Python's own equality, same results."""
+        assert kernel is not None
+        rows = [Row(d, "t", "t") for d in (3, 3, "a.org", None)]
+        assert kernel.domain_diversity(rows) == [0.5, 0.5, 1.0, 0.5]
+        assert kernel.authority(rows, lambda d: 0.9, 0.1) == [0.9, 0.9, 0.9, 0.1]
+        odd = [Hit(id=f"h{i}", rank=1, score=0.0, url_key="x\ud800") for i in range(2)]
+        g = Groups(2)
+        assert kernel.url_groups(odd, g, url_key) is None
+        assert g.why == {}
