@@ -4,9 +4,10 @@ The wall-clock benches (``budget``, ``fusion``) move by ±30 % within minutes on
 versions of the code cannot be compared by running them an hour apart. Counted instructions do not depend on
 the machine's load or clock speed: each workload runs in a child process under ``valgrind --tool=callgrind``
 twice, with ``calls`` timed operations and with none, after the same set-up, and the difference divided by
-``calls`` is the cost of one operation (``PYTHONHASHSEED=0``). A run's total varies by a few million
-instructions whatever the workload, so each workload repeats its operation enough to stand clear of that
-(``--calls`` fusion calls, 10 × as many floor calls, 5 × as many small fusions, ``--queries`` engine queries).
+``calls`` is the cost of one operation (``PYTHONHASHSEED=0``, one OpenBLAS thread: its idle workers spin, and
+their instructions made a run's total vary by a few million; with one thread two runs agree within a few dozen
+instructions). Each workload still repeats its operation (``--calls`` fusion calls, 10 × as many floor calls,
+5 × as many small fusions, ``--queries`` engine queries).
 Workloads:
 
 - ``fusion_6x50``: ``fuse`` on 6 lanes × 50 hits plus the first page of 10 (``fabric bench fusion``'s call);
@@ -147,7 +148,8 @@ def workload(name: str, calls: int, inputs: int = 0) -> None:
 
 
 def _count(valgrind: str, name: str, calls: int, inputs: int) -> int:
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    # One BLAS thread: idle OpenBLAS workers spin, and their instructions would count as noise.
+    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
     cmd = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-m", __name__]
     proc = subprocess.run(
         [*cmd, "--workload", name, "--calls", str(calls), "--inputs", str(inputs)],
