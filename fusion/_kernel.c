@@ -1,14 +1,12 @@
-/* fusion._kernel: compiled versions of deduplication's two per-row loops (optional; the pure-Python versions in
- * fusion/dedup.py, fusion/setjoin.py and fusion/near.py are the reference, and tests/fusion/test_kernel.py checks
- * that both give the same groups, merge reasons and comparison counts).
+/* fusion._kernel: fusion's per-candidate loops in C (optional; see fusion/compiled.py).
  *
- * - title_join(hits, t, groups, title_key) -> int | None: the title criterion of fusion.dedup._title_join and its
- *   sequential prefix-filtered join (fusion.setjoin.prefix_join), exactly: same rows compared in the same order,
- *   same unions (groups.union(i, j, "title")), same comparison count. Words are interned per call (byte-exact,
- *   so exactly str equality); None when an input is not what the Python version expects (the caller then runs
- *   the Python version; nothing was merged).
- * - near_all_pairs(sigs, max_bits) -> list[tuple[int, int]]: every pair (i < j, sorted) of 64-bit signatures
- *   within max_bits differing bits, comparing all pairs (for one query's few hundred candidates at most).
+ * Every function here has a pure-Python twin in the module that calls it, which stays the reference and the
+ * fallback (the table in docs/ranking.md, "Compiled loops"); tests/fusion/test_kernel.py runs both on the same
+ * inputs and compares everything they leave behind. A function that meets an input its twin handles differently
+ * (a non-str id or key, a NaN score, a naive date among aware ones, ...) returns None before changing anything,
+ * and the caller runs the twin. Strings are compared by their UTF-8 bytes (str equality) and only for exact str
+ * objects; sums are added in the twin's order and the file is compiled with -ffp-contract=off, so every float
+ * rounds as in Python.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -18,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static PyObject *s_domain, *s_title, *s_title_key, *s_parent, *s_union, *s_why_title, *s_id, *s_score;
+static PyObject *s_domain, *s_title, *s_title_key, *s_parent, *s_why_title, *s_id, *s_score;
 static PyObject *s_f_hit, *s_f_total, *s_f_scores, *s_f_lanes, *s_f_ranks, *s_f_stage, *s_f_merged;
 
 /* ------------------------------------------------------------------ growable arrays */
@@ -675,36 +673,32 @@ done:
     return result;
 }
 
-/* ------------------------------------------------------------------ near_all_pairs */
+/* ------------------------------------------------------------------ close signature pairs */
+
+/* Every pair (i < j, row-major) of v[0:n] within max_bits differing bits, flattened into out while cap allows;
+ * returns the number of entries the pairs need (2 per pair). One body, compiled twice: with the hardware popcount
+ * where the CPU has it (chosen at run time), and without. */
+#define PAIRS_BODY                                                          \
+    Py_ssize_t m = 0;                                                       \
+    for (Py_ssize_t i = 0; i < n; i++)                                      \
+        for (Py_ssize_t j = i + 1; j < n; j++)                              \
+            if (__builtin_popcountll(v[i] ^ v[j]) <= max_bits) {            \
+                if (m + 2 <= cap) {                                         \
+                    out[m] = i;                                             \
+                    out[m + 1] = j;                                         \
+                }                                                           \
+                m += 2;                                                     \
+            }                                                               \
+    return m;
 
 static Py_ssize_t pairs_generic(const uint64_t *v, Py_ssize_t n, int max_bits, Py_ssize_t *out, Py_ssize_t cap) {
-    Py_ssize_t m = 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        for (Py_ssize_t j = i + 1; j < n; j++)
-            if (__builtin_popcountll(v[i] ^ v[j]) <= max_bits) {
-                if (m + 2 <= cap) {
-                    out[m] = i;
-                    out[m + 1] = j;
-                }
-                m += 2;
-            }
-    return m;
+    PAIRS_BODY
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("popcnt"))) static Py_ssize_t pairs_popcnt(const uint64_t *v, Py_ssize_t n, int max_bits,
                                                                   Py_ssize_t *out, Py_ssize_t cap) {
-    Py_ssize_t m = 0;
-    for (Py_ssize_t i = 0; i < n; i++)
-        for (Py_ssize_t j = i + 1; j < n; j++)
-            if (__builtin_popcountll(v[i] ^ v[j]) <= max_bits) {
-                if (m + 2 <= cap) {
-                    out[m] = i;
-                    out[m + 1] = j;
-                }
-                m += 2;
-            }
-    return m;
+    PAIRS_BODY
 }
 #endif
 
@@ -715,54 +709,21 @@ static Py_ssize_t find_pairs(const uint64_t *v, Py_ssize_t n, int max_bits, Py_s
     return pairs_generic(v, n, max_bits, out, cap);
 }
 
-static PyObject *near_all_pairs(PyObject *self, PyObject *args) {
-    PyObject *sigs_in;
-    int max_bits;
-    if (!PyArg_ParseTuple(args, "Oi:near_all_pairs", &sigs_in, &max_bits)) return NULL;
-    PyObject *seq = PySequence_Fast(sigs_in, "signatures must be a sequence");
-    if (seq == NULL) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    uint64_t *v = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(uint64_t));
-    Py_ssize_t cap = 256, m;
-    Py_ssize_t *out = PyMem_Malloc((size_t)cap * sizeof(Py_ssize_t));
-    PyObject *result = NULL;
-    if (v == NULL || out == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        v[i] = PyLong_AsUnsignedLongLong(items[i]);
-        if (v[i] == (uint64_t)-1 && PyErr_Occurred()) goto done;
-    }
-    m = find_pairs(v, n, max_bits, out, cap);
-    if (m > cap) { /* more pairs than room: size the buffer and search again */
-        PyMem_Free(out);
-        cap = m;
-        out = PyMem_Malloc((size_t)cap * sizeof(Py_ssize_t));
-        if (out == NULL) {
-            PyErr_NoMemory();
-            goto done;
+/* The close pairs of v[0:n] (see find_pairs) in a new buffer of *count entries; NULL with MemoryError. */
+static Py_ssize_t *close_pairs(const uint64_t *v, Py_ssize_t n, int max_bits, Py_ssize_t *count) {
+    Py_ssize_t room = 256;
+    Py_ssize_t *out = PyMem_Malloc((size_t)room * sizeof(Py_ssize_t));
+    if (out != NULL) {
+        *count = find_pairs(v, n, max_bits, out, room);
+        if (*count > room) { /* more pairs than room: size the buffer and search again */
+            PyMem_Free(out);
+            out = PyMem_Malloc((size_t)*count * sizeof(Py_ssize_t));
+            if (out != NULL) find_pairs(v, n, max_bits, out, *count);
         }
-        m = find_pairs(v, n, max_bits, out, cap);
     }
-    result = PyList_New(m / 2);
-    if (result == NULL) goto done;
-    for (Py_ssize_t k = 0; k < m; k += 2) {
-        PyObject *pair = Py_BuildValue("(nn)", out[k], out[k + 1]);
-        if (pair == NULL) {
-            Py_CLEAR(result);
-            goto done;
-        }
-        PyList_SET_ITEM(result, k / 2, pair);
-    }
-done:
-    PyMem_Free(v);
-    PyMem_Free(out);
-    Py_DECREF(seq);
-    return result;
+    if (out == NULL) PyErr_NoMemory();
+    return out;
 }
-
 
 /* ------------------------------------------------------------------ collect_rows */
 
@@ -1123,19 +1084,20 @@ static int as_ssize_array(PyObject *list, Py_ssize_t *out, Py_ssize_t n) {
     return 0;
 }
 
-static PyObject *ssize_list(const Py_ssize_t *v, Py_ssize_t n) {
-    PyObject *list = PyList_New(n);
-    if (list == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *x = PyLong_FromSsize_t(v[i]);
-        if (x == NULL) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, i, x);
+/* A new list of Python numbers made from a C array: ssize_list (ints) and double_list (floats). */
+#define LIST_OF(name, type, make)                                            \
+    static PyObject *name(const type *v, Py_ssize_t n) {                     \
+        PyObject *list = PyList_New(n);                                      \
+        for (Py_ssize_t i = 0; list != NULL && i < n; i++) {                 \
+            PyObject *x = make(v[i]);                                        \
+            if (x == NULL) Py_CLEAR(list);                                   \
+            else PyList_SET_ITEM(list, i, x);                                \
+        }                                                                    \
+        return list;                                                         \
     }
-    return list;
-}
+
+LIST_OF(ssize_list, Py_ssize_t, PyLong_FromSsize_t)
+LIST_OF(double_list, double, PyFloat_FromDouble)
 
 /* merge_rows(rows, native, norm, ids, hits, stage, best, root, members)
  *   -> (ids, hits, stage, best, merged, lane_order, rows, native, norm)
@@ -1422,19 +1384,6 @@ static int as_doubles(PyObject *list, double *out, Py_ssize_t n) {
     return 0;
 }
 
-static PyObject *double_list(const double *v, Py_ssize_t n) {
-    PyObject *list = PyList_New(n);
-    if (list == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *x = PyFloat_FromDouble(v[i]);
-        if (x == NULL) {
-            Py_DECREF(list);
-            return NULL;
-        }
-        PyList_SET_ITEM(list, i, x);
-    }
-    return list;
-}
 
 /* rrf_sums(rows, weights, k, lanes) -> [0.0 + sum over lanes of w / (k + rank)] per row, added lane by lane (in
  * the order of lanes) as fusion.combine._lane_sums adds them. */
@@ -1742,7 +1691,7 @@ done:
 
 /* ------------------------------------------------------------------ url_groups and sig_groups */
 
-static PyObject *s_url, *s_url_key, *s_simhash, *s_text, *s_why_url, *s_why_near, *s_why_content;
+static PyObject *s_url, *s_url_key, *s_text, *s_why_url, *s_why_near, *s_why_content;
 
 static int union_rows(PyObject *groups, Py_ssize_t a, Py_ssize_t b, PyObject *why) {
     PyObject *res = PyObject_CallMethod(groups, "union", "nnO", a, b, why);
@@ -1870,16 +1819,16 @@ static PyObject *sig_groups(PyObject *self, PyObject *args) {
         Py_DECREF(sigs);
         return NULL;
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(sigs), nu = 0, signed_n = 0, np = 0, cap = 64;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(sigs), nu = 0, signed_n = 0, np = 0;
     size_t m = (size_t)(n ? n : 1);
     uint64_t *v = PyMem_Malloc(m * sizeof(uint64_t)), *uv = PyMem_Malloc(m * sizeof(uint64_t));
     Py_ssize_t *firstrow = PyMem_Malloc(m * sizeof(Py_ssize_t)), *ufirst = PyMem_Malloc(m * sizeof(Py_ssize_t));
     Py_ssize_t *tab = PyMem_Malloc(m * sizeof(Py_ssize_t)); /* table index -> distinct signature index */
     char *has = PyMem_Calloc(m, 1);
-    SigPair *pairs = PyMem_Malloc((size_t)cap * sizeof(SigPair));
+    SigPair *pairs = NULL;
     KeyTable kt = {NULL, 0, 0};
     PyObject *result = NULL;
-    if (!v || !uv || !firstrow || !ufirst || !tab || !has || !pairs) {
+    if (!v || !uv || !firstrow || !ufirst || !tab || !has) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1944,31 +1893,14 @@ static PyObject *sig_groups(PyObject *self, PyObject *args) {
         if (same < 0 || union_rows(groups, j, i, same ? s_why_content : s_why_near) < 0) goto done;
     }
     {
-        Py_ssize_t room = 256, found;
-        Py_ssize_t *idx = PyMem_Malloc((size_t)room * sizeof(Py_ssize_t));
-        if (idx == NULL) {
+        Py_ssize_t found;
+        Py_ssize_t *idx = close_pairs(uv, nu, max_bits, &found);
+        if (idx == NULL) goto done;
+        pairs = PyMem_Malloc((size_t)(found / 2 + 1) * sizeof(SigPair));
+        if (pairs == NULL) {
+            PyMem_Free(idx);
             PyErr_NoMemory();
             goto done;
-        }
-        found = find_pairs(uv, nu, max_bits, idx, room);
-        if (found > room) {
-            PyMem_Free(idx);
-            room = found;
-            idx = PyMem_Malloc((size_t)room * sizeof(Py_ssize_t));
-            if (idx == NULL) {
-                PyErr_NoMemory();
-                goto done;
-            }
-            found = find_pairs(uv, nu, max_bits, idx, room);
-        }
-        if (found / 2 > cap) {
-            SigPair *grown = PyMem_Realloc(pairs, (size_t)(found / 2) * sizeof(SigPair));
-            if (grown == NULL) {
-                PyMem_Free(idx);
-                PyErr_NoMemory();
-                goto done;
-            }
-            pairs = grown;
         }
         for (Py_ssize_t q = 0; q < found; q += 2) {
             Py_ssize_t a = idx[q], b = idx[q + 1];
@@ -2311,8 +2243,6 @@ static PyMethodDef methods[] = {
     {"authority", authority, METH_VARARGS, "authority(hits, authority_of, default) -> column"},
     {"quality", quality, METH_VARARGS, "quality(hits, good) -> column or None"},
     {"varies", varies, METH_O, "varies(column) -> len(set(column)) > 1 for floats"},
-    {"near_all_pairs", near_all_pairs, METH_VARARGS,
-     "near_all_pairs(signatures, max_bits) -> sorted (i, j) pairs within max_bits differing bits"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2324,7 +2254,6 @@ PyMODINIT_FUNC PyInit__kernel(void) {
     s_title = PyUnicode_InternFromString("title");
     s_title_key = PyUnicode_InternFromString("title_key");
     s_parent = PyUnicode_InternFromString("parent");
-    s_union = PyUnicode_InternFromString("union");
     s_why_title = PyUnicode_InternFromString("title");
     s_f_hit = PyUnicode_InternFromString("hit");
     s_f_total = PyUnicode_InternFromString("score_total");
@@ -2341,18 +2270,17 @@ PyMODINIT_FUNC PyInit__kernel(void) {
         return NULL;
     s_url = PyUnicode_InternFromString("url");
     s_url_key = PyUnicode_InternFromString("url_key");
-    s_simhash = PyUnicode_InternFromString("simhash");
     s_text = PyUnicode_InternFromString("text");
     s_why_url = PyUnicode_InternFromString("url");
     s_why_near = PyUnicode_InternFromString("near");
     s_why_content = PyUnicode_InternFromString("content");
-    if (!s_url || !s_url_key || !s_simhash || !s_text || !s_why_url || !s_why_near || !s_why_content) return NULL;
+    if (!s_url || !s_url_key || !s_text || !s_why_url || !s_why_near || !s_why_content) return NULL;
     s_published_at = PyUnicode_InternFromString("published_at");
     s_quality = PyUnicode_InternFromString("quality");
     unknown_half = PyFloat_FromDouble(0.5);
     if (!s_published_at || !s_quality || !unknown_half) return NULL;
     s_id = PyUnicode_InternFromString("id");
     s_score = PyUnicode_InternFromString("score");
-    if (!s_id || !s_score || !s_domain || !s_title || !s_title_key || !s_parent || !s_union || !s_why_title) return NULL;
+    if (!s_id || !s_score || !s_domain || !s_title || !s_title_key || !s_parent || !s_why_title) return NULL;
     return PyModule_Create(&module);
 }

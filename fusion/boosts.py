@@ -86,6 +86,15 @@ def authority_of(domain: str, table: Mapping[str, AuthorityEntry], default: floa
     return default
 
 
+def _recency_edges(now: datetime) -> list[datetime]:
+    """The step boundaries ``now - limit``, oldest first (``bisect_right`` position → :data:`_STEP_SCORES`).
+
+    Raises:
+        OverflowError: a boundary falls before year 1.
+    """
+    return [now - timedelta(days=limit) for limit, _ in reversed(RECENCY_STEPS)]
+
+
 def _recency_column(dates: list[datetime | None], now: datetime) -> list[float]:
     """:func:`recency_of` for every date, by comparing each date with the step boundaries ``now - limit``.
 
@@ -94,7 +103,7 @@ def _recency_column(dates: list[datetime | None], now: datetime) -> list[float]:
     """
     try:
         if now.tzinfo is not None:
-            edges = [now - timedelta(days=limit) for limit, _ in reversed(RECENCY_STEPS)]
+            edges = _recency_edges(now)
             return [UNKNOWN if p is None else _STEP_SCORES[bisect_right(edges, p)] for p in dates]
     except (TypeError, OverflowError):  # a naive date among aware ones, or a boundary before year 1
         pass
@@ -130,7 +139,7 @@ class RecencyBooster:
         now = run.ctx.now
         if kernel is not None and now.tzinfo is not None:
             try:
-                edges = [now - timedelta(days=limit) for limit, _ in reversed(RECENCY_STEPS)]
+                edges = _recency_edges(now)
             except OverflowError:  # a boundary before year 1: the Python path scores each date
                 edges = []
             column = kernel.recency(cands.hits, edges, _STEP_SCORES) if edges else None

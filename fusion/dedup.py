@@ -34,9 +34,11 @@ from itertools import compress
 from operator import itemgetter, ne
 from typing import Any
 
+import numpy as np
+
 from fabric.config import DedupConfig
 from fusion.compiled import kernel
-from fusion.near import SMALL, near_pairs_of
+from fusion.near import SMALL, near_pairs
 from fusion.setjoin import Groups, jaccard_join, prefix_join
 from fusion.simhash import simhash_many
 from fusion.text import title_key
@@ -163,7 +165,7 @@ def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
     first.pop(None, None)
     signed = n - sigs.count(None)
     uniq = [s for s in first if s is not None]
-    pairs, near_cmp = near_pairs_of(uniq, max_bits)
+    pairs, near_cmp = near_pairs(np.array(uniq, dtype=np.uint64), max_bits)
     # In ascending signature order, as the unique signatures were once sorted.
     for a, b in sorted((min(uniq[pa], uniq[pb]), max(uniq[pa], uniq[pb])) for pa, pb in pairs):
         g.union(first[a], first[b], "near")

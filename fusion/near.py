@@ -23,9 +23,7 @@ from itertools import combinations
 import numpy as np
 from numpy.typing import NDArray
 
-from fusion.compiled import kernel
-
-__all__ = ["ALL_PAIRS", "SMALL", "near_pairs", "near_pairs_of"]
+__all__ = ["ALL_PAIRS", "SMALL", "near_pairs"]
 
 SMALL = 256
 """Up to this many signatures, the search uses ``max_bits + 1`` bit bands instead of byte-pair tables."""
@@ -105,16 +103,3 @@ def near_pairs(sigs: NDArray[np.uint64], max_bits: int) -> tuple[list[tuple[int,
     close = np.bitwise_count(sigs[i] ^ sigs[j]) <= max_bits
     found = set(zip(np.minimum(i, j)[close].tolist(), np.maximum(i, j)[close].tolist(), strict=True))
     return sorted(found), len(i)
-
-
-def near_pairs_of(sigs: list[int], max_bits: int) -> tuple[list[tuple[int, int]], int]:
-    """:func:`near_pairs` of distinct signatures given as ints; up to :data:`SMALL` of them compiled, every pair.
-
-    With :mod:`fusion._kernel` built, a query's few hundred signatures are compared pairwise in C (n² / 2
-    popcounts, ≈ 15 µs for 172), which beats the tables' dozen numpy calls; the comparisons reported are then
-    every pair, as in the all-pairs branch of :func:`near_pairs`. Same pairs either way.
-    """
-    n = len(sigs)
-    if kernel is not None and n <= SMALL:
-        return kernel.near_all_pairs(sigs, max_bits), n * (n - 1) // 2
-    return near_pairs(np.array(sigs, dtype=np.uint64), max_bits)

@@ -11,12 +11,10 @@ import dataclasses
 import json
 import math
 import os
-import random
 import struct
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -27,7 +25,6 @@ from fabric.models import FusedItem, FusionMode, Hit, LaneKind, LaneOutcome, Lan
 from fusion import boosts, combine, compiled, dedup, near, pipeline, score, types
 from fusion.combine import _collect_rows, collect
 from fusion.dedup import _title_join_py, find_duplicates
-from fusion.near import near_pairs
 from fusion.pipeline import fuse
 from fusion.rank import _weighted
 from fusion.setjoin import Groups
@@ -130,42 +127,54 @@ class TestTitleJoin:
             kernel.title_join([object()], 0.8, Groups(1), title_key)
 
 
+def _sig_hits(sigs: list[int]) -> list[Hit]:
+    return [Hit(id=f"s{i:03d}", rank=1, score=0.0, simhash=s) for i, s in enumerate(sigs)]
+
+
+def _sig_groups_both(sigs: list[int], near_dup: float) -> None:
+    """find_duplicates on hits that differ only by SimHash, kernel on and off."""
+    _dedup_both(_sig_hits(sigs), near_dup)
+
+
+def _dedup_both(rows: list[Hit], near_dup: float) -> None:
+    """find_duplicates on one lane of ``rows``, kernel on and off: same groups, reasons and comparison counts."""
+    cands = Candidates(("l",))
+    _collect_rows([rows], [0], cands)
+    cfg = DedupConfig(near_duplicate=near_dup)
+    got, got_cmp = find_duplicates(cands, cfg)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(dedup, "kernel", None)
+        want, want_cmp = find_duplicates(cands, cfg)
+    assert _state(got) == _state(want)
+    assert got_cmp == want_cmp
+
+
 @needs_kernel
-class TestNearAllPairs:
+class TestSigGroups:
     @settings(max_examples=200, deadline=None)
     @given(
         sigs=st.lists(st.integers(0, 2**64 - 1), max_size=40, unique=True),
         flips=st.lists(st.tuples(st.integers(0, 39), st.integers(0, 63)), max_size=20),
-        max_bits=st.integers(-1, 64),
+        max_bits=st.integers(0, 64),
     )
     def test_same_as_numpy(self, sigs: list[int], flips: list[tuple[int, int]], max_bits: int) -> None:
-        """Same pairs as the numpy search, with near copies planted by flipping bits."""
-        assert kernel is not None
+        """Same unions as the numpy search, with near copies planted by flipping bits, at every threshold."""
         sigs = list(sigs)
         for i, bit in flips:
             if i < len(sigs) and sigs[i] ^ (1 << bit) not in sigs:
                 sigs.append(sigs[i] ^ (1 << bit))
-        assert kernel.near_all_pairs(sigs, max_bits) == near_pairs(np.array(sigs, dtype=np.uint64), max_bits)[0]
+        _sig_groups_both(sigs, 1.0 - max_bits / 64)
 
     def test_many_pairs(self) -> None:
-        """More pairs than the first buffer holds (every pair of 100 signatures within 64 bits)."""
-        assert kernel is not None
-        sigs = list(range(100))
-        assert len(kernel.near_all_pairs(sigs, 64)) == 100 * 99 // 2
+        """More close pairs than the first buffer holds (every pair of 90 signatures within 64 bits; up to
+        ALL_PAIRS signatures numpy compares every pair too, so the comparison counts agree)."""
+        _sig_groups_both(list(range(90)), 0.0)
 
     def test_bad_signature(self) -> None:
         """A negative signature is an error, as in numpy."""
         assert kernel is not None
         with pytest.raises(OverflowError):
-            kernel.near_all_pairs([1, -1], 6)
-
-    def test_dispatch(self) -> None:
-        """near_pairs_of compiles up to SMALL signatures and reports every pair as compared."""
-        rng = random.Random(3)
-        sigs = list({rng.getrandbits(64) for _ in range(120)})
-        pairs, comparisons = near.near_pairs_of(sigs, 6)
-        assert pairs == near_pairs(np.array(sigs, dtype=np.uint64), 6)[0]
-        assert comparisons == len(sigs) * (len(sigs) - 1) // 2
+            kernel.sig_groups([1, -1], _sig_hits([1, 2]), Groups(2), 6, near.SMALL, dedup._norm_text)
 
 
 class TestFallback:
@@ -174,7 +183,6 @@ class TestFallback:
         cands_list = [collect(make_outcomes(6, 50, seed=s), context())[1] for s in range(3)]
         with_kernel = [find_duplicates(c, DedupConfig())[0] for c in cands_list]
         monkeypatch.setattr(dedup, "kernel", None)
-        monkeypatch.setattr(near, "kernel", None)
         without = [find_duplicates(c, DedupConfig())[0] for c in cands_list]
         monkeypatch.setattr(combine, "kernel", None)
         python_ids = [collect(make_outcomes(6, 50, seed=s), context())[1].ids for s in range(3)]
@@ -458,16 +466,7 @@ class TestFindDuplicates:
     @given(rows=dedup_rows(), near_dup=st.sampled_from([0.9, 0.95, 1.0, 0.5]))
     def test_same_as_python(self, rows: list[Hit], near_dup: float) -> None:
         """URL, title and SimHash criteria in C: the same groups, reasons and comparison counts as in Python."""
-        cands = Candidates(("l",))
-        _collect_rows([rows], [0], cands)
-        cfg = DedupConfig(near_duplicate=near_dup)
-        got, got_cmp = find_duplicates(cands, cfg)
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(dedup, "kernel", None)
-            mp.setattr(near, "kernel", None)
-            want, want_cmp = find_duplicates(cands, cfg)
-        assert _state(got) == _state(want)
-        assert got_cmp == want_cmp
+        _dedup_both(rows, near_dup)
 
     def test_many_signatures_go_to_the_tables(self) -> None:
         """More distinct signatures than SMALL: the kernel declines before uniting anything."""

@@ -13,7 +13,7 @@ from fusion.near import ALL_PAIRS, SMALL, near_pairs
 
 def test_public_api() -> None:
     """The module exports the search and its small-input bound."""
-    assert sorted(near.__all__) == ["ALL_PAIRS", "SMALL", "near_pairs", "near_pairs_of"]
+    assert sorted(near.__all__) == ["ALL_PAIRS", "SMALL", "near_pairs"]
 
 
 class TestNearSearch:
