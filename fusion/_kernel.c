@@ -251,29 +251,116 @@ static Py_ssize_t keys_idx(KeyTable *t, Py_ssize_t dom, Py_ssize_t word) {
     }
 }
 
-/* ------------------------------------------------------------------ title_join */
+/* ------------------------------------------------------------------ union-find (fusion.setjoin.Groups) */
 
-/* Python's str.split() whitespace among ASCII characters: \t \n \v \f \r, \x1c-\x1f and the space. */
-static const unsigned char ASCII_SPACE[128] = {
-    [9] = 1, [10] = 1, [11] = 1, [12] = 1, [13] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1, [32] = 1,
-};
-#define ascii_space(c) (ASCII_SPACE[(c) & 0x7f])
+static PyObject *s_columns, *s_why;
 
-/* Sort a short array in place (insertion sort: rows have a handful of words; qsort allocates). */
-static void sort_small(Py_ssize_t *a, Py_ssize_t n) {
-    for (Py_ssize_t i = 1; i < n; i++) {
-        Py_ssize_t x = a[i], j = i;
-        while (j > 0 && a[j - 1] > x) {
-            a[j] = a[j - 1];
-            j--;
+/* The root of i in parent (a list of ints), halving the path on the way as Groups.find does. -1 on error. */
+static Py_ssize_t find_halving(PyObject *parent, Py_ssize_t i) {
+    Py_ssize_t n = PyList_GET_SIZE(parent);
+    for (;;) {
+        if (i < 0 || i >= n) {
+            PyErr_SetString(PyExc_IndexError, "groups.parent is shorter than the rows");
+            return -1;
         }
-        a[j] = x;
+        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(parent, i));
+        if (p == -1 && PyErr_Occurred()) return -1;
+        if (p == i) return i;
+        if (p < 0 || p >= n) {
+            PyErr_SetString(PyExc_IndexError, "groups.parent holds a row out of range");
+            return -1;
+        }
+        PyObject *up = PyList_GET_ITEM(parent, p);
+        PyList_SetItem(parent, i, Py_NewRef(up)); /* p[i] = p[p[i]] */
+        i = PyLong_AsSsize_t(up);
+        if (i == -1 && PyErr_Occurred()) return -1;
     }
 }
 
-static int cmp_ssize(const void *a, const void *b) {
-    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
+/* Compare two exact ints (-1, 0, 1); 2 when one is not an exact int or does not fit a long long. */
+static int cmp_small_int(PyObject *a, PyObject *b) {
+    if (!PyLong_CheckExact(a) || !PyLong_CheckExact(b)) return 2;
+    int oa, ob;
+    long long x = PyLong_AsLongLongAndOverflow(a, &oa), y = PyLong_AsLongLongAndOverflow(b, &ob);
+    if (oa || ob || ((x == -1 || y == -1) && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 2;
+    }
     return (x > y) - (x < y);
+}
+
+/* Whether key(b) < key(a) for key(i) = (stage[i], best[i], ids[i]): 1 yes, 0 no, 2 not exact ints and strs. */
+static int key_less(PyObject *cols, Py_ssize_t b, Py_ssize_t a) {
+    for (int c = 0; c < 3; c++) {
+        PyObject *col = PyTuple_GET_ITEM(cols, c);
+        if (!PyList_CheckExact(col) || a >= PyList_GET_SIZE(col) || b >= PyList_GET_SIZE(col)) return 2;
+        PyObject *x = PyList_GET_ITEM(col, b), *y = PyList_GET_ITEM(col, a);
+        int r;
+        if (c < 2) {
+            r = cmp_small_int(x, y);
+            if (r == 2) return 2;
+        } else {
+            if (!PyUnicode_CheckExact(x) || !PyUnicode_CheckExact(y)) return 2;
+            r = PyUnicode_Compare(x, y);
+            if (r == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return 2;
+            }
+        }
+        if (r != 0) return r < 0;
+    }
+    return 0;
+}
+
+/* groups.union(a, b, why). Done here when the groups order their members by columns (Groups(columns=...): lists
+ * of exact ints, ints and strs), which is what Groups.union does with key(i) = (stage[i], best[i], ids[i]);
+ * through the method otherwise. 0 ok, -1 error. */
+static int union_rows(PyObject *groups, Py_ssize_t a, Py_ssize_t b, PyObject *why) {
+    PyObject *cols = PyObject_GetAttr(groups, s_columns);
+    PyObject *parent = NULL, *whyd = NULL;
+    int rc = 1;
+    if (cols == NULL) {
+        PyErr_Clear();
+    } else if (PyTuple_CheckExact(cols) && PyTuple_GET_SIZE(cols) == 3) {
+        parent = PyObject_GetAttr(groups, s_parent);
+        whyd = parent == NULL ? NULL : PyObject_GetAttr(groups, s_why);
+        if (whyd == NULL) {
+            rc = -1;
+        } else if (PyList_CheckExact(parent) && PyDict_CheckExact(whyd)) {
+            Py_ssize_t ra = find_halving(parent, a), rb = ra < 0 ? -1 : find_halving(parent, b);
+            if (ra < 0 || rb < 0) {
+                rc = -1;
+            } else if (ra == rb) {
+                rc = 0;
+            } else {
+                int less = key_less(cols, rb, ra);
+                if (less != 2) {
+                    if (less) {
+                        Py_ssize_t t = ra;
+                        ra = rb;
+                        rb = t;
+                    }
+                    PyObject *root = PyLong_FromSsize_t(ra), *lost = PyLong_FromSsize_t(rb);
+                    rc = root == NULL || lost == NULL ? -1 : 0;
+                    if (rc == 0) {
+                        PyList_SetItem(parent, rb, root); /* steals root */
+                        root = NULL;
+                        rc = PyDict_SetItem(whyd, lost, why);
+                    }
+                    Py_XDECREF(root);
+                    Py_XDECREF(lost);
+                }
+            }
+        }
+    }
+    Py_XDECREF(cols);
+    Py_XDECREF(parent);
+    Py_XDECREF(whyd);
+    if (rc != 1) return rc;
+    PyObject *res = PyObject_CallMethod(groups, "union", "nnO", a, b, why);
+    if (res == NULL) return -1;
+    Py_DECREF(res);
+    return 0;
 }
 
 /* Root of i in groups.parent (read only: no path halving, the roots are the same). -1 on error. */
@@ -290,51 +377,70 @@ static Py_ssize_t find_root(PyObject *parent, Py_ssize_t i) {
     }
 }
 
+/* ------------------------------------------------------------------ title_join */
+
+/* Python's str.split() whitespace among ASCII characters: \t \n \v \f \r, \x1c-\x1f and the space. */
+static const unsigned char ASCII_SPACE[128] = {
+    [9] = 1, [10] = 1, [11] = 1, [12] = 1, [13] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1, [32] = 1,
+};
+#define ascii_space(c) (ASCII_SPACE[(c) & 0x7f])
+#define FNV_OFFSET 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
+/* A word of a title key: its bytes and their hash. Words are equal when their bytes are (str equality); the
+ * hash only orders them and finds candidates, equality is always checked on the bytes. */
 typedef struct {
     const char *p;
     Py_ssize_t len;
+    uint64_t h;
 } Span;
+
+/* One (domain, prefix word) key: the rows whose prefix holds it (counted per occurrence, as the Python index
+ * counts them) and the rows indexed under it so far, a list of nodes in insertion order. */
+typedef struct {
+    uint64_t h;
+    Py_ssize_t dom; /* -1: empty slot */
+    Py_ssize_t span;
+    Py_ssize_t count;
+    Py_ssize_t head, tail;
+} TKey;
+
+typedef struct {
+    Py_ssize_t h_idx; /* (hash, span) pairs, for sorting a row's words */
+    uint64_t h;
+} HSpan;
 
 typedef struct {
     Py_ssize_t n;
-    Span *spans;         /* every word's bytes (words[k] is its id once interned, -1 before) */
+    Span *spans;
     Py_ssize_t nspans, capspans;
-    Py_ssize_t *dom;     /* domain id per row, -1: no domain or no title */
-    Py_ssize_t *woff;    /* words of row i: words[woff[i] .. woff[i + 1]) in key order */
-    Py_ssize_t *stop;    /* prefix length per row */
-    Py_ssize_t *uoff;    /* unique sorted words of a compared row i: uniq[uoff[i] .. uoff[i] + ulen[i]) */
-    Py_ssize_t *ulen;
-    IVec words, uniq, counts;
-    IVec *index;         /* per key: indexed rows */
-    Py_ssize_t nkeys;
-    WordTable wt;        /* words -> ids */
+    Py_ssize_t *rowbuf;  /* per row, n + 1 each: dom (-1: no domain or title), woff, stop, ulen */
+    Py_ssize_t *dom, *woff, *stop, *ulen;
+    Py_ssize_t *uniq;    /* per word position: row i's distinct words sorted by hash in uniq[woff[i] ..][:ulen[i]] */
+    Py_ssize_t *pkey;    /* per word position: the key of prefix word k of row i at pkey[woff[i] + k] */
+    TKey *keys;
+    size_t kmask;
+    Py_ssize_t *node_row, *node_next, nnodes;
     WordTable dt;        /* domains -> ids, in order of first appearance */
-    KeyTable kt;
-    PyObject *keep;      /* objects whose UTF-8 buffers the word tables point into */
+    PyObject **held;     /* per row: the objects whose UTF-8 buffers the spans and dt point into (key, domain) */
+    Py_ssize_t nheld;
 } TitleState;
 
 static void title_state_free(TitleState *s) {
     PyMem_Free(s->spans);
-    PyMem_Free(s->dom);
-    PyMem_Free(s->woff);
-    PyMem_Free(s->stop);
-    PyMem_Free(s->uoff);
-    PyMem_Free(s->ulen);
-    PyMem_Free(s->words.v);
-    PyMem_Free(s->uniq.v);
-    PyMem_Free(s->counts.v);
-    if (s->index != NULL) {
-        for (Py_ssize_t k = 0; k < s->nkeys; k++) PyMem_Free(s->index[k].v);
-        PyMem_Free(s->index);
-    }
-    PyMem_Free(s->wt.slots);
+    PyMem_Free(s->rowbuf);
+    PyMem_Free(s->uniq);
+    PyMem_Free(s->pkey);
+    PyMem_Free(s->keys);
+    PyMem_Free(s->node_row);
+    PyMem_Free(s->node_next);
     PyMem_Free(s->dt.slots);
-    PyMem_Free(s->kt.slots);
-    Py_XDECREF(s->keep);
+    if (s->held != NULL)
+        for (Py_ssize_t k = 0; k < s->nheld; k++) Py_XDECREF(s->held[k]);
+    PyMem_Free(s->held);
 }
 
-/* Record a word's bytes; it gets its id when some comparison needs it (intern_words). */
-static int add_word(TitleState *s, const char *p, Py_ssize_t len) {
+static int add_span(TitleState *s, const char *p, Py_ssize_t len, uint64_t h) {
     if (s->nspans == s->capspans) {
         Py_ssize_t cap = s->capspans ? s->capspans * 2 : 256;
         Span *spans = PyMem_Realloc(s->spans, (size_t)cap * sizeof(Span));
@@ -345,81 +451,91 @@ static int add_word(TitleState *s, const char *p, Py_ssize_t len) {
         s->spans = spans;
         s->capspans = cap;
     }
-    s->spans[s->nspans].p = p;
-    s->spans[s->nspans++].len = len;
-    return ivec_push(&s->words, -1);
-}
-
-/* Give ids to words[from .. to) that have none yet. */
-static int intern_words(TitleState *s, Py_ssize_t from, Py_ssize_t to) {
-    for (Py_ssize_t k = from; k < to; k++) {
-        if (s->words.v[k] >= 0) continue;
-        Py_ssize_t id = words_id(&s->wt, s->spans[k].p, s->spans[k].len);
-        if (id < 0) return -1;
-        s->words.v[k] = id;
-    }
+    Span *w = &s->spans[s->nspans++];
+    w->p = p;
+    w->len = len;
+    w->h = mix64(h);
     return 0;
 }
 
-/* Append the words of key (a str) to s->words; 0 ok, -1 error, 1 not what the Python version expects. */
+static int span_eq(const Span *a, const Span *b) {
+    return a->h == b->h && a->len == b->len && memcmp(a->p, b->p, (size_t)a->len) == 0;
+}
+
+/* Hold a new reference until the call ends (its buffer is pointed into). */
+static int hold(TitleState *s, PyObject *o) {
+    if (s->nheld == 2 * s->n + 2) {
+        Py_DECREF(o);
+        PyErr_SetString(PyExc_RuntimeError, "title_join: too many held objects");
+        return -1;
+    }
+    s->held[s->nheld++] = o;
+    return 0;
+}
+
+/* Append the words of key (a str, a new reference the state takes) to the spans; 0 ok, -1 error, 1 not what
+ * the Python version expects (a word without a UTF-8 form). */
 static int split_words(TitleState *s, PyObject *key) {
-    if (!PyUnicode_Check(key)) return 1;
     if (PyUnicode_IS_ASCII(key)) {
-        const char *p = (const char *)PyUnicode_DATA(key);
+        if (hold(s, key) < 0) return -1;
+        const unsigned char *p = (const unsigned char *)PyUnicode_DATA(key);
         Py_ssize_t len = PyUnicode_GET_LENGTH(key), i = 0;
-        if (PyList_Append(s->keep, key) < 0) return -1;
         while (i < len) {
-            while (i < len && ascii_space((unsigned char)p[i])) i++;
+            while (i < len && ascii_space(p[i])) i++;
             if (i >= len) break;
             Py_ssize_t start = i;
-            while (i < len && !ascii_space((unsigned char)p[i])) i++;
-            if (add_word(s, p + start, i - start) < 0) return -1;
+            uint64_t h = FNV_OFFSET;
+            while (i < len && !ascii_space(p[i])) h = (h ^ p[i++]) * FNV_PRIME;
+            if (add_span(s, (const char *)p + start, i - start, h) < 0) return -1;
         }
         return 0;
     }
     PyObject *parts = PyUnicode_Split(key, NULL, -1);
-    if (parts == NULL) return -1;
-    int rc = PyList_Append(s->keep, parts);
-    Py_DECREF(parts);
-    if (rc < 0) return -1;
+    Py_DECREF(key);
+    if (parts == NULL || hold(s, parts) < 0) return -1;
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(parts); k++) {
         Py_ssize_t len;
         const char *p = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(parts, k), &len);
-        if (p == NULL) {  /* e.g. a lone surrogate: leave it to the Python version */
+        if (p == NULL) { /* e.g. a lone surrogate: leave it to the Python version */
             PyErr_Clear();
             return 1;
         }
-        if (add_word(s, p, len) < 0) return -1;
+        uint64_t h = FNV_OFFSET;
+        for (Py_ssize_t i = 0; i < len; i++) h = (h ^ (unsigned char)p[i]) * FNV_PRIME;
+        if (add_span(s, p, len, h) < 0) return -1;
     }
     return 0;
 }
 
-/* Pass 1: domain ids, words, prefixes and key counts. 0 ok, -1 error, 1 fall back. */
+/* Truth of a domain or title: exact strs and None without a call. 1, 0, -1 on error. */
+static int truthy(PyObject *o) {
+    if (PyUnicode_CheckExact(o)) return PyUnicode_GET_LENGTH(o) > 0;
+    if (o == Py_None) return 0;
+    return PyObject_IsTrue(o);
+}
+
+/* Pass 1a: per row, its domain id, words (spans) and prefix length. 0 ok, -1 error, 1 fall back. */
 static int title_rows(TitleState *s, PyObject **hits, double t, PyObject *title_key_fn) {
     Py_ssize_t n = s->n;
     PyObject *const names[3] = {s_domain, s_title, s_title_key};
     Slots sl;
     if (n > 0) slots_init(&sl, hits[0], names, 3);
     for (Py_ssize_t i = 0; i < n; i++) {
-        s->woff[i] = s->words.n;
+        s->woff[i] = s->nspans;
         s->dom[i] = -1;
         s->stop[i] = 0;
         PyObject *d = slot_get(&sl, hits[i], 0, s_domain);
         if (d == NULL) return -1;
-        int truth = PyObject_IsTrue(d);
+        if (hold(s, d) < 0) return -1;
+        int truth = truthy(d);
         if (truth <= 0) {
-            Py_DECREF(d);
             if (truth < 0) return -1;
             continue;
         }
         PyObject *title = slot_get(&sl, hits[i], 1, s_title);
-        if (title == NULL) {
-            Py_DECREF(d);
-            return -1;
-        }
-        truth = PyObject_IsTrue(title);
+        if (title == NULL) return -1;
+        truth = truthy(title);
         if (truth <= 0) {
-            Py_DECREF(d);
             Py_DECREF(title);
             if (truth < 0) return -1;
             continue;
@@ -430,79 +546,139 @@ static int title_rows(TitleState *s, PyObject **hits, double t, PyObject *title_
             key = PyObject_CallOneArg(title_key_fn, title);
         }
         Py_DECREF(title);
-        if (key == NULL) {
-            Py_DECREF(d);
-            return -1;
+        if (key == NULL) return -1;
+        if (!PyUnicode_Check(key)) {
+            Py_DECREF(key);
+            return 1;
         }
         int rc = split_words(s, key);
-        Py_DECREF(key);
-        if (rc != 0) {
-            Py_DECREF(d);
-            return rc;
-        }
+        if (rc != 0) return rc;
         /* Domains are compared as Python compares them (str equality: the same UTF-8 bytes). */
-        Py_ssize_t dlen, dom;
+        Py_ssize_t dlen;
         const char *dp = PyUnicode_Check(d) ? PyUnicode_AsUTF8AndSize(d, &dlen) : NULL;
         if (dp == NULL) {
             PyErr_Clear();
-            Py_DECREF(d);
             return 1;
         }
-        Py_ssize_t before = s->dt.count;
-        dom = words_id(&s->dt, dp, dlen);
-        if (dom < 0 || (dom == before && PyList_Append(s->keep, d) < 0)) {
-            Py_DECREF(d);
-            return -1;
-        }
-        Py_DECREF(d);
+        Py_ssize_t dom = words_id(&s->dt, dp, dlen);
+        if (dom < 0) return -1;
         s->dom[i] = dom;
-        Py_ssize_t nw = s->words.n - s->woff[i];
+        Py_ssize_t nw = s->nspans - s->woff[i];
         /* c = n - ceil(t * n) + 1, then the slice words[:c] */
         double c = (double)nw - ceil(t * (double)nw) + 1.0;
         Py_ssize_t stop = c >= 0 ? (Py_ssize_t)c : nw + (Py_ssize_t)c;
         if (stop < 0) stop = 0;
         if (stop > nw) stop = nw;
         s->stop[i] = stop;
-        if (intern_words(s, s->woff[i], s->woff[i] + stop) < 0) return -1;
-        for (Py_ssize_t k = 0; k < stop; k++) {
-            Py_ssize_t idx = keys_idx(&s->kt, dom, s->words.v[s->woff[i] + k]);
-            if (idx < 0) return -1;
-            if (idx == s->counts.n && ivec_push(&s->counts, 0) < 0) return -1;
-            s->counts.v[idx]++;
+    }
+    s->woff[n] = s->nspans;
+    return 0;
+}
+
+static int cmp_hspan(const void *x, const void *y) {
+    uint64_t a = ((const HSpan *)x)->h, b = ((const HSpan *)y)->h;
+    return (a > b) - (a < b);
+}
+
+/* Pass 1b: each row's distinct words sorted by hash (the frozenset the Python join compares) and its prefix
+ * keys, counted. 0 ok, -1 error, 1 fall back (two different words with one hash: left to Python). */
+static int title_keys(TitleState *s) {
+    Py_ssize_t n = s->n, m = s->nspans, nprefix = 0;
+    for (Py_ssize_t i = 0; i < n; i++) nprefix += s->stop[i];
+    size_t cap = 16;
+    while (cap < (size_t)nprefix * 2) cap <<= 1;
+    s->uniq = PyMem_Malloc((size_t)(m ? m : 1) * sizeof(Py_ssize_t));
+    s->pkey = PyMem_Malloc((size_t)(m ? m : 1) * sizeof(Py_ssize_t));
+    s->keys = PyMem_Malloc(cap * sizeof(TKey));
+    s->node_row = PyMem_Malloc((size_t)(nprefix ? nprefix : 1) * sizeof(Py_ssize_t));
+    s->node_next = PyMem_Malloc((size_t)(nprefix ? nprefix : 1) * sizeof(Py_ssize_t));
+    HSpan small[32], *buf = small;
+    if (s->uniq == NULL || s->pkey == NULL || s->keys == NULL || s->node_row == NULL || s->node_next == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->kmask = cap - 1;
+    for (size_t k = 0; k < cap; k++) s->keys[k].dom = -1;
+    int rc = 0;
+    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+        if (s->dom[i] < 0) continue;
+        Py_ssize_t from = s->woff[i], len = s->woff[i + 1] - from;
+        if (len > 32 && buf == small) {
+            Py_ssize_t most = 0;
+            for (Py_ssize_t r = 0; r < n; r++) most = Py_MAX(most, s->woff[r + 1] - s->woff[r]);
+            buf = PyMem_Malloc((size_t)most * sizeof(HSpan));
+            if (buf == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+        }
+        for (Py_ssize_t k = 0; k < len; k++) {
+            buf[k].h_idx = from + k;
+            buf[k].h = s->spans[from + k].h;
+        }
+        if (len > 32) {
+            qsort(buf, (size_t)len, sizeof(HSpan), cmp_hspan);
+        } else {
+            for (Py_ssize_t a = 1; a < len; a++) {
+                HSpan x = buf[a];
+                Py_ssize_t b = a;
+                while (b > 0 && buf[b - 1].h > x.h) {
+                    buf[b] = buf[b - 1];
+                    b--;
+                }
+                buf[b] = x;
+            }
+        }
+        Py_ssize_t w = 0;
+        for (Py_ssize_t k = 0; k < len; k++) {
+            if (w > 0 && buf[k].h == s->spans[s->uniq[from + w - 1]].h) {
+                if (span_eq(&s->spans[buf[k].h_idx], &s->spans[s->uniq[from + w - 1]])) continue;
+                rc = 1; /* a hash collision between different words */
+                break;
+            }
+            s->uniq[from + w++] = buf[k].h_idx;
+        }
+        s->ulen[i] = w;
+        for (Py_ssize_t k = 0; k < s->stop[i] && rc == 0; k++) {
+            Py_ssize_t sp = from + k;
+            uint64_t h = mix64(s->spans[sp].h ^ ((uint64_t)s->dom[i] * 0x9e3779b97f4a7c15ULL));
+            size_t at = (size_t)h & s->kmask;
+            for (;;) {
+                TKey *key = &s->keys[at];
+                if (key->dom < 0) {
+                    key->h = h;
+                    key->dom = s->dom[i];
+                    key->span = sp;
+                    key->count = 0;
+                    key->head = key->tail = -1;
+                }
+                if (key->h == h && key->dom == s->dom[i] && span_eq(&s->spans[key->span], &s->spans[sp])) {
+                    key->count++;
+                    s->pkey[sp] = (Py_ssize_t)at;
+                    break;
+                }
+                at = (at + 1) & s->kmask;
+            }
         }
     }
-    s->woff[n] = s->words.n;
-    return 0;
+    if (buf != small) PyMem_Free(buf);
+    return rc;
 }
 
-/* Unique sorted words of row i (the frozenset the Python join compares), once its words all have ids. */
-static int row_uniq(TitleState *s, Py_ssize_t i) {
-    if (intern_words(s, s->woff[i], s->woff[i + 1]) < 0) return -1;
-    Py_ssize_t start = s->uniq.n;
-    s->uoff[i] = start;
-    for (Py_ssize_t k = s->woff[i]; k < s->woff[i + 1]; k++)
-        if (ivec_push(&s->uniq, s->words.v[k]) < 0) return -1;
-    Py_ssize_t len = s->uniq.n - start;
-    Py_ssize_t *u = s->uniq.v + start;
-    if (len > 32) qsort(u, (size_t)len, sizeof(Py_ssize_t), cmp_ssize);
-    else sort_small(u, len);
-    Py_ssize_t w = 0;
-    for (Py_ssize_t k = 0; k < len; k++)
-        if (w == 0 || u[k] != u[w - 1]) u[w++] = u[k];
-    s->uniq.n = start + w;
-    s->ulen[i] = w;
-    return 0;
-}
-
-static Py_ssize_t intersect(const Py_ssize_t *a, Py_ssize_t na, const Py_ssize_t *b, Py_ssize_t nb) {
-    Py_ssize_t i = 0, j = 0, c = 0;
-    while (i < na && j < nb) {
-        if (a[i] < b[j]) i++;
-        else if (a[i] > b[j]) j++;
-        else {
-            c++;
-            i++;
-            j++;
+/* |words(i) & words(j)| over the rows' distinct words sorted by hash (equal hashes: the bytes decide). */
+static Py_ssize_t row_intersect(const TitleState *s, Py_ssize_t i, Py_ssize_t j) {
+    const Py_ssize_t *a = s->uniq + s->woff[i], *b = s->uniq + s->woff[j];
+    Py_ssize_t na = s->ulen[i], nb = s->ulen[j], x = 0, y = 0, c = 0;
+    while (x < na && y < nb) {
+        const Span *sa = &s->spans[a[x]], *sb = &s->spans[b[y]];
+        if (sa->h < sb->h) {
+            x++;
+        } else if (sa->h > sb->h) {
+            y++;
+        } else {
+            c += sa->len == sb->len && memcmp(sa->p, sb->p, (size_t)sa->len) == 0;
+            x++;
+            y++;
         }
     }
     return c;
@@ -510,101 +686,73 @@ static Py_ssize_t intersect(const Py_ssize_t *a, Py_ssize_t na, const Py_ssize_t
 
 /* Pass 2: the sequential prefix join over the rows that share a (domain, prefix word). -1 on error. */
 static Py_ssize_t title_probe(TitleState *s, double t, PyObject *groups, PyObject *parent) {
-    Py_ssize_t n = s->n, npicked = 0, comparisons = 0;
-    Py_ssize_t *picked = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t)), *byDom = NULL, *order = NULL;
-    Py_ssize_t *seen = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Py_ssize_t));
-    IVec probes = {NULL, 0, 0};
-    if (picked == NULL || seen == NULL) {
+    Py_ssize_t n = s->n, npicked = 0, comparisons = 0, most = 1;
+    for (Py_ssize_t i = 0; i < n; i++) most = Py_MAX(most, s->stop[i]);
+    Py_ssize_t *work = PyMem_Malloc((size_t)(3 * n + s->dt.count + 2 + most) * sizeof(Py_ssize_t));
+    if (work == NULL) {
         PyErr_NoMemory();
-        comparisons = -1;
-        goto done;
+        return -1;
     }
+    Py_ssize_t *picked = work, *order = work + n, *seen = work + 2 * n, *byDom = work + 3 * n;
+    Py_ssize_t *probes = byDom + s->dt.count + 1;
+    memset(seen, 0, (size_t)n * sizeof(Py_ssize_t));
+    memset(byDom, 0, (size_t)(s->dt.count + 1) * sizeof(Py_ssize_t));
     for (Py_ssize_t i = 0; i < n; i++) {
         if (s->dom[i] < 0) continue;
-        for (Py_ssize_t k = 0; k < s->stop[i]; k++) {
-            Py_ssize_t idx = keys_idx(&s->kt, s->dom[i], s->words.v[s->woff[i] + k]);
-            if (idx < 0) {
-                comparisons = -1;
-                goto done;
-            }
-            if (s->counts.v[idx] > 1) {
+        for (Py_ssize_t k = 0; k < s->stop[i]; k++)
+            if (s->keys[s->pkey[s->woff[i] + k]].count > 1) {
                 picked[npicked++] = i;
                 break;
             }
-        }
     }
     /* By (domain's first row, row): domain ids follow first appearance, rows were picked in order. */
-    byDom = PyMem_Calloc((size_t)s->dt.count + 1, sizeof(Py_ssize_t));
-    order = PyMem_Malloc((size_t)(npicked ? npicked : 1) * sizeof(Py_ssize_t));
-    if (byDom == NULL || order == NULL) {
-        PyErr_NoMemory();
-        comparisons = -1;
-        goto done;
-    }
     for (Py_ssize_t p = 0; p < npicked; p++) byDom[s->dom[picked[p]] + 1]++;
     for (Py_ssize_t d = 0; d < s->dt.count; d++) byDom[d + 1] += byDom[d];
     for (Py_ssize_t p = 0; p < npicked; p++) order[byDom[s->dom[picked[p]]]++] = picked[p];
     for (Py_ssize_t p = 0; p < npicked; p++) {
-        Py_ssize_t i = order[p];
-        probes.n = 0;
+        Py_ssize_t i = order[p], nprobes = 0;
         for (Py_ssize_t k = 0; k < s->stop[i]; k++) {
-            Py_ssize_t idx = keys_idx(&s->kt, s->dom[i], s->words.v[s->woff[i] + k]);
-            if (idx < 0 || (s->counts.v[idx] > 1 && ivec_push(&probes, idx) < 0)) {
-                comparisons = -1;
-                goto done;
-            }
+            Py_ssize_t key = s->pkey[s->woff[i] + k];
+            if (s->keys[key].count > 1) probes[nprobes++] = key;
         }
-        if (probes.n == 0) continue;
-        if (row_uniq(s, i) < 0) {
-            comparisons = -1;
-            goto done;
-        }
-        const Py_ssize_t *ui = s->uniq.v + s->uoff[i];
-        Py_ssize_t ni = s->ulen[i];
         int merged = 0;
-        for (Py_ssize_t q = 0; q < probes.n; q++) {
-            IVec *rows = &s->index[probes.v[q]];
-            for (Py_ssize_t r = 0; r < rows->n; r++) {
-                Py_ssize_t j = rows->v[r];
+        for (Py_ssize_t q = 0; q < nprobes; q++) {
+            for (Py_ssize_t node = s->keys[probes[q]].head; node >= 0; node = s->node_next[node]) {
+                Py_ssize_t j = s->node_row[node];
                 if (seen[j] == p + 1) continue;
                 Py_ssize_t rj = find_root(parent, j), ri = rj < 0 ? -1 : find_root(parent, i);
-                if (rj < 0 || ri < 0) {
-                    comparisons = -1;
-                    goto done;
-                }
+                if (rj < 0 || ri < 0) goto fail;
                 if (rj == ri) continue;
                 seen[j] = p + 1;
                 comparisons++;
-                const Py_ssize_t *uj = s->uniq.v + s->uoff[j];
-                Py_ssize_t nj = s->ulen[j];
-                Py_ssize_t inter = intersect(ui, ni, uj, nj);
-                if ((double)inter >= t * (double)(ni + nj - inter)) {
-                    PyObject *res = PyObject_CallMethod(groups, "union", "nnO", i, j, s_why_title);
-                    if (res == NULL) {
-                        comparisons = -1;
-                        goto done;
-                    }
-                    Py_DECREF(res);
+                Py_ssize_t inter = row_intersect(s, i, j);
+                if ((double)inter >= t * (double)(s->ulen[i] + s->ulen[j] - inter)) {
+                    if (union_rows(groups, i, j, s_why_title) < 0) goto fail;
                     merged = 1;
                 }
             }
         }
         if (!merged)
-            for (Py_ssize_t q = 0; q < probes.n; q++)
-                if (ivec_push(&s->index[probes.v[q]], i) < 0) {
-                    comparisons = -1;
-                    goto done;
-                }
+            for (Py_ssize_t q = 0; q < nprobes; q++) {
+                TKey *key = &s->keys[probes[q]];
+                Py_ssize_t node = s->nnodes++;
+                s->node_row[node] = i;
+                s->node_next[node] = -1;
+                if (key->tail >= 0) s->node_next[key->tail] = node;
+                else key->head = node;
+                key->tail = node;
+            }
     }
-done:
-    PyMem_Free(picked);
-    PyMem_Free(byDom);
-    PyMem_Free(order);
-    PyMem_Free(seen);
-    PyMem_Free(probes.v);
+    PyMem_Free(work);
     return comparisons;
+fail:
+    PyMem_Free(work);
+    return -1;
 }
 
+/* title_join(hits, t, groups, title_key) -> comparisons, or None (nothing united: the Python join decides).
+ * fusion.dedup._title_join_py: rows with a domain and a title, their title keys' words (title_key(title) where
+ * the key is missing), the sequential prefix join blocked by domain. */
 static PyObject *title_join(PyObject *self, PyObject *args) {
     PyObject *hits_in, *groups, *title_key_fn;
     double t;
@@ -625,43 +773,30 @@ static PyObject *title_join(PyObject *self, PyObject *args) {
     }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     s.n = n;
-    s.dom = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    s.woff = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    s.stop = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    s.uoff = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    s.ulen = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    s.keep = PyList_New(0);
-    if (s.dom == NULL || s.woff == NULL || s.stop == NULL || s.uoff == NULL || s.ulen == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
+    s.rowbuf = PyMem_Malloc((size_t)(4 * (n + 1)) * sizeof(Py_ssize_t));
+    s.held = PyMem_Malloc((size_t)(2 * n + 2) * sizeof(PyObject *));
     s.capspans = n * 8 + 8;
     s.spans = PyMem_Malloc((size_t)s.capspans * sizeof(Span));
-    s.words.cap = s.capspans;
-    s.words.v = PyMem_Malloc((size_t)s.words.cap * sizeof(Py_ssize_t));
-    if (s.spans == NULL || s.words.v == NULL) {
+    if (s.rowbuf == NULL || s.held == NULL || s.spans == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    if (s.keep == NULL || words_init(&s.wt, (size_t)n * 4) < 0 || words_init(&s.dt, 16) < 0 ||
-        keys_init(&s.kt, (size_t)n * 2) < 0)
-        goto done;
+    s.dom = s.rowbuf;
+    s.woff = s.rowbuf + (n + 1);
+    s.stop = s.rowbuf + 2 * (n + 1);
+    s.ulen = s.rowbuf + 3 * (n + 1);
+    if (words_init(&s.dt, 16) < 0) goto done;
     int rc = title_rows(&s, PySequence_Fast_ITEMS(seq), t, title_key_fn);
+    if (rc == 0) rc = title_keys(&s);
     if (rc < 0) goto done;
     if (rc > 0) {
         result = Py_NewRef(Py_None);
         goto done;
     }
     int shared = 0;
-    for (Py_ssize_t k = 0; k < s.counts.n && !shared; k++) shared = s.counts.v[k] > 1;
+    for (size_t k = 0; k <= s.kmask && !shared; k++) shared = s.keys[k].dom >= 0 && s.keys[k].count > 1;
     if (!shared) {
         result = PyLong_FromLong(0);
-        goto done;
-    }
-    s.nkeys = s.counts.n;
-    s.index = PyMem_Calloc((size_t)s.nkeys, sizeof(IVec));
-    if (s.index == NULL) {
-        PyErr_NoMemory();
         goto done;
     }
     Py_ssize_t comparisons = title_probe(&s, t, groups, parent);
@@ -1693,13 +1828,6 @@ done:
 
 static PyObject *s_url, *s_url_key, *s_text, *s_why_url, *s_why_near, *s_why_content;
 
-static int union_rows(PyObject *groups, Py_ssize_t a, Py_ssize_t b, PyObject *why) {
-    PyObject *res = PyObject_CallMethod(groups, "union", "nnO", a, b, why);
-    if (res == NULL) return -1;
-    Py_DECREF(res);
-    return 0;
-}
-
 /* url_groups(hits, groups, url_key) -> [(row, key), ...] or None.
  * fusion.dedup._url_duplicates up to the token sets: stored URL keys (url_key(hit.url) where missing); rows with
  * an equal non-empty key are united with the key's first row ("url"), in row order; returned are the first rows
@@ -2254,6 +2382,8 @@ PyMODINIT_FUNC PyInit__kernel(void) {
     s_title = PyUnicode_InternFromString("title");
     s_title_key = PyUnicode_InternFromString("title_key");
     s_parent = PyUnicode_InternFromString("parent");
+    s_columns = PyUnicode_InternFromString("columns");
+    s_why = PyUnicode_InternFromString("why");
     s_why_title = PyUnicode_InternFromString("title");
     s_f_hit = PyUnicode_InternFromString("hit");
     s_f_total = PyUnicode_InternFromString("score_total");
@@ -2281,6 +2411,6 @@ PyMODINIT_FUNC PyInit__kernel(void) {
     if (!s_published_at || !s_quality || !unknown_half) return NULL;
     s_id = PyUnicode_InternFromString("id");
     s_score = PyUnicode_InternFromString("score");
-    if (!s_id || !s_score || !s_domain || !s_title || !s_title_key || !s_parent || !s_why_title) return NULL;
+    if (!s_id || !s_score || !s_domain || !s_title || !s_title_key || !s_parent || !s_why_title || !s_columns || !s_why) return NULL;
     return PyModule_Create(&module);
 }

@@ -142,7 +142,7 @@ def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
     """
     hits = cands.hits
     stage, best, ids = cands.stage, cands.best, cands.ids
-    g = Groups(len(hits), lambda i: (stage[i], best[i], ids[i]))
+    g = Groups(len(hits), columns=(stage, best, ids))
     long_urls = _url_duplicates(hits, g)
     comparisons = _title_join(hits, cfg.title_jaccard, g)
     comparisons += jaccard_join(long_urls, cfg.url_similarity, g, "url")

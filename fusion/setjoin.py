@@ -23,10 +23,24 @@ _SMALL = 256
 class Groups:
     """Union-find over candidate indices; each group's root is its member with the smallest ``key``."""
 
-    def __init__(self, n: int, key: Callable[[int], tuple[int, int, str]] | None = None) -> None:
-        """``n`` singleton groups; ``key(i)`` orders members (the smallest becomes the root), else the index."""
+    def __init__(
+        self,
+        n: int,
+        key: Callable[[int], tuple[int, int, str]] | None = None,
+        *,
+        columns: tuple[list[int], list[int], list[str]] | None = None,
+    ) -> None:
+        """``n`` singleton groups; ``key(i)`` orders members (the smallest becomes the root), else the index.
+
+        ``columns=(stage, best, ids)`` orders them by ``(stage[i], best[i], ids[i])`` (a ``key`` given as data, so
+        the compiled loops of :mod:`fusion._kernel` can unite rows without calling back into Python).
+        """
         self.parent = list(range(n))
         self.why: dict[int, str] = {}
+        self.columns = columns
+        if key is None and columns is not None:
+            stage, best, ids = columns
+            key = lambda i: (stage[i], best[i], ids[i])  # noqa: E731
         self.key = key
 
     def find(self, i: int) -> int:
