@@ -2219,11 +2219,58 @@ done:
     return out;
 }
 
-/* authority(hits, authority_of, default) -> authority_of(domain) per hit (called once per distinct domain),
- * default for hits without a domain or when no hit has one. */
+static PyObject *s_keyless;
+
+/* fusion.boosts.authority_of(d, table, default) for an ASCII str domain and a dict table of entries with an int
+ * or float score: the entry of the lowered domain or of its closest listed parent, keyless bonus added, capped
+ * at 1. Anything else goes to fn(d) (the Python function). A new reference, NULL on error. */
+static PyObject *authority_one(PyObject *d, PyObject *table, PyObject *dflt, double bonus, PyObject *fn) {
+    char low[256];
+    Py_ssize_t len = PyUnicode_GET_LENGTH(d);
+    if (!PyDict_CheckExact(table) || !PyUnicode_IS_ASCII(d) || len > (Py_ssize_t)sizeof low)
+        return PyObject_CallOneArg(fn, d);
+    const char *p = (const char *)PyUnicode_DATA(d);
+    for (Py_ssize_t k = 0; k < len; k++) low[k] = (char)(p[k] >= 'A' && p[k] <= 'Z' ? p[k] + 32 : p[k]);
+    for (Py_ssize_t start = 0; start < len;) {
+        PyObject *key = PyUnicode_FromStringAndSize(low + start, len - start);
+        if (key == NULL) return NULL;
+        PyObject *entry = PyDict_GetItemWithError(table, key); /* borrowed */
+        Py_DECREF(key);
+        if (entry == NULL) {
+            if (PyErr_Occurred()) return NULL;
+            const char *dot = memchr(low + start, '.', (size_t)(len - start));
+            if (dot == NULL) break;
+            start = dot - low + 1;
+            continue;
+        }
+        Py_INCREF(entry);
+        PyObject *score = PyObject_GetAttr(entry, s_score), *keyless = NULL;
+        double v = -1.0;
+        int fast = 0, truth = -1;
+        if (score != NULL && (PyFloat_CheckExact(score) || PyLong_CheckExact(score))) {
+            v = PyFloat_CheckExact(score) ? PyFloat_AS_DOUBLE(score) : PyLong_AsDouble(score);
+            if (v == -1.0 && PyErr_Occurred()) PyErr_Clear(); /* an int too big for a float: Python's error */
+            else fast = 1;
+        }
+        if (score != NULL) keyless = PyObject_GetAttr(entry, s_keyless);
+        if (keyless != NULL) truth = PyObject_IsTrue(keyless);
+        Py_XDECREF(score);
+        Py_XDECREF(keyless);
+        Py_DECREF(entry);
+        if (truth < 0) return NULL;
+        if (!fast) return PyObject_CallOneArg(fn, d);
+        v = v + (truth ? bonus : 0.0);
+        return PyFloat_FromDouble(v < 1.0 ? v : 1.0);
+    }
+    return Py_NewRef(dflt);
+}
+
+/* authority(hits, authority_of, default, table, bonus) -> the authority of each hit's domain (authority_one, once
+ * per distinct domain), default for hits without a domain or when no hit has one. */
 static PyObject *authority(PyObject *self, PyObject *args) {
-    PyObject *hits, *fn, *dflt;
-    if (!PyArg_ParseTuple(args, "OOO:authority", &hits, &fn, &dflt)) return NULL;
+    PyObject *hits, *fn, *dflt, *table;
+    double bonus;
+    if (!PyArg_ParseTuple(args, "OOOOd:authority", &hits, &fn, &dflt, &table, &bonus)) return NULL;
     PyObject *domains = column_of(hits, s_domain), *memo = NULL, *out = NULL;
     if (domains == NULL) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(domains);
@@ -2256,7 +2303,7 @@ static PyObject *authority(PyObject *self, PyObject *args) {
                     Py_CLEAR(out);
                     break;
                 }
-                if (vals[id] == NULL && (vals[id] = PyObject_CallOneArg(fn, d)) == NULL) {
+                if (vals[id] == NULL && (vals[id] = authority_one(d, table, dflt, bonus, fn)) == NULL) {
                     Py_CLEAR(out);
                     break;
                 }
@@ -2407,6 +2454,7 @@ PyMODINIT_FUNC PyInit__kernel(void) {
     if (!s_url || !s_url_key || !s_text || !s_why_url || !s_why_near || !s_why_content) return NULL;
     s_published_at = PyUnicode_InternFromString("published_at");
     s_quality = PyUnicode_InternFromString("quality");
+    s_keyless = PyUnicode_InternFromString("keyless");
     unknown_half = PyFloat_FromDouble(0.5);
     if (!s_published_at || !s_quality || !unknown_half) return NULL;
     s_id = PyUnicode_InternFromString("id");

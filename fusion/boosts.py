@@ -163,7 +163,9 @@ class AuthorityBooster:
         """Score every candidate's source authority."""
         table, default = run.ctx.authority, run.ctx.authority_default
         if kernel is not None:
-            cands.factors[self.name] = kernel.authority(cands.hits, lambda d: authority_of(d, table, default), default)
+            cands.factors[self.name] = kernel.authority(
+                cands.hits, lambda d: authority_of(d, table, default), default, table, KEYLESS_BONUS
+            )
             return cands
         domains = [h.domain for h in cands.hits]
         if not any(domains):  # no item has a domain: every one gets the default

@@ -12,6 +12,7 @@ import json
 import math
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -20,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabric.bench.fusion import make_outcomes
-from fabric.config import DedupConfig, load_settings
+from fabric.config import AuthorityEntry, DedupConfig, load_settings
 from fabric.models import FusedItem, FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
 from fusion import boosts, combine, compiled, dedup, near, pipeline, score, types
 from fusion.combine import _collect_rows, collect
@@ -520,6 +521,38 @@ class TestFactors:
             mp.setattr(boosts, "kernel", None)
             assert got == columns()
 
+    @settings(max_examples=200, deadline=None)
+    @given(
+        domains=st.lists(
+            st.sampled_from(
+                ["EN.Wikipedia.ORG", "wikipedia.org", "a..wikipedia.org", "developer.mozilla.org", "Sub.ArXiv.org",
+                 "x.com", "é.wikipedia.org", ".", "org", "ints.example", "big.example", "odd.example", "a" * 300]
+            ),
+            max_size=12,
+        ),
+        default=st.sampled_from([0.5, 0.0]),
+    )  # fmt: skip
+    def test_authority_lookups(self, domains: list[str], default: float) -> None:
+        """The compiled lookup gives authority_of's value for every domain: case, parents, int scores, odd entries."""
+        assert kernel is not None
+        table = dict(load_settings().authority)
+        table["ints.example"] = AuthorityEntry(score=1, keyless=True)  # an int score: the sum is a float
+        table["big.example"] = AuthorityEntry(score=10**400, keyless=False)  # too big for a float: Python's error
+        table["odd.example"] = AuthorityEntry(score="0.7", keyless=False)  # type: ignore[arg-type]  # not a number
+        rows = [Row(d, "t", "t") for d in domains]
+
+        def ref(d: str) -> float:
+            return boosts.authority_of(d, table, default)
+
+        def outcome(fn: Callable[[], list[float]]) -> object:
+            try:
+                return [(v, type(v)) for v in fn()]
+            except Exception as exc:  # the same error either way
+                return type(exc)
+
+        want = outcome(lambda: [ref(d) for d in domains])
+        assert outcome(lambda: kernel.authority(rows, ref, default, table, boosts.KEYLESS_BONUS)) == want
+
     @given(column=st.lists(st.sampled_from([0.0, -0.0, 0.5, 1.0, math.nan]), max_size=6))
     def test_varies(self, column: list[float]) -> None:
         """varies() is len(set(column)) > 1 (NaN objects included)."""
@@ -543,7 +576,7 @@ class TestHandedBack:
         assert kernel is not None
         rows = [Row(d, "t", "t") for d in (3, 3, "a.org", None)]
         assert kernel.domain_diversity(rows) == [0.5, 0.5, 1.0, 0.5]
-        assert kernel.authority(rows, lambda d: 0.9, 0.1) == [0.9, 0.9, 0.9, 0.1]
+        assert kernel.authority(rows, lambda d: 0.9, 0.1, {}, 0.1) == [0.9, 0.9, 0.9, 0.1]
         odd = [Hit(id=f"h{i}", rank=1, score=0.0, url_key="x\ud800") for i in range(2)]
         g = Groups(2)
         assert kernel.url_groups(odd, g, url_key) is None
