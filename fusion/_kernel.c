@@ -1928,17 +1928,115 @@ static int cmp_sigpair(const void *x, const void *y) {
     return 0;
 }
 
-/* sig_groups(sigs, hits, groups, max_bits, limit, norm_text) -> (comparisons, signed, unique) or None.
- * The SimHash part of fusion.dedup.find_duplicates for at most `limit` distinct signatures (None beyond, before
- * any union: the Python version runs the table search): rows with an equal signature are united with its first
- * row ("content" when the texts are equal or equal after norm_text, else "near"), in row order; then every pair
- * of distinct signatures within max_bits bits, in ascending (smaller, larger) signature order, unites the two
- * signatures' first rows ("near"). comparisons: the pairs compared (all of them). */
+/* Append a close pair (u < w, distinct signatures) as (smaller, larger) signature with their first rows. */
+static int push_sigpair(SigPair **pairs, Py_ssize_t *np, Py_ssize_t *cap, const uint64_t *uv,
+                        const Py_ssize_t *ufirst, Py_ssize_t u, Py_ssize_t w) {
+    if (*np == *cap) {
+        Py_ssize_t c = *cap ? *cap * 2 : 64;
+        SigPair *p = PyMem_Realloc(*pairs, (size_t)c * sizeof(SigPair));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *pairs = p;
+        *cap = c;
+    }
+    int swap = uv[u] > uv[w];
+    SigPair *q = &(*pairs)[(*np)++];
+    q->lo = swap ? uv[w] : uv[u];
+    q->hi = swap ? uv[u] : uv[w];
+    q->a = swap ? ufirst[w] : ufirst[u];
+    q->b = swap ? ufirst[u] : ufirst[w];
+    return 0;
+}
+
+/* The close pairs of the nu distinct signatures uv, as fusion.near.near_pairs finds them: every pair up to
+ * all_pairs signatures; beyond, max_bits + 1 bit bands of 64 // (max_bits + 1) bits (two signatures within max_bits
+ * bits agree on some band), each pair of signatures that agree on a band checked (the bands must be at most 12
+ * bits wide: 4 <= max_bits <= 8). *comparisons: the pairs checked, counted as near_pairs counts them. The pairs
+ * come sorted by (smaller, larger) signature, each once. -1 on error. */
+static int sig_pairs(const uint64_t *uv, const Py_ssize_t *ufirst, Py_ssize_t nu, int max_bits, Py_ssize_t all_pairs,
+                     SigPair **pairs, Py_ssize_t *np, Py_ssize_t *comparisons) {
+    Py_ssize_t cap = 0;
+    *pairs = NULL;
+    *np = 0;
+    *comparisons = 0;
+    if (nu < 2) return 0;
+    if (nu <= all_pairs) {
+        Py_ssize_t found;
+        Py_ssize_t *idx = close_pairs(uv, nu, max_bits, &found);
+        if (idx == NULL) return -1;
+        for (Py_ssize_t q = 0; q < found; q += 2)
+            if (push_sigpair(pairs, np, &cap, uv, ufirst, idx[q], idx[q + 1]) < 0) {
+                PyMem_Free(idx);
+                return -1;
+            }
+        PyMem_Free(idx);
+        *comparisons = nu * (nu - 1) / 2;
+    } else {
+        int bands = max_bits + 1, width = 64 / bands;
+        uint64_t mask = ((uint64_t)1 << width) - 1;
+        size_t nb = (size_t)1 << width;
+        /* Per band, the signatures of each key as a chain (head[key], next[u]); stamp[key] says which band last
+         * used the key, so nothing is cleared between bands. */
+        Py_ssize_t *head = PyMem_Malloc(nb * sizeof(Py_ssize_t)), *next = PyMem_Malloc((size_t)nu * sizeof(Py_ssize_t));
+        unsigned char *stamp = PyMem_Calloc(nb, 1);
+        int rc = 0;
+        if (head == NULL || next == NULL || stamp == NULL) {
+            PyErr_NoMemory();
+            rc = -1;
+        }
+        for (int b = 0; b < bands && rc == 0; b++) {
+            int shift = width * b;
+            for (Py_ssize_t u = 0; u < nu; u++) {
+                size_t k = (size_t)((uv[u] >> shift) & mask);
+                if (stamp[k] != b + 1) {
+                    stamp[k] = (unsigned char)(b + 1);
+                    head[k] = -1;
+                }
+                next[u] = head[k];
+                head[k] = u;
+            }
+            for (Py_ssize_t u = 0; u < nu && rc == 0; u++) { /* each chain once, from its head */
+                size_t k = (size_t)((uv[u] >> shift) & mask);
+                if (head[k] != u || next[u] < 0) continue;
+                Py_ssize_t g = 0;
+                for (Py_ssize_t x = u; x >= 0 && rc == 0; x = next[x], g++)
+                    for (Py_ssize_t y = next[x]; y >= 0; y = next[y])
+                        if (__builtin_popcountll(uv[x] ^ uv[y]) <= max_bits &&
+                            push_sigpair(pairs, np, &cap, uv, ufirst, Py_MIN(x, y), Py_MAX(x, y)) < 0) {
+                            rc = -1;
+                            break;
+                        }
+                *comparisons += g * (g - 1) / 2;
+            }
+        }
+        PyMem_Free(head);
+        PyMem_Free(next);
+        PyMem_Free(stamp);
+        if (rc < 0) return -1;
+    }
+    qsort(*pairs, (size_t)*np, sizeof(SigPair), cmp_sigpair);
+    Py_ssize_t w = 0; /* a pair found on several bands counts once */
+    for (Py_ssize_t q = 0; q < *np; q++)
+        if (w == 0 || cmp_sigpair(&(*pairs)[w - 1], &(*pairs)[q]) != 0) (*pairs)[w++] = (*pairs)[q];
+    *np = w;
+    return 0;
+}
+
+/* sig_groups(sigs, hits, groups, max_bits, limit, all_pairs, norm_text) -> (comparisons, signed, unique) or None.
+ * The SimHash part of fusion.dedup.find_duplicates for at most `limit` distinct signatures (None beyond, or when
+ * there are more than all_pairs and max_bits is outside 4..8, before any union: the Python version decides): rows
+ * with an equal signature are united with its first row ("content" when the texts are equal or equal after
+ * norm_text, else "near"), in row order; then every pair of distinct signatures within max_bits bits (sig_pairs),
+ * in ascending (smaller, larger) signature order, unites the two signatures' first rows ("near").
+ * comparisons: the pairs checked, as fusion.near.near_pairs counts them. */
 static PyObject *sig_groups(PyObject *self, PyObject *args) {
     PyObject *sigs_in, *hits_in, *groups, *norm_text;
     int max_bits;
-    Py_ssize_t limit;
-    if (!PyArg_ParseTuple(args, "OOOinO:sig_groups", &sigs_in, &hits_in, &groups, &max_bits, &limit, &norm_text))
+    Py_ssize_t limit, all_pairs;
+    if (!PyArg_ParseTuple(args, "OOOinnO:sig_groups", &sigs_in, &hits_in, &groups, &max_bits, &limit, &all_pairs,
+                          &norm_text))
         return NULL;
     PyObject *sigs = PySequence_Fast(sigs_in, "signatures must be a sequence");
     if (sigs == NULL) return NULL;
@@ -2000,7 +2098,7 @@ static PyObject *sig_groups(PyObject *self, PyObject *args) {
         }
         firstrow[i] = ufirst[u];
     }
-    if (nu > limit) {
+    if (nu > limit || (nu > all_pairs && (max_bits < 4 || max_bits > 8))) {
         result = Py_NewRef(Py_None);
         goto done;
     }
@@ -2020,30 +2118,11 @@ static PyObject *sig_groups(PyObject *self, PyObject *args) {
         Py_XDECREF(tb);
         if (same < 0 || union_rows(groups, j, i, same ? s_why_content : s_why_near) < 0) goto done;
     }
-    {
-        Py_ssize_t found;
-        Py_ssize_t *idx = close_pairs(uv, nu, max_bits, &found);
-        if (idx == NULL) goto done;
-        pairs = PyMem_Malloc((size_t)(found / 2 + 1) * sizeof(SigPair));
-        if (pairs == NULL) {
-            PyMem_Free(idx);
-            PyErr_NoMemory();
-            goto done;
-        }
-        for (Py_ssize_t q = 0; q < found; q += 2) {
-            Py_ssize_t a = idx[q], b = idx[q + 1];
-            int swap = uv[a] > uv[b];
-            pairs[np].lo = swap ? uv[b] : uv[a];
-            pairs[np].hi = swap ? uv[a] : uv[b];
-            pairs[np].a = swap ? ufirst[b] : ufirst[a];
-            pairs[np++].b = swap ? ufirst[a] : ufirst[b];
-        }
-        PyMem_Free(idx);
-    }
-    qsort(pairs, (size_t)np, sizeof(SigPair), cmp_sigpair);
+    Py_ssize_t comparisons;
+    if (sig_pairs(uv, ufirst, nu, max_bits, all_pairs, &pairs, &np, &comparisons) < 0) goto done;
     for (Py_ssize_t q = 0; q < np; q++)
         if (union_rows(groups, pairs[q].a, pairs[q].b, s_why_near) < 0) goto done;
-    result = Py_BuildValue("(nnn)", nu * (nu - 1) / 2, signed_n, nu);
+    result = Py_BuildValue("(nnn)", comparisons, signed_n, nu);
 done:
     PyMem_Free(v);
     PyMem_Free(uv);

@@ -70,6 +70,7 @@ def sig_groups(
     groups: Any,
     max_bits: int,
     limit: int,
+    all_pairs: int,
     norm_text: Callable[[str], str],
 ) -> tuple[int, int, int] | None: ...
 def domain_diversity(hits: Sequence[Any]) -> list[float]: ...

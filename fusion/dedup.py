@@ -38,7 +38,7 @@ import numpy as np
 
 from fabric.config import DedupConfig
 from fusion.compiled import kernel
-from fusion.near import SMALL, near_pairs
+from fusion.near import ALL_PAIRS, SMALL, near_pairs
 from fusion.setjoin import Groups, jaccard_join, prefix_join
 from fusion.simhash import simhash_many
 from fusion.text import title_key
@@ -149,8 +149,8 @@ def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
     # Identical signatures first (a pile of copies costs one step each), then the table search over distinct ones.
     sigs = _signatures(hits)
     max_bits = math.floor((1.0 - cfg.near_duplicate) * 64 + 1e-9)
-    if kernel is not None:  # up to SMALL distinct signatures in C, every pair compared (None: more, nothing united)
-        counted: tuple[int, int, int] | None = kernel.sig_groups(sigs, hits, g, max_bits, SMALL, _norm_text)
+    if kernel is not None:  # up to SMALL distinct signatures in C, searched as near_pairs does (None: Python decides)
+        counted: tuple[int, int, int] | None = kernel.sig_groups(sigs, hits, g, max_bits, SMALL, ALL_PAIRS, _norm_text)
         if counted is not None:
             near_cmp, signed, distinct = counted
             return g, comparisons + near_cmp + signed - distinct

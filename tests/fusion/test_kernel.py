@@ -11,6 +11,7 @@ import dataclasses
 import json
 import math
 import os
+import random
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -166,6 +167,32 @@ class TestSigGroups:
                 sigs.append(sigs[i] ^ (1 << bit))
         _sig_groups_both(sigs, 1.0 - max_bits / 64)
 
+    @settings(max_examples=60, deadline=None)
+    @given(
+        seed=st.integers(0, 2**32 - 1),
+        n=st.integers(near.ALL_PAIRS - 2, near.SMALL + 2),
+        max_bits=st.integers(0, 10),
+    )
+    def test_bands_same_as_numpy(self, seed: int, n: int, max_bits: int) -> None:
+        """Between ALL_PAIRS and SMALL signatures the kernel searches the bit bands as numpy does: the same
+        unions and the same comparison counts (planted near copies, and clusters that share bands)."""
+        rng = random.Random(seed)
+        sigs: set[int] = set()
+        while len(sigs) < n:
+            base = rng.getrandbits(64)
+            sigs.add(base)
+            for _ in range(rng.randint(0, 3)):  # near copies within a few bits
+                copy = base
+                for _ in range(rng.randint(1, 9)):
+                    copy ^= 1 << rng.randrange(64)
+                sigs.add(copy)
+        picked = sorted(sigs, key=lambda _: rng.random())[:n]
+        _sig_groups_both(picked, 1.0 - max_bits / 64)
+        assert kernel is not None
+        counted = kernel.sig_groups(picked, _sig_hits(picked), Groups(n), max_bits, near.SMALL, near.ALL_PAIRS,
+                                    dedup._norm_text)  # fmt: skip
+        assert (counted is not None) == (n <= near.ALL_PAIRS or 4 <= max_bits <= 8)
+
     def test_many_pairs(self) -> None:
         """More close pairs than the first buffer holds (every pair of 90 signatures within 64 bits; up to
         ALL_PAIRS signatures numpy compares every pair too, so the comparison counts agree)."""
@@ -175,7 +202,7 @@ class TestSigGroups:
         """A negative signature is an error, as in numpy."""
         assert kernel is not None
         with pytest.raises(OverflowError):
-            kernel.sig_groups([1, -1], _sig_hits([1, 2]), Groups(2), 6, near.SMALL, dedup._norm_text)
+            kernel.sig_groups([1, -1], _sig_hits([1, 2]), Groups(2), 6, near.SMALL, near.ALL_PAIRS, dedup._norm_text)
 
 
 class TestFallback:
@@ -474,7 +501,7 @@ class TestFindDuplicates:
         assert kernel is not None
         g = Groups(300)
         sigs = list(range(1, 301))
-        assert kernel.sig_groups(sigs, [None] * 300, g, 6, near.SMALL, dedup._norm_text) is None
+        assert kernel.sig_groups(sigs, [None] * 300, g, 6, near.SMALL, near.ALL_PAIRS, dedup._norm_text) is None
         assert g.why == {}
 
 
