@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import overload
+from typing import NamedTuple, overload
 
 from fabric.config import AuthorityEntry, FusionConfig
 from fabric.models import FusedItem, FusionMode, Hit, LaneKind, make_fused_item
@@ -57,9 +57,8 @@ class FusionOutput:
     """The fusion mode that produced the order."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LaneInfo:
-    """What fusion knows about one usable lane."""
+class LaneInfo(NamedTuple):
+    """What fusion knows about one usable lane (a named tuple: built once per lane per call, it must be cheap)."""
 
     weight: float
     """Fusion weight (configured weight × provider penalty)."""
