@@ -158,10 +158,9 @@ static int words_grow(WordTable *t) {
     return 0;
 }
 
-/* The id of the word p[0:len] (a new one if unseen), or -1 on error. */
-static Py_ssize_t words_id(WordTable *t, const char *p, Py_ssize_t len) {
+/* The id of the word p[0:len] with hash h (a new one if unseen), or -1 on error. */
+static Py_ssize_t words_id_h(WordTable *t, const char *p, Py_ssize_t len, uint64_t h) {
     if ((size_t)(t->count + 1) * 2 > t->mask + 1 && words_grow(t) < 0) return -1;
-    uint64_t h = hash_bytes(p, len);
     size_t at = (size_t)h & t->mask;
     for (;;) {
         Word *w = &t->slots[at];
@@ -177,6 +176,11 @@ static Py_ssize_t words_id(WordTable *t, const char *p, Py_ssize_t len) {
     }
 }
 
+/* The id of the word p[0:len] (a new one if unseen), or -1 on error. */
+static Py_ssize_t words_id(WordTable *t, const char *p, Py_ssize_t len) {
+    return words_id_h(t, p, len, hash_bytes(p, len));
+}
+
 /* The id of an exact str in t (equal strings, equal ids: the same UTF-8 bytes); -2 for anything else (the caller
  * then uses Python's own equality), -1 on error. The table points into the string's buffer: keep it alive. */
 static Py_ssize_t str_id(WordTable *t, PyObject *s) {
@@ -188,6 +192,21 @@ static Py_ssize_t str_id(WordTable *t, PyObject *s) {
         return -2;
     }
     return words_id(t, p, len);
+}
+
+/* str_id by str's own hash: computed once per string and kept in it, so the passes that look up the same
+ * domains (title join, domain diversity, authority) share it. Equality is still decided on the bytes. */
+static Py_ssize_t domain_id(WordTable *t, PyObject *s) {
+    if (!PyUnicode_CheckExact(s)) return -2;
+    Py_ssize_t len;
+    const char *p = PyUnicode_AsUTF8AndSize(s, &len);
+    if (p == NULL) {
+        PyErr_Clear();
+        return -2;
+    }
+    Py_hash_t h = PyObject_Hash(s);
+    if (h == -1) return -1;
+    return words_id_h(t, p, len, mix64((uint64_t)h));
 }
 
 /* ------------------------------------------------------------------ (domain, word) keys */
@@ -555,13 +574,8 @@ static int title_rows(TitleState *s, PyObject **hits, double t, PyObject *title_
         int rc = split_words(s, key);
         if (rc != 0) return rc;
         /* Domains are compared as Python compares them (str equality: the same UTF-8 bytes). */
-        Py_ssize_t dlen;
-        const char *dp = PyUnicode_Check(d) ? PyUnicode_AsUTF8AndSize(d, &dlen) : NULL;
-        if (dp == NULL) {
-            PyErr_Clear();
-            return 1;
-        }
-        Py_ssize_t dom = words_id(&s->dt, dp, dlen);
+        Py_ssize_t dom = domain_id(&s->dt, d);
+        if (dom == -2) return 1;
         if (dom < 0) return -1;
         s->dom[i] = dom;
         Py_ssize_t nw = s->nspans - s->woff[i];
@@ -2161,6 +2175,13 @@ static PyObject *column_of(PyObject *hits_in, PyObject *name) {
     return out;
 }
 
+/* column(hits, name) -> [hit.<name> for hit in hits] (slot reads where the class allows). */
+static PyObject *column(PyObject *self, PyObject *args) {
+    PyObject *hits, *name;
+    if (!PyArg_ParseTuple(args, "OU:column", &hits, &name)) return NULL;
+    return column_of(hits, name);
+}
+
 static int any_true(PyObject *list) {
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
         int t = PyObject_IsTrue(PyList_GET_ITEM(list, i));
@@ -2197,15 +2218,26 @@ static PyObject *domain_diversity(PyObject *self, PyObject *hits) {
                 ids[i] = -1;
                 continue;
             }
-            ids[i] = str_id(&wt, d);
+            ids[i] = domain_id(&wt, d);
             if (ids[i] == -1) fast = 0; /* an error: reported below */
             else if (ids[i] == -2) fast = -1;
             else cnt[ids[i]]++;
         }
-        if (fast == 1) {
+        if (fast == 1) { /* one float object per domain, shared by its rows */
             out = PyList_New(n);
             for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-                PyObject *v = ids[i] < 0 ? Py_NewRef(unknown_half) : PyFloat_FromDouble(1.0 / (double)cnt[ids[i]]);
+                PyObject *v;
+                if (ids[i] < 0) {
+                    v = Py_NewRef(unknown_half);
+                } else {
+                    Py_ssize_t first = cnt[ids[i]] < 0 ? -cnt[ids[i]] - 1 : -1;
+                    if (first >= 0) {
+                        v = Py_NewRef(PyList_GET_ITEM(out, first));
+                    } else {
+                        v = PyFloat_FromDouble(1.0 / (double)cnt[ids[i]]);
+                        cnt[ids[i]] = -i - 1; /* the row holding this domain's value */
+                    }
+                }
                 if (v == NULL) Py_CLEAR(out);
                 else PyList_SET_ITEM(out, i, v);
             }
@@ -2409,7 +2441,7 @@ static PyObject *authority(PyObject *self, PyObject *args) {
                     PyList_SET_ITEM(out, i, Py_NewRef(dflt));
                     continue;
                 }
-                id = str_id(&wt, d);
+                id = domain_id(&wt, d);
                 if (id == -2) { /* not a str: Python's own equality below */
                     fast = -1;
                     Py_CLEAR(out);
@@ -2533,6 +2565,7 @@ static PyMethodDef methods[] = {
     {"recency", recency, METH_VARARGS, "recency(hits, edges, scores) -> column or None"},
     {"authority", authority, METH_VARARGS, "authority(hits, authority_of, default) -> column"},
     {"quality", quality, METH_VARARGS, "quality(hits, good) -> column or None"},
+    {"column", column, METH_VARARGS, "[hit.<name> for hit in hits]"},
     {"varies", varies, METH_O, "varies(column) -> len(set(column)) > 1 for floats"},
     {NULL, NULL, 0, NULL},
 };

@@ -102,7 +102,7 @@ def _norm_text(text: str) -> str:
 
 def _signatures(hits: Sequence[Any]) -> list[int | None]:
     """Stored SimHashes, the missing ones computed in one batch."""
-    raw: list[int | None] = [h.simhash for h in hits]
+    raw: list[int | None] = kernel.column(hits, "simhash") if kernel is not None else [h.simhash for h in hits]
     if None in raw:
         missing = [i for i, s in enumerate(raw) if s is None and hits[i].text]
         for i, s in zip(missing, simhash_many([hits[i].text for i in missing]), strict=True):
