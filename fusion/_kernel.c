@@ -404,8 +404,36 @@ static const unsigned char ASCII_SPACE[128] = {
     [9] = 1, [10] = 1, [11] = 1, [12] = 1, [13] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1, [32] = 1,
 };
 #define ascii_space(c) (ASCII_SPACE[(c) & 0x7f])
-#define FNV_OFFSET 0xcbf29ce484222325ULL
-#define FNV_PRIME 0x100000001b3ULL
+
+/* A hash of the word p[0:len] read eight bytes at a time. `end` is the end of the string's data, which is followed
+ * by its terminating NUL: a last partial group is read whole when it stays within the data and the NUL, and
+ * masked (the bytes past the word do not count); otherwise byte by byte. */
+static uint64_t word_hash(const unsigned char *p, Py_ssize_t len, const unsigned char *end) {
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)len;
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        p += 8;
+        len -= 8;
+    }
+    if (len > 0) {
+        uint64_t w = 0;
+        if (p + 8 <= end + 1) {
+            memcpy(&w, p, 8);
+            w &= ((uint64_t)1 << (8 * len)) - 1; /* little or big endian: keep the word's own bytes */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+            w = 0;
+            for (Py_ssize_t k = 0; k < len; k++) w |= (uint64_t)p[k] << (8 * k);
+#endif
+        } else {
+            for (Py_ssize_t k = 0; k < len; k++) w |= (uint64_t)p[k] << (8 * k);
+        }
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    }
+    return h;
+}
 
 /* A word of a title key: its bytes and their hash. Words are equal when their bytes are (str equality); the
  * hash only orders them and finds candidates, equality is always checked on the bytes. */
@@ -504,9 +532,9 @@ static int split_words(TitleState *s, PyObject *key) {
             while (i < len && ascii_space(p[i])) i++;
             if (i >= len) break;
             Py_ssize_t start = i;
-            uint64_t h = FNV_OFFSET;
-            while (i < len && !ascii_space(p[i])) h = (h ^ p[i++]) * FNV_PRIME;
-            if (add_span(s, (const char *)p + start, i - start, h) < 0) return -1;
+            while (i < len && !ascii_space(p[i])) i++;
+            if (add_span(s, (const char *)p + start, i - start, word_hash(p + start, i - start, p + len)) < 0)
+                return -1;
         }
         return 0;
     }
@@ -520,9 +548,8 @@ static int split_words(TitleState *s, PyObject *key) {
             PyErr_Clear();
             return 1;
         }
-        uint64_t h = FNV_OFFSET;
-        for (Py_ssize_t i = 0; i < len; i++) h = (h ^ (unsigned char)p[i]) * FNV_PRIME;
-        if (add_span(s, p, len, h) < 0) return -1;
+        if (add_span(s, p, len, word_hash((const unsigned char *)p, len, (const unsigned char *)p + len)) < 0)
+            return -1;
     }
     return 0;
 }
