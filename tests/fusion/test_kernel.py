@@ -73,7 +73,8 @@ def _both(rows: list[object], t: float) -> None:
     assert _state(g_c) == _state(g_py)
 
 
-WORDS = ["alpha", "beta", "gamma", "delta", "Alpha", "été", "naïve", "x", "β", "gamma\u00a0ray"]
+WORDS = ["alpha", "beta", "gamma", "delta", "Alpha", "été", "naïve", "x", "β", "gamma\u00a0ray", "ctl\x01char",
+         "eightchr", "sixteen-chars-ab"]  # fmt: skip
 word_lists = st.lists(st.sampled_from(WORDS), min_size=0, max_size=9)
 titles = word_lists.map(" ".join)
 
@@ -506,6 +507,8 @@ class TestFindDuplicates:
 
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
 class _Stamp(datetime):
     """A datetime subclass (compared through Python, not field by field)."""
 
