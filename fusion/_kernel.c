@@ -2221,7 +2221,7 @@ done:
 
 /* ------------------------------------------------------------------ ranking factors */
 
-static PyObject *s_published_at, *s_quality, *unknown_half;
+static PyObject *s_published_at, *s_quality, *unknown_half, *float_one, *float_zero;
 
 /* One attribute of every hit, as a new list (slot reads where the class allows). */
 static PyObject *column_of(PyObject *hits_in, PyObject *name) {
@@ -2570,7 +2570,7 @@ static PyObject *quality(PyObject *self, PyObject *args) {
             v = Py_NewRef(unknown_half);
         } else if (PyFloat_CheckExact(q)) {
             double x = PyFloat_AS_DOUBLE(q);
-            v = PyFloat_FromDouble(x >= good ? 1.0 : x > 0.0 ? x / good : 0.0);
+            v = x >= good ? Py_NewRef(float_one) : x > 0.0 ? PyFloat_FromDouble(x / good) : Py_NewRef(float_zero);
         } else {
             Py_DECREF(out);
             out = Py_NewRef(Py_None);
@@ -2673,6 +2673,9 @@ PyMODINIT_FUNC PyInit__kernel(void) {
     s_quality = PyUnicode_InternFromString("quality");
     s_keyless = PyUnicode_InternFromString("keyless");
     unknown_half = PyFloat_FromDouble(0.5);
+    float_one = PyFloat_FromDouble(1.0);
+    float_zero = PyFloat_FromDouble(0.0);
+    if (float_one == NULL || float_zero == NULL) return NULL;
     if (!s_published_at || !s_quality || !unknown_half) return NULL;
     s_id = PyUnicode_InternFromString("id");
     s_score = PyUnicode_InternFromString("score");

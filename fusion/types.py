@@ -68,9 +68,8 @@ class LaneInfo(NamedTuple):
     """0 for stage-1 lanes, 1 for stage-2 fill lanes."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FusionRun:
-    """One call's context: the caller's :class:`FusionContext` plus the usable lanes."""
+class FusionRun(NamedTuple):
+    """One call's context: the caller's :class:`FusionContext` plus the usable lanes (a named tuple: cheap)."""
 
     ctx: FusionContext
     """The caller's context."""
