@@ -9,7 +9,9 @@ tail, best first. Like the embedded lanes' hits, they carry the features ingesti
 Every timed call gets freshly built outcomes (new hit objects and new strings, rebuilt from plain data outside
 the timing, as a lane builds them from its store), so nothing fusion computes (string hashes included) carries
 over between calls. Every figure comes from the same run: ``floor_*`` is a plain 15-line RRF (ids →
-``Σ 1/(60 + rank)`` → sort) over the same outcomes. The timed call is ``fuse(...)`` plus reading the first page of
+``Σ 1/(60 + rank)`` → sort) over the same outcomes. The timed functions take turns call by call, so fusion and
+its floor are measured over the same minutes (the machine's speed drifts; a ratio of figures taken one after the
+other would measure the drift). The timed call is ``fuse(...)`` plus reading the first page of
 10 items (items are frozen lazily); ``p50_us_*_all_items`` freezes every item, ``p50_us_*_no_dedup`` skips
 cross-lane deduplication (fusion + ranking only), ``p50_us_*_cold`` gives fusion hits without the stored dedup
 features (SimHash, URL and title keys), as a web lane returns them, so dedup computes them in the call.
@@ -147,17 +149,31 @@ def plain_rrf(outcomes: Mapping[str, LaneOutcome], k: int = 60) -> list[tuple[st
     return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def _time_us(fn: Callable[[dict[str, LaneOutcome]], object], frozen: list[bytes], repeat: int) -> list[float]:
-    """Sorted wall times of ``fn(outcomes)`` in µs, each call on freshly thawed outcomes (thawing is not timed)."""
-    for _ in range(max(5, repeat // 20)):
-        fn(_thaw(frozen))
-    samples = []
-    for _ in range(repeat):
-        outcomes = _thaw(frozen)
-        t0 = time.perf_counter_ns()
-        fn(outcomes)
-        samples.append((time.perf_counter_ns() - t0) / 1000.0)
-    return sorted(samples)
+Timed = tuple[Callable[[dict[str, LaneOutcome]], object], list[bytes]]
+"""A function timed on fresh outcomes thawed from the frozen data."""
+
+
+def _time_us(timed: Mapping[str, Timed], repeat: int, every: Mapping[str, int] | None = None) -> dict[str, list[float]]:
+    """Sorted wall times in µs per name, each call on freshly thawed outcomes (thawing is not timed).
+
+    The functions take turns, call by call, so each figure covers the same minutes of the machine: on a shared
+    machine whose speed drifts by ±30 % within minutes, the ratio of two figures timed one after the other would
+    measure the drift. ``every[name] = k`` times that function on every k-th round only.
+    """
+    every = every or {}
+    for name, (fn, frozen) in timed.items():
+        for _ in range(max(5, repeat // 20 // every.get(name, 1))):
+            fn(_thaw(frozen))
+    samples: dict[str, list[float]] = {name: [] for name in timed}
+    for i in range(repeat):
+        for name, (fn, frozen) in timed.items():
+            if i % every.get(name, 1):
+                continue
+            outcomes = _thaw(frozen)
+            t0 = time.perf_counter_ns()
+            fn(outcomes)
+            samples[name].append((time.perf_counter_ns() - t0) / 1000.0)
+    return {name: sorted(values) for name, values in samples.items()}
 
 
 def _pct(samples: list[float], q: float) -> float:
@@ -208,11 +224,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for lanes in (6, 2):
         outcomes = make_outcomes(lanes, 50)
         frozen = _freeze(outcomes)
-        fused = _time_us(partial(_page, ctx), frozen, repeat)
-        full = _time_us(partial(_all_items, ctx), frozen, repeat // 4)
-        no_dedup = _time_us(partial(_page, plain), frozen, repeat // 4)
-        cold = _time_us(partial(_page, ctx), _freeze(outcomes, cold=True), repeat // 4)
-        floor = _time_us(plain_rrf, frozen, repeat)
+        times = _time_us(
+            {
+                "fused": (partial(_page, ctx), frozen),
+                "floor": (plain_rrf, frozen),
+                "full": (partial(_all_items, ctx), frozen),
+                "no_dedup": (partial(_page, plain), frozen),
+                "cold": (partial(_page, ctx), _freeze(outcomes, cold=True)),
+            },
+            repeat,
+            every={"full": 4, "no_dedup": 4, "cold": 4},
+        )
+        fused, floor, full, no_dedup, cold = (times[k] for k in ("fused", "floor", "full", "no_dedup", "cold"))
         out = fuse(outcomes, ctx)
         tag = f"{lanes}x50"
         figures[f"p50_us_{tag}"] = _pct(fused, 0.5)
