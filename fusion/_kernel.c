@@ -20,28 +20,6 @@
 static PyObject *s_domain, *s_title, *s_title_key, *s_parent, *s_why_title, *s_id, *s_score;
 static PyObject *s_f_hit, *s_f_total, *s_f_scores, *s_f_lanes, *s_f_ranks, *s_f_stage, *s_f_merged;
 
-/* ------------------------------------------------------------------ growable arrays */
-
-typedef struct {
-    Py_ssize_t *v;
-    Py_ssize_t n, cap;
-} IVec;
-
-static int ivec_push(IVec *a, Py_ssize_t x) {
-    if (a->n == a->cap) {
-        Py_ssize_t cap = a->cap ? a->cap * 2 : 8;
-        Py_ssize_t *v = PyMem_Realloc(a->v, (size_t)cap * sizeof(Py_ssize_t));
-        if (v == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        a->v = v;
-        a->cap = cap;
-    }
-    a->v[a->n++] = x;
-    return 0;
-}
-
 /* ------------------------------------------------------------------ attribute reads */
 
 /* Where a class keeps some attributes in __slots__, to read them without a lookup per object. Used only for
@@ -107,20 +85,35 @@ static uint64_t mix64(uint64_t x) {
     return x ^ (x >> 33);
 }
 
-/* A 64-bit hash of p[0:len], eight bytes at a time (equality is always checked on the bytes). */
-static uint64_t hash_bytes(const char *p, Py_ssize_t len) {
+/* A hash of p[0:len] read eight bytes at a time (equality is always checked on the bytes). `end`, where not
+ * NULL, is the end of a str's data, which its terminating NUL follows: a last partial group that stays within the
+ * data and the NUL is read whole and masked (little-endian machines); otherwise it is read byte by byte. */
+static uint64_t word_hash(const unsigned char *p, Py_ssize_t len, const unsigned char *end) {
     uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)len;
     while (len >= 8) {
         uint64_t w;
         memcpy(&w, p, 8);
-        h = (h ^ w) * 0x100000001b3ULL;
-        h ^= h >> 29;
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
         p += 8;
         len -= 8;
     }
-    uint64_t w = 0;
-    memcpy(&w, p, (size_t)len);
-    return mix64(h ^ w);
+    if (len > 0) {
+        uint64_t w = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (end != NULL && p + 8 <= end + 1) {
+            memcpy(&w, p, 8);
+            w &= ((uint64_t)1 << (8 * len)) - 1; /* the word's own bytes only */
+        } else
+#endif
+            for (Py_ssize_t k = 0; k < len; k++) w |= (uint64_t)p[k] << (8 * k);
+        h = (h ^ w) * 0xff51afd7ed558ccdULL;
+    }
+    return h;
+}
+
+static uint64_t hash_bytes(const char *p, Py_ssize_t len) {
+    return mix64(word_hash((const unsigned char *)p, len, NULL));
 }
 
 static int words_init(WordTable *t, size_t expected) {
@@ -383,20 +376,6 @@ static int union_rows(PyObject *groups, Py_ssize_t a, Py_ssize_t b, PyObject *wh
     return 0;
 }
 
-/* Root of i in groups.parent (read only: no path halving, the roots are the same). -1 on error. */
-static Py_ssize_t find_root(PyObject *parent, Py_ssize_t i) {
-    for (;;) {
-        if (i < 0 || i >= PyList_GET_SIZE(parent)) {
-            PyErr_SetString(PyExc_IndexError, "groups.parent is shorter than the hits");
-            return -1;
-        }
-        Py_ssize_t p = PyLong_AsSsize_t(PyList_GET_ITEM(parent, i));
-        if (p == -1 && PyErr_Occurred()) return -1;
-        if (p == i) return i;
-        i = p;
-    }
-}
-
 /* ------------------------------------------------------------------ title_join */
 
 /* Python's str.split() whitespace among ASCII characters: \t \n \v \f \r, \x1c-\x1f and the space. */
@@ -404,36 +383,6 @@ static const unsigned char ASCII_SPACE[128] = {
     [9] = 1, [10] = 1, [11] = 1, [12] = 1, [13] = 1, [28] = 1, [29] = 1, [30] = 1, [31] = 1, [32] = 1,
 };
 #define ascii_space(c) (ASCII_SPACE[(c) & 0x7f])
-
-/* A hash of the word p[0:len] read eight bytes at a time. `end` is the end of the string's data, which is followed
- * by its terminating NUL: a last partial group is read whole when it stays within the data and the NUL, and
- * masked (the bytes past the word do not count); otherwise byte by byte. */
-static uint64_t word_hash(const unsigned char *p, Py_ssize_t len, const unsigned char *end) {
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (uint64_t)len;
-    while (len >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdULL;
-        h ^= h >> 32;
-        p += 8;
-        len -= 8;
-    }
-    if (len > 0) {
-        uint64_t w = 0;
-        if (p + 8 <= end + 1) {
-            memcpy(&w, p, 8);
-            w &= ((uint64_t)1 << (8 * len)) - 1; /* little or big endian: keep the word's own bytes */
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-            w = 0;
-            for (Py_ssize_t k = 0; k < len; k++) w |= (uint64_t)p[k] << (8 * k);
-#endif
-        } else {
-            for (Py_ssize_t k = 0; k < len; k++) w |= (uint64_t)p[k] << (8 * k);
-        }
-        h = (h ^ w) * 0xff51afd7ed558ccdULL;
-    }
-    return h;
-}
 
 /* A word of a title key: its bytes and their hash. Words are equal when their bytes are (str equality); the
  * hash only orders them and finds candidates, equality is always checked on the bytes. */
@@ -521,11 +470,16 @@ static int hold(TitleState *s, PyObject *o) {
     return 0;
 }
 
-/* The words of an ASCII key, eight bytes at a time: a byte below 0x21 is flagged (exact per byte: with the high
- * bit forced on, the subtraction borrows within the byte only), and a flagged byte must be whitespace. Words are
- * the runs between separators. 0 ok, -1 error, 1 a control character that is not whitespace (the caller splits
- * byte by byte). */
-static int split_ascii_fast(TitleState *s, const unsigned char *p, Py_ssize_t len) {
+/* Append the word p[start:stop) (none when empty) of a str whose data ends at end. */
+static int add_word(TitleState *s, const unsigned char *p, Py_ssize_t start, Py_ssize_t stop, const unsigned char *end) {
+    if (stop <= start) return 0;
+    return add_span(s, (const char *)p + start, stop - start, word_hash(p + start, stop - start, end));
+}
+
+/* The words of an ASCII key (str.split()), eight bytes at a time: a byte below 0x21 is flagged (exact per byte:
+ * with the high bit forced on, the subtraction borrows within the byte only); a flagged whitespace byte ends a
+ * word, other control characters belong to it. 0 ok, -1 error. */
+static int split_ascii(TitleState *s, const unsigned char *p, Py_ssize_t len) {
     const uint64_t high = 0x8080808080808080ULL, low = 0x2121212121212121ULL;
     Py_ssize_t start = 0, i = 0;
     for (; i + 8 <= len; i += 8) {
@@ -535,25 +489,19 @@ static int split_ascii_fast(TitleState *s, const unsigned char *p, Py_ssize_t le
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
         m = __builtin_bswap64(m);
 #endif
-        while (m) {
+        for (; m; m &= m - 1) {
             Py_ssize_t q = i + (__builtin_ctzll(m) >> 3);
-            m &= m - 1;
-            if (!ascii_space(p[q])) return 1;
-            if (q > start && add_span(s, (const char *)p + start, q - start, word_hash(p + start, q - start, p + len)) < 0)
-                return -1;
+            if (!ascii_space(p[q])) continue;
+            if (add_word(s, p, start, q, p + len) < 0) return -1;
             start = q + 1;
         }
     }
     for (; i < len; i++) {
-        if (p[i] > 0x20) continue;
-        if (!ascii_space(p[i])) return 1;
-        if (i > start && add_span(s, (const char *)p + start, i - start, word_hash(p + start, i - start, p + len)) < 0)
-            return -1;
+        if (p[i] > 0x20 || !ascii_space(p[i])) continue;
+        if (add_word(s, p, start, i, p + len) < 0) return -1;
         start = i + 1;
     }
-    if (len > start && add_span(s, (const char *)p + start, len - start, word_hash(p + start, len - start, p + len)) < 0)
-        return -1;
-    return 0;
+    return add_word(s, p, start, len, p + len);
 }
 
 /* Append the words of key (a str, a new reference the state takes) to the spans; 0 ok, -1 error, 1 not what
@@ -561,34 +509,19 @@ static int split_ascii_fast(TitleState *s, const unsigned char *p, Py_ssize_t le
 static int split_words(TitleState *s, PyObject *key) {
     if (PyUnicode_IS_ASCII(key)) {
         if (hold(s, key) < 0) return -1;
-        const unsigned char *p = (const unsigned char *)PyUnicode_DATA(key);
-        Py_ssize_t len = PyUnicode_GET_LENGTH(key), i = 0;
-        Py_ssize_t before = s->nspans;
-        int rc = split_ascii_fast(s, p, len);
-        if (rc <= 0) return rc;
-        s->nspans = before; /* a control character: drop what was split, go byte by byte */
-        while (i < len) {
-            while (i < len && ascii_space(p[i])) i++;
-            if (i >= len) break;
-            Py_ssize_t start = i;
-            while (i < len && !ascii_space(p[i])) i++;
-            if (add_span(s, (const char *)p + start, i - start, word_hash(p + start, i - start, p + len)) < 0)
-                return -1;
-        }
-        return 0;
+        return split_ascii(s, (const unsigned char *)PyUnicode_DATA(key), PyUnicode_GET_LENGTH(key));
     }
     PyObject *parts = PyUnicode_Split(key, NULL, -1);
     Py_DECREF(key);
     if (parts == NULL || hold(s, parts) < 0) return -1;
     for (Py_ssize_t k = 0; k < PyList_GET_SIZE(parts); k++) {
         Py_ssize_t len;
-        const char *p = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(parts, k), &len);
+        const unsigned char *p = (const unsigned char *)PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(parts, k), &len);
         if (p == NULL) { /* e.g. a lone surrogate: leave it to the Python version */
             PyErr_Clear();
             return 1;
         }
-        if (add_span(s, p, len, word_hash((const unsigned char *)p, len, (const unsigned char *)p + len)) < 0)
-            return -1;
+        if (add_word(s, p, 0, len, p + len) < 0) return -1;
     }
     return 0;
 }
@@ -801,7 +734,7 @@ static Py_ssize_t title_probe(TitleState *s, double t, PyObject *groups, PyObjec
             for (Py_ssize_t node = s->keys[probes[q]].head; node >= 0; node = s->node_next[node]) {
                 Py_ssize_t j = s->node_row[node];
                 if (seen[j] == p + 1) continue;
-                Py_ssize_t rj = find_root(parent, j), ri = rj < 0 ? -1 : find_root(parent, i);
+                Py_ssize_t rj = find_halving(parent, j), ri = rj < 0 ? -1 : find_halving(parent, i);
                 if (rj < 0 || ri < 0) goto fail;
                 if (rj == ri) continue;
                 seen[j] = p + 1;
