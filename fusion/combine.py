@@ -43,21 +43,19 @@ def collect(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> tuple[Fu
     """Build the run and the candidate table: one row per distinct id, each usable lane's collapsed ranking."""
     mode = ctx.mode or ctx.config.mode
     normalise = NORMALISERS.get(mode.value)
-    names = [n for n in sorted(outcomes) if outcomes[n].status in _USABLE and outcomes[n].hits]
-    cands = Candidates(tuple(names))
-    lanes: dict[str, LaneInfo] = {}
-    for name in names:
-        out = outcomes[name]
-        lanes[name] = LaneInfo(weight=out.weight, kind=out.kind, stage=0 if ctx.stage_of.get(name, 1) <= 1 else 1)
-        cands.received += len(out.hits)
-    hits = [outcomes[name].hits for name in names]
-    stages = [lanes[name].stage for name in names]
+    usable = [(n, out) for n, out in sorted(outcomes.items()) if out.status in _USABLE and out.hits]
+    cands = Candidates(tuple(n for n, _ in usable))
+    stage_of = ctx.stage_of
+    hits = [out.hits for _, out in usable]
+    stages = [0 if stage_of.get(n, 1) <= 1 else 1 for n, _ in usable] if stage_of else [0] * len(usable)
+    lanes = {n: LaneInfo(out.weight, out.kind, st) for (n, out), st in zip(usable, stages, strict=True)}
+    cands.received = sum(map(len, hits))
     table = kernel.collect_rows(hits, stages) if kernel is not None else None  # None: an id that is not a str
     if table is not None:
         cands.ids, cands.hits, cands.stage, cands.best, cands.rows, cands.native = table
     else:
         _collect_rows(hits, stages, cands)
-    cands.norm = [normalise(native) for native in cands.native] if normalise is not None else [[] for _ in names]
+    cands.norm = [normalise(native) for native in cands.native] if normalise is not None else [[] for _ in usable]
     return FusionRun(ctx=ctx, mode=mode, lanes=lanes), cands
 
 

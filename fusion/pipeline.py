@@ -12,7 +12,9 @@ Deduplication runs before scoring so that merged duplicates are scored once, fro
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 
+from fabric.config import FactorWeights
 from fabric.models import LaneOutcome
 from fusion.boosts import AuthorityBooster, DomainDiversityBooster, QualityBooster, RecencyBooster
 from fusion.combine import COMPONENT_OF_KIND, ModeScorer, collect
@@ -23,6 +25,14 @@ from fusion.types import FusedItems, FusionContext, FusionOutput, Stage
 __all__ = ["FusedItems", "FusionContext", "FusionOutput", "fuse"]
 
 _BOOSTERS: tuple[Stage, ...] = (DomainDiversityBooster(), RecencyBooster(), AuthorityBooster(), QualityBooster())
+_SCORING: tuple[Stage, ...] = (ModeScorer(), *_BOOSTERS)
+"""The stages after deduplication that take no parameters (built once: a stage keeps no state between calls)."""
+
+
+@lru_cache(maxsize=32)
+def _ranker(weights: FactorWeights) -> Ranker:
+    """The ranking stage for ``weights`` (frozen, so one per configuration serves every call)."""
+    return Ranker(weights)
 
 
 def fuse(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> FusionOutput:
@@ -33,13 +43,15 @@ def fuse(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> FusionOutpu
     run, cands = collect(outcomes, ctx)
     counts = dict.fromkeys(("content", "title", "url", "near"), 0)
 
-    def merged(why: str) -> None:
-        counts[why] = counts.get(why, 0) + 1
+    def merged(criteria: list[str]) -> None:
+        for why in criteria:
+            counts[why] = counts.get(why, 0) + 1
 
-    stages: list[Stage] = [Deduplicator(ctx.config.dedup, merged)] if ctx.dedup else []
-    stages += [ModeScorer(), *_BOOSTERS, Ranker(ctx.config.factors)]
-    for stage in stages:
+    if ctx.dedup:
+        cands = Deduplicator(ctx.config.dedup, merged)(cands, run)
+    for stage in _SCORING:
         cands = stage(cands, run)
+    cands = _ranker(ctx.config.factors)(cands, run)
     components = [COMPONENT_OF_KIND.get(run.lanes[name].kind) for name in cands.lanes]
     return FusionOutput(
         items=FusedItems(cands, components),
