@@ -384,12 +384,15 @@ static const unsigned char ASCII_SPACE[128] = {
 };
 #define ascii_space(c) (ASCII_SPACE[(c) & 0x7f])
 
-/* A word of a title key: its bytes and their hash. Words are equal when their bytes are (str equality); the
- * hash only orders them and finds candidates, equality is always checked on the bytes. */
+/* A word of a title key: its bytes, the end of the str data they lie in, and their hash (computed only for the
+ * words that are looked at: a row's prefix words always, the rest when the row is compared). Words are equal when
+ * their bytes are (str equality); the hash only orders them and finds candidates, equality is always checked on
+ * the bytes. */
 typedef struct {
     const char *p;
     Py_ssize_t len;
     uint64_t h;
+    const unsigned char *end;
 } Span;
 
 /* One (domain, prefix word) key: the rows whose prefix holds it (counted per occurrence, as the Python index
@@ -413,7 +416,8 @@ typedef struct {
     Py_ssize_t nspans, capspans;
     Py_ssize_t *rowbuf;  /* per row, n + 1 each: dom (-1: no domain or title), woff, stop, ulen */
     Py_ssize_t *dom, *woff, *stop, *ulen;
-    Py_ssize_t *uniq;    /* per word position: row i's distinct words sorted by hash in uniq[woff[i] ..][:ulen[i]] */
+    Py_ssize_t *uniq;    /* per word position, compared rows only: row i's distinct words sorted by hash in
+                          * uniq[woff[i] ..][:ulen[i]] */
     Py_ssize_t *pkey;    /* per word position: the key of prefix word k of row i at pkey[woff[i] + k] */
     TKey *keys;
     size_t kmask;
@@ -437,7 +441,7 @@ static void title_state_free(TitleState *s) {
     PyMem_Free(s->held);
 }
 
-static int add_span(TitleState *s, const char *p, Py_ssize_t len, uint64_t h) {
+static int add_span(TitleState *s, const char *p, Py_ssize_t len, const unsigned char *end) {
     if (s->nspans == s->capspans) {
         Py_ssize_t cap = s->capspans ? s->capspans * 2 : 256;
         Span *spans = PyMem_Realloc(s->spans, (size_t)cap * sizeof(Span));
@@ -451,8 +455,13 @@ static int add_span(TitleState *s, const char *p, Py_ssize_t len, uint64_t h) {
     Span *w = &s->spans[s->nspans++];
     w->p = p;
     w->len = len;
-    w->h = mix64(h);
+    w->h = 0;
+    w->end = end;
     return 0;
+}
+
+static void hash_spans(Span *w, Py_ssize_t count) {
+    for (Py_ssize_t k = 0; k < count; k++) w[k].h = mix64(word_hash((const unsigned char *)w[k].p, w[k].len, w[k].end));
 }
 
 static int span_eq(const Span *a, const Span *b) {
@@ -473,7 +482,7 @@ static int hold(TitleState *s, PyObject *o) {
 /* Append the word p[start:stop) (none when empty) of a str whose data ends at end. */
 static int add_word(TitleState *s, const unsigned char *p, Py_ssize_t start, Py_ssize_t stop, const unsigned char *end) {
     if (stop <= start) return 0;
-    return add_span(s, (const char *)p + start, stop - start, word_hash(p + start, stop - start, end));
+    return add_span(s, (const char *)p + start, stop - start, end);
 }
 
 /* The words of an ASCII key (str.split()), eight bytes at a time: a byte below 0x21 is flagged (exact per byte:
@@ -533,7 +542,8 @@ static int truthy(PyObject *o) {
     return PyObject_IsTrue(o);
 }
 
-/* Pass 1a: per row, its domain id, words (spans) and prefix length. 0 ok, -1 error, 1 fall back. */
+/* Pass 1a: per row, its domain id, words (spans; the prefix words hashed) and prefix length. 0 ok, -1 error, 1
+ * fall back. */
 static int title_rows(TitleState *s, PyObject **hits, double t, PyObject *title_key_fn) {
     Py_ssize_t n = s->n;
     PyObject *const names[3] = {s_domain, s_title, s_title_key};
@@ -584,6 +594,7 @@ static int title_rows(TitleState *s, PyObject **hits, double t, PyObject *title_
         if (stop < 0) stop = 0;
         if (stop > nw) stop = nw;
         s->stop[i] = stop;
+        hash_spans(s->spans + s->woff[i], stop);
     }
     s->woff[n] = s->nspans;
     return 0;
@@ -594,32 +605,66 @@ static int cmp_hspan(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
-/* Pass 1b: each row's distinct words sorted by hash (the frozenset the Python join compares) and its prefix
- * keys, counted. 0 ok, -1 error, 1 fall back (two different words with one hash: left to Python). */
+/* Pass 1b: each row's prefix keys (domain, prefix word), counted. 0 ok, -1 error. */
 static int title_keys(TitleState *s) {
     Py_ssize_t n = s->n, m = s->nspans, nprefix = 0;
     for (Py_ssize_t i = 0; i < n; i++) nprefix += s->stop[i];
     size_t cap = 16;
     while (cap < (size_t)nprefix * 2) cap <<= 1;
-    s->uniq = PyMem_Malloc((size_t)(m ? m : 1) * sizeof(Py_ssize_t));
     s->pkey = PyMem_Malloc((size_t)(m ? m : 1) * sizeof(Py_ssize_t));
     s->keys = PyMem_Malloc(cap * sizeof(TKey));
     s->node_row = PyMem_Malloc((size_t)(nprefix ? nprefix : 1) * sizeof(Py_ssize_t));
     s->node_next = PyMem_Malloc((size_t)(nprefix ? nprefix : 1) * sizeof(Py_ssize_t));
-    HSpan small[32], *buf = small;
-    if (s->uniq == NULL || s->pkey == NULL || s->keys == NULL || s->node_row == NULL || s->node_next == NULL) {
+    if (s->pkey == NULL || s->keys == NULL || s->node_row == NULL || s->node_next == NULL) {
         PyErr_NoMemory();
         return -1;
     }
     s->kmask = cap - 1;
     for (size_t k = 0; k < cap; k++) s->keys[k].dom = -1;
-    int rc = 0;
-    for (Py_ssize_t i = 0; i < n && rc == 0; i++) {
+    for (Py_ssize_t i = 0; i < n; i++) {
         if (s->dom[i] < 0) continue;
-        Py_ssize_t from = s->woff[i], len = s->woff[i + 1] - from;
+        for (Py_ssize_t k = 0; k < s->stop[i]; k++) {
+            Py_ssize_t sp = s->woff[i] + k;
+            uint64_t h = mix64(s->spans[sp].h ^ ((uint64_t)s->dom[i] * 0x9e3779b97f4a7c15ULL));
+            size_t at = (size_t)h & s->kmask;
+            for (;;) {
+                TKey *key = &s->keys[at];
+                if (key->dom < 0) {
+                    key->h = h;
+                    key->dom = s->dom[i];
+                    key->span = sp;
+                    key->count = 0;
+                    key->head = key->tail = -1;
+                }
+                if (key->h == h && key->dom == s->dom[i] && span_eq(&s->spans[key->span], &s->spans[sp])) {
+                    key->count++;
+                    s->pkey[sp] = (Py_ssize_t)at;
+                    break;
+                }
+                at = (at + 1) & s->kmask;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Pass 1c, for the rows that will be compared (picked[0:npicked]): the rest of their words hashed, and their
+ * distinct words sorted by hash (the frozenset the Python join compares). Run before any union, so a fall-back
+ * leaves the groups as they were. 0 ok, -1 error, 1 fall back (two different words with one hash). */
+static int title_sets(TitleState *s, const Py_ssize_t *picked, Py_ssize_t npicked) {
+    HSpan small[32], *buf = small;
+    s->uniq = PyMem_Malloc((size_t)(s->nspans ? s->nspans : 1) * sizeof(Py_ssize_t));
+    if (s->uniq == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = 0;
+    for (Py_ssize_t p = 0; p < npicked && rc == 0; p++) {
+        Py_ssize_t i = picked[p], from = s->woff[i], len = s->woff[i + 1] - from;
+        hash_spans(s->spans + from + s->stop[i], len - s->stop[i]);
         if (len > 32 && buf == small) {
             Py_ssize_t most = 0;
-            for (Py_ssize_t r = 0; r < n; r++) most = Py_MAX(most, s->woff[r + 1] - s->woff[r]);
+            for (Py_ssize_t r = 0; r < s->n; r++) most = Py_MAX(most, s->woff[r + 1] - s->woff[r]);
             buf = PyMem_Malloc((size_t)most * sizeof(HSpan));
             if (buf == NULL) {
                 PyErr_NoMemory();
@@ -653,27 +698,6 @@ static int title_keys(TitleState *s) {
             s->uniq[from + w++] = buf[k].h_idx;
         }
         s->ulen[i] = w;
-        for (Py_ssize_t k = 0; k < s->stop[i] && rc == 0; k++) {
-            Py_ssize_t sp = from + k;
-            uint64_t h = mix64(s->spans[sp].h ^ ((uint64_t)s->dom[i] * 0x9e3779b97f4a7c15ULL));
-            size_t at = (size_t)h & s->kmask;
-            for (;;) {
-                TKey *key = &s->keys[at];
-                if (key->dom < 0) {
-                    key->h = h;
-                    key->dom = s->dom[i];
-                    key->span = sp;
-                    key->count = 0;
-                    key->head = key->tail = -1;
-                }
-                if (key->h == h && key->dom == s->dom[i] && span_eq(&s->spans[key->span], &s->spans[sp])) {
-                    key->count++;
-                    s->pkey[sp] = (Py_ssize_t)at;
-                    break;
-                }
-                at = (at + 1) & s->kmask;
-            }
-        }
     }
     if (buf != small) PyMem_Free(buf);
     return rc;
@@ -698,7 +722,8 @@ static Py_ssize_t row_intersect(const TitleState *s, Py_ssize_t i, Py_ssize_t j)
     return c;
 }
 
-/* Pass 2: the sequential prefix join over the rows that share a (domain, prefix word). -1 on error. */
+/* Pass 2: the sequential prefix join over the rows that share a (domain, prefix word): the comparisons made, -1
+ * on error, -2 to fall back (before any union). */
 static Py_ssize_t title_probe(TitleState *s, double t, PyObject *groups, PyObject *parent) {
     Py_ssize_t n = s->n, npicked = 0, comparisons = 0, most = 1;
     for (Py_ssize_t i = 0; i < n; i++) most = Py_MAX(most, s->stop[i]);
@@ -718,6 +743,11 @@ static Py_ssize_t title_probe(TitleState *s, double t, PyObject *groups, PyObjec
                 picked[npicked++] = i;
                 break;
             }
+    }
+    int sets = title_sets(s, picked, npicked);
+    if (sets != 0) {
+        PyMem_Free(work);
+        return sets < 0 ? -1 : -2;
     }
     /* By (domain's first row, row): domain ids follow first appearance, rows were picked in order. */
     for (Py_ssize_t p = 0; p < npicked; p++) byDom[s->dom[picked[p]] + 1]++;
@@ -814,7 +844,8 @@ static PyObject *title_join(PyObject *self, PyObject *args) {
         goto done;
     }
     Py_ssize_t comparisons = title_probe(&s, t, groups, parent);
-    if (comparisons >= 0) result = PyLong_FromSsize_t(comparisons);
+    if (comparisons == -2) result = Py_NewRef(Py_None);
+    else if (comparisons >= 0) result = PyLong_FromSsize_t(comparisons);
 done:
     title_state_free(&s);
     Py_DECREF(parent);
