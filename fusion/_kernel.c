@@ -2408,9 +2408,14 @@ static PyObject *authority_one(PyObject *d, PyObject *table, PyObject *dflt, dou
     if (!PyDict_CheckExact(table) || !PyUnicode_IS_ASCII(d) || len > (Py_ssize_t)sizeof low)
         return PyObject_CallOneArg(fn, d);
     const char *p = (const char *)PyUnicode_DATA(d);
-    for (Py_ssize_t k = 0; k < len; k++) low[k] = (char)(p[k] >= 'A' && p[k] <= 'Z' ? p[k] + 32 : p[k]);
+    int lowered = 0;
+    for (Py_ssize_t k = 0; k < len; k++) {
+        low[k] = (char)(p[k] >= 'A' && p[k] <= 'Z' ? p[k] + 32 : p[k]);
+        lowered |= low[k] != p[k];
+    }
     for (Py_ssize_t start = 0; start < len;) {
-        PyObject *key = PyUnicode_FromStringAndSize(low + start, len - start);
+        /* the whole domain, when lowering left it as it was, is looked up as itself (its hash is cached) */
+        PyObject *key = start == 0 && !lowered ? Py_NewRef(d) : PyUnicode_FromStringAndSize(low + start, len - start);
         if (key == NULL) return NULL;
         PyObject *entry = PyDict_GetItemWithError(table, key); /* borrowed */
         Py_DECREF(key);
