@@ -1308,10 +1308,11 @@ static PyObject *merge_rows(PyObject *self, PyObject *args) {
     Py_ssize_t *at = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
     char *gone = PyMem_Calloc((size_t)(n + 1), 1), *touched = PyMem_Calloc((size_t)(n + 1), 1);
     char *held = PyMem_Calloc(cells, 1); /* held[l * n + row]: lane l holds touched row */
+    Py_ssize_t *loff = PyMem_Malloc((size_t)(nl + 1) * sizeof(Py_ssize_t)), *lrow = NULL; /* lane l's rows */
     PyObject *orders = PyDict_New(), *merged = PyDict_New(), *result = NULL;
     PyObject *o_ids = NULL, *o_hits = NULL, *o_stage = NULL, *o_best = NULL, *o_merged = NULL, *o_order = NULL;
     PyObject *o_rows = NULL, *o_native = NULL, *o_norm = NULL;
-    if (!stage || !best || !root || !members || !to || !nbest || !at || !gone || !touched || !held) {
+    if (!stage || !best || !root || !members || !to || !nbest || !at || !gone || !touched || !held || !loff) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1328,15 +1329,30 @@ static PyObject *merge_rows(PyObject *self, PyObject *args) {
         touched[i] = touched[root[i]] = 1;
         gone[i] = 1;
     }
+    loff[0] = 0;
     for (Py_ssize_t l = 0; l < nl; l++) {
         PyObject *rows = PyList_GET_ITEM(rows_in, l);
         if (!PyList_Check(rows)) {
             PyErr_SetString(PyExc_TypeError, "merge_rows: a lane's rows must be a list");
             goto done;
         }
-        for (Py_ssize_t r = 0; r < PyList_GET_SIZE(rows); r++) {
-            Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(rows, r));
-            if (j == -1 && PyErr_Occurred()) goto done;
+        loff[l + 1] = loff[l] + PyList_GET_SIZE(rows);
+    }
+    lrow = PyMem_Malloc((size_t)(loff[nl] ? loff[nl] : 1) * sizeof(Py_ssize_t));
+    if (lrow == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t l = 0; l < nl; l++) {
+        PyObject *rows = PyList_GET_ITEM(rows_in, l);
+        Py_ssize_t *lr = lrow + loff[l];
+        if (PyList_GET_SIZE(rows) != loff[l + 1] - loff[l]) {
+            PyErr_SetString(PyExc_ValueError, "merge_rows: a lane's rows changed size");
+            goto done;
+        }
+        if (as_ssize_array(rows, lr, loff[l + 1] - loff[l]) < 0) goto done;
+        for (Py_ssize_t r = 0; r < loff[l + 1] - loff[l]; r++) {
+            Py_ssize_t j = lr[r];
             if (j < 0 || j >= n) {
                 PyErr_SetString(PyExc_IndexError, "merge_rows: lane row out of range");
                 goto done;
@@ -1445,16 +1461,13 @@ static PyObject *merge_rows(PyObject *self, PyObject *args) {
     o_norm = PyList_New(nl);
     if (o_rows == NULL || o_native == NULL || o_norm == NULL) goto done;
     for (Py_ssize_t l = 0; l < nl; l++) {
-        PyObject *rows = PyList_GET_ITEM(rows_in, l), *native = PyList_GET_ITEM(native_in, l);
-        PyObject *norm = PyList_GET_ITEM(norm_in, l);
-        Py_ssize_t len = PyList_GET_SIZE(rows), copies = 0, any_gone = 0;
-        for (Py_ssize_t r = 0; r < len; r++) {
-            Py_ssize_t j = PyLong_AsSsize_t(PyList_GET_ITEM(rows, r));
-            any_gone |= gone[j];
-        }
+        PyObject *native = PyList_GET_ITEM(native_in, l), *norm = PyList_GET_ITEM(norm_in, l);
+        const Py_ssize_t *lr = lrow + loff[l];
+        Py_ssize_t len = loff[l + 1] - loff[l], copies = 0, any_gone = 0;
+        for (Py_ssize_t r = 0; r < len; r++) any_gone |= gone[lr[r]];
         /* duplicates among the renumbered rows? (at[] is reused as a per-lane mark: reset below) */
         for (Py_ssize_t r = 0; r < len && any_gone; r++) {
-            Py_ssize_t t = to[PyLong_AsSsize_t(PyList_GET_ITEM(rows, r))];
+            Py_ssize_t t = to[lr[r]];
             if (at[t] == -2 - l) copies = 1;
             at[t] = -2 - l;
         }
@@ -1463,7 +1476,7 @@ static PyObject *merge_rows(PyObject *self, PyObject *args) {
             if (mapped == NULL) goto done;
             PyList_SET_ITEM(o_rows, l, mapped);
             for (Py_ssize_t r = 0; r < len; r++) {
-                PyObject *x = PyLong_FromSsize_t(to[PyLong_AsSsize_t(PyList_GET_ITEM(rows, r))]);
+                PyObject *x = PyLong_FromSsize_t(to[lr[r]]);
                 if (x == NULL) goto done;
                 PyList_SET_ITEM(mapped, r, x);
             }
@@ -1487,9 +1500,9 @@ static PyObject *merge_rows(PyObject *self, PyObject *args) {
         PyList_SET_ITEM(o_rows, l, out_rows);
         PyList_SET_ITEM(o_native, l, out_native);
         PyList_SET_ITEM(o_norm, l, out_norm);
-        for (Py_ssize_t r = 0; r < len; r++) at[to[PyLong_AsSsize_t(PyList_GET_ITEM(rows, r))]] = -1;
+        for (Py_ssize_t r = 0; r < len; r++) at[to[lr[r]]] = -1;
         for (Py_ssize_t r = 0; r < len; r++) {
-            Py_ssize_t t = to[PyLong_AsSsize_t(PyList_GET_ITEM(rows, r))];
+            Py_ssize_t t = to[lr[r]];
             if (at[t] >= 0) { /* a later copy: only its normalised score may count */
                 if (has_norm) {
                     PyObject *cur = PyList_GET_ITEM(out_norm, at[t]), *cand = PyList_GET_ITEM(norm, r);
@@ -1533,6 +1546,8 @@ done:
     PyMem_Free(gone);
     PyMem_Free(touched);
     PyMem_Free(held);
+    PyMem_Free(loff);
+    PyMem_Free(lrow);
     Py_XDECREF(orders);
     Py_XDECREF(merged);
     Py_XDECREF(o_ids);
