@@ -1886,6 +1886,26 @@ done:
 
 /* ------------------------------------------------------------------ url_groups and sig_groups */
 
+/* PyLong_AsUnsignedLongLong(o) into *out: 0, or -1 with its exception. On CPython 3.11 an exact int that fits is
+ * read from its digits (PyLong_AsUnsignedLongLong converts through a byte array there, several times slower);
+ * anything else, and every int on later versions (another layout), goes through the function itself. */
+static int u64_of(PyObject *o, uint64_t *out) {
+#if PY_VERSION_HEX < 0x030C0000
+    if (PyLong_CheckExact(o) && Py_SIZE(o) >= 0) {
+        const digit *d = ((PyLongObject *)o)->ob_digit;
+        uint64_t x = 0;
+        Py_ssize_t i = Py_SIZE(o);
+        while (--i >= 0 && (x >> (64 - PyLong_SHIFT)) == 0) x = (x << PyLong_SHIFT) | d[i];
+        if (i < 0) { /* every digit taken without a bit shifted out: the value fits */
+            *out = x;
+            return 0;
+        }
+    }
+#endif
+    *out = PyLong_AsUnsignedLongLong(o);
+    return *out == (uint64_t)-1 && PyErr_Occurred() ? -1 : 0;
+}
+
 static PyObject *s_url, *s_url_key, *s_text, *s_why_url, *s_why_near, *s_why_content;
 
 /* url_groups(hits, groups, url_key) -> [(row, key), ...] or None.
@@ -2127,8 +2147,7 @@ static PyObject *sig_groups(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *s = PySequence_Fast_GET_ITEM(sigs, i);
         if (s == Py_None) continue;
-        v[i] = PyLong_AsUnsignedLongLong(s);
-        if (v[i] == (uint64_t)-1 && PyErr_Occurred()) goto done;
+        if (u64_of(s, &v[i]) < 0) goto done;
         has[i] = 1;
         signed_n++;
     }

@@ -205,6 +205,27 @@ class TestSigGroups:
         with pytest.raises(OverflowError):
             kernel.sig_groups([1, -1], _sig_hits([1, 2]), Groups(2), 6, near.SMALL, near.ALL_PAIRS, dedup._norm_text)
 
+    @pytest.mark.parametrize("big", [2**64, 2**70, 2**64 + 5])
+    def test_too_big_signature(self, big: int) -> None:
+        """A signature of more than 64 bits is an OverflowError, not a truncated value."""
+        assert kernel is not None
+        with pytest.raises(OverflowError):
+            kernel.sig_groups([1, big], _sig_hits([1, 2]), Groups(2), 6, near.SMALL, near.ALL_PAIRS, dedup._norm_text)
+
+    @pytest.mark.parametrize("value", [0, 1, 2**30 - 1, 2**30, 2**60 - 1, 2**60, 2**63, 2**64 - 2, 2**64 - 1])
+    def test_every_bit_read(self, value: int) -> None:
+        """Every one of the 64 bits counts (values at the int digit boundaries): flipping any one bit gives a
+        signature that an exact search (``max_bits = 0``) keeps apart, and an equal one is united."""
+        assert kernel is not None
+        for bit in range(64):
+            g = Groups(2)
+            kernel.sig_groups([value, value ^ (1 << bit)], _sig_hits([0, 1]), g, 0, near.SMALL, near.ALL_PAIRS,
+                              dedup._norm_text)  # fmt: skip
+            assert not g.why, bit
+        g = Groups(2)
+        kernel.sig_groups([value, value], _sig_hits([0, 1]), g, 0, near.SMALL, near.ALL_PAIRS, dedup._norm_text)
+        assert g.why == {1: "content"}
+
 
 class TestFallback:
     def test_python_path_same_groups(self, monkeypatch: pytest.MonkeyPatch) -> None:
