@@ -55,6 +55,8 @@ RECENCY_STEPS: tuple[tuple[float, float], ...] = ((1.0, 1.0), (7.0, 0.8), (30.0,
 _DAY_S = 86400.0
 _STEP_SCORES = [0.2, *(score for _, score in reversed(RECENCY_STEPS))]
 """Recency score per ``bisect_right`` position among the step boundaries, oldest first."""
+_STEP_AGES = [timedelta(days=limit) for limit, _ in reversed(RECENCY_STEPS)]
+"""The steps' ages as timedeltas, oldest first (built once: a timedelta from float days is slow to make)."""
 
 
 def _utc(value: datetime) -> datetime:
@@ -92,7 +94,7 @@ def _recency_edges(now: datetime) -> list[datetime]:
     Raises:
         OverflowError: a boundary falls before year 1.
     """
-    return [now - timedelta(days=limit) for limit, _ in reversed(RECENCY_STEPS)]
+    return [now - age for age in _STEP_AGES]
 
 
 def _recency_column(dates: list[datetime | None], now: datetime) -> list[float]:
