@@ -128,6 +128,22 @@ class TestMerge:
         assert top.scores["rrf"] == 1 / 61
         assert out.items[1].ranks == {"a": 2}  # type: ignore[attr-defined]
 
+    def test_on_merge_gets_every_criterion_once(self) -> None:
+        """on_merge is called once per call, with the criterion of each merged candidate in row order."""
+        run_, cands = collect(outcomes(lane("a", [hit("x", text=BODY), hit("p", rank=2), hit("y", rank=3, text=BODY)]),
+                                       lane("b", [hit("u", url="https://www.ex.com/a?utm_source=z"),
+                                                  hit("v", rank=2, url="https://ex.com/a/")])), context())  # fmt: skip
+        calls: list[list[str]] = []
+        dedup.Deduplicator(DedupConfig(), calls.append)(cands, run_)
+        assert calls == [["content", "url"]]
+
+    def test_on_merge_not_called_without_merges(self) -> None:
+        """Nothing merged, no call."""
+        run_, cands = collect(outcomes(lane("a", [hit("x"), hit("p", rank=2)])), context())
+        calls: list[list[str]] = []
+        dedup.Deduplicator(DedupConfig(), calls.append)(cands, run_)
+        assert calls == []
+
     def test_counts_in_output(self) -> None:
         """candidates counts hits received; removed counts what did not survive."""
         out = run(lane("a", [hit("x", text=BODY), hit("y", rank=2, text=BODY)]), lane("b", [hit("x")]))

@@ -51,3 +51,23 @@ class TestJoin:
                 if not merged:
                     indexed.append(i)
             assert [g.find(i) for i in range(n)] == [ref.find(i) for i in range(n)]
+
+
+class TestGroups:
+    def test_roots_same_as_find(self) -> None:
+        """roots(rows) gives find(row) for each row, in order, and halves paths as find does."""
+        rng = random.Random(3)
+        for _ in range(50):
+            n = rng.randint(1, 40)
+            a, b = Groups(n), Groups(n)
+            for _ in range(rng.randint(0, 2 * n)):
+                x, y = rng.randrange(n), rng.randrange(n)
+                a.union(x, y, "near")
+                b.union(x, y, "near")
+            rows = [rng.randrange(n) for _ in range(rng.randint(0, n))]
+            assert a.roots(rows) == [b.find(i) for i in rows]
+            assert a.parent == b.parent
+
+    def test_roots_of_nothing(self) -> None:
+        """No rows, no roots."""
+        assert Groups(3).roots([]) == []
