@@ -97,8 +97,11 @@ _FIELDS = tuple(f.name for f in dataclasses.fields(Hit) if f.name != "metadata")
 
 
 def _own(value: object) -> object:
-    """A string as a distinct object (a store returns one per row and field), anything else as it is."""
-    return (value + " ")[:-1] if isinstance(value, str) else value
+    """A string as a distinct object (a store returns one per row and field), anything else as it is.
+
+    Only exact strs: a ``StrEnum`` member (``source_kind``, ``trust``) stays the member it is.
+    """
+    return (value + " ")[:-1] if type(value) is str else value
 
 
 def _freeze(outcomes: Mapping[str, LaneOutcome], cold: bool = False) -> list[bytes]:
