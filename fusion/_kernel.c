@@ -2608,6 +2608,110 @@ static PyObject *varies(PyObject *self, PyObject *column) {
     return PyBool_FromLong(result);
 }
 
+/* ------------------------------------------------------------------ simhash */
+
+/* fusion.simhash for ASCII texts: the words of text.casefold().translate(punctuation -> space).split() (casefold
+ * is lower() for ASCII), at most 65,535 of them; a word hashed by chaining splitmix64 over its first 32 bytes as
+ * four little-endian 64-bit lanes (zero-padded, as numpy's "S32" stores them); features the bigrams
+ * splitmix64(a * golden ^ b), or splitmix64(a) for a one-word text; bit i set when more than half of the features
+ * have it. */
+static const unsigned char SH_PUNCT[128] = {
+    ['!'] = 1, ['"'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['('] = 1, [')'] = 1, ['*'] = 1,
+    ['+'] = 1, [','] = 1, ['-'] = 1, ['.'] = 1, ['/'] = 1, [':'] = 1, [';'] = 1, ['<'] = 1, ['='] = 1, ['>'] = 1,
+    ['?'] = 1, ['@'] = 1, ['['] = 1, ['\\'] = 1, [']'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['{'] = 1, ['|'] = 1,
+    ['}'] = 1, ['~'] = 1,
+};
+#define SH_GOLDEN 0x9E3779B97F4A7C15ULL
+#define SH_MAX_WORDS 65535
+
+static uint64_t splitmix64(uint64_t h) {
+    h ^= h >> 30;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 27;
+    h *= 0x94D049BB133111EBULL;
+    return h ^ (h >> 31);
+}
+
+static uint64_t load_le64(const unsigned char *b) {
+    uint64_t x = 0;
+    for (int k = 7; k >= 0; k--) x = (x << 8) | b[k];
+    return x;
+}
+
+/* The hash of the lowered word p[0:len]. */
+static uint64_t sh_word(const unsigned char *p, Py_ssize_t len) {
+    unsigned char buf[32] = {0};
+    Py_ssize_t n = len < 32 ? len : 32;
+    for (Py_ssize_t k = 0; k < n; k++) buf[k] = (unsigned char)(p[k] >= 'A' && p[k] <= 'Z' ? p[k] + 32 : p[k]);
+    uint64_t h = splitmix64(load_le64(buf) ^ SH_GOLDEN);
+    for (int j = 1; j < 4; j++) h = splitmix64(h ^ load_le64(buf + 8 * j));
+    return h;
+}
+
+/* NIBBLE[v]: the four bits of v spread into four 16-bit counters, so that one addition counts four bits of a
+ * feature (a text has fewer than 2**16 features, so no counter overflows). */
+static uint64_t NIBBLE[16];
+
+static void sh_count(uint64_t *acc, uint64_t f) {
+    for (int k = 0; k < 16; k++) acc[k] += NIBBLE[(f >> (4 * k)) & 15];
+}
+
+/* SimHash of one ASCII text into *out; 0 when it has no words. */
+static int sh_text(const unsigned char *p, Py_ssize_t len, uint64_t *out) {
+    uint64_t acc[16] = {0}; /* bit 4k + j of the features counted in 16-bit lane j of acc[k] */
+    Py_ssize_t words = 0, feats = 0, i = 0;
+    uint64_t prev = 0;
+    while (i < len && words < SH_MAX_WORDS) {
+        while (i < len && (ascii_space(p[i]) || SH_PUNCT[p[i] & 0x7f])) i++;
+        if (i == len) break;
+        Py_ssize_t start = i;
+        while (i < len && !ascii_space(p[i]) && !SH_PUNCT[p[i] & 0x7f]) i++;
+        uint64_t h = sh_word(p + start, i - start);
+        if (words++ > 0) {
+            sh_count(acc, splitmix64((prev * SH_GOLDEN) ^ h));
+            feats++;
+        }
+        prev = h;
+    }
+    if (words == 0) return 0;
+    if (words == 1) {
+        sh_count(acc, splitmix64(prev));
+        feats = 1;
+    }
+    uint64_t sig = 0;
+    for (int b = 0; b < 64; b++) {
+        Py_ssize_t count = (Py_ssize_t)((acc[b >> 2] >> (16 * (b & 3))) & 0xffff);
+        sig |= (uint64_t)(2 * count > feats) << b;
+    }
+    *out = sig;
+    return 1;
+}
+
+/* simhash_ascii(texts) -> [SimHash or None per text], or None when some text is not an exact ASCII str (the
+ * caller computes those with numpy). */
+static PyObject *simhash_ascii(PyObject *self, PyObject *texts_in) {
+    PyObject *seq = PySequence_Fast(texts_in, "texts must be a sequence");
+    if (seq == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **texts = PySequence_Fast_ITEMS(seq);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyUnicode_CheckExact(texts[i]) || !PyUnicode_IS_ASCII(texts[i])) {
+            Py_DECREF(seq);
+            Py_RETURN_NONE;
+        }
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
+        uint64_t sig;
+        PyObject *v = sh_text((const unsigned char *)PyUnicode_DATA(texts[i]), PyUnicode_GET_LENGTH(texts[i]), &sig)
+                          ? PyLong_FromUnsignedLongLong(sig)
+                          : Py_NewRef(Py_None);
+        if (v == NULL) Py_CLEAR(out);
+        else PyList_SET_ITEM(out, i, v);
+    }
+    Py_DECREF(seq);
+    return out;
+}
+
 /* ------------------------------------------------------------------ module */
 
 static PyMethodDef methods[] = {
@@ -2636,6 +2740,7 @@ static PyMethodDef methods[] = {
     {"quality", quality, METH_VARARGS, "quality(hits, good) -> column or None"},
     {"column", column, METH_VARARGS, "[hit.<name> for hit in hits]"},
     {"varies", varies, METH_O, "varies(column) -> len(set(column)) > 1 for floats"},
+    {"simhash_ascii", simhash_ascii, METH_O, "simhash_ascii(texts) -> SimHashes (None: no words), or None"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2643,6 +2748,8 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "fusion._kernel",
                                     "Compiled deduplication loops (see fusion/dedup.py).", -1, methods};
 
 PyMODINIT_FUNC PyInit__kernel(void) {
+    for (int v = 0; v < 16; v++)
+        for (int j = 0; j < 4; j++) NIBBLE[v] |= (uint64_t)((v >> j) & 1) << (16 * j);
     PyDateTime_IMPORT;
     if (PyDateTimeAPI == NULL) return NULL;
     s_domain = PyUnicode_InternFromString("domain");

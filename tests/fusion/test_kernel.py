@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from fabric.bench.fusion import make_outcomes
 from fabric.config import AuthorityEntry, DedupConfig, load_settings
 from fabric.models import FusedItem, FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
-from fusion import boosts, combine, compiled, dedup, near, pipeline, score, types
+from fusion import boosts, combine, compiled, dedup, near, pipeline, score, simhash, types
 from fusion.combine import _collect_rows, collect
 from fusion.dedup import _title_join_py, find_duplicates
 from fusion.pipeline import fuse
@@ -617,6 +617,53 @@ class TestFactors:
         """varies() is len(set(column)) > 1 (NaN objects included)."""
         assert kernel is not None
         assert kernel.varies(column) == (len(set(column)) > 1)
+
+
+_ASCII = "".join(map(chr, range(128)))
+
+
+@needs_kernel
+class TestSimhash:
+    @settings(max_examples=300, deadline=None)
+    @given(texts=st.lists(st.text(alphabet=_ASCII, max_size=400), max_size=8))
+    def test_same_as_numpy(self, texts: list[str]) -> None:
+        """Every ASCII text (control characters, NULs, punctuation runs included) gets numpy's SimHash."""
+        assert kernel is not None
+        assert kernel.simhash_ascii(texts) == simhash._simhash_numpy(texts)
+
+    @settings(max_examples=200, deadline=None)
+    @given(
+        words=st.lists(st.sampled_from(["alpha", "Beta", "x", "A.B", "w" * 31, "v" * 32, "u" * 33, "Zz" * 40]),
+                       max_size=60),
+        seps=st.lists(st.sampled_from([" ", "  ", "\t", "\n", ", ", "-", "\x1f"]), min_size=1, max_size=60),
+    )  # fmt: skip
+    def test_words_near_32_bytes(self, words: list[str], seps: list[str]) -> None:
+        """Words shorter than, exactly and longer than 32 bytes hash as numpy's 32-byte lanes do."""
+        assert kernel is not None
+        text = "".join(w + seps[i % len(seps)] for i, w in enumerate(words))
+        assert kernel.simhash_ascii([text]) == simhash._simhash_numpy([text])
+
+    def test_word_cap(self) -> None:
+        """Only the first 65,535 words count, as in numpy."""
+        assert kernel is not None
+        texts = [" ".join(f"w{i}" for i in range(65535)) + " extra", " ".join(f"w{i % 977}" for i in range(70000))]
+        assert kernel.simhash_ascii(texts) == simhash._simhash_numpy(texts)
+
+    def test_mixed_texts_split_by_kind(self) -> None:
+        """simhash_many hashes ASCII texts in C and the others with numpy, each in its place."""
+        texts = ["Plain ASCII text here", "Café au lait, s'il vous plaît", "", "ÉLAN vital", "no  words? yes words"]
+        assert simhash.simhash_many(texts) == simhash._simhash_numpy(texts)
+
+    def test_other_texts_handed_back(self) -> None:
+        """A non-ASCII text or a str subclass in the batch: None (numpy hashes the batch)."""
+        assert kernel is not None
+
+        class Text(str):
+            pass
+
+        assert kernel.simhash_ascii(["ok", "é"]) is None
+        assert kernel.simhash_ascii(["ok", Text("ok")]) is None
+        assert kernel.simhash_ascii([]) == []
 
 
 @needs_kernel
