@@ -461,7 +461,8 @@ static int add_span(TitleState *s, const char *p, Py_ssize_t len, const unsigned
 }
 
 static void hash_spans(Span *w, Py_ssize_t count) {
-    for (Py_ssize_t k = 0; k < count; k++) w[k].h = mix64(word_hash((const unsigned char *)w[k].p, w[k].len, w[k].end));
+    for (Py_ssize_t k = 0; k < count; k++)
+        w[k].h = mix64(word_hash((const unsigned char *)w[k].p, w[k].len, w[k].end));
 }
 
 static int span_eq(const Span *a, const Span *b) {
@@ -1344,13 +1345,8 @@ static PyObject *merge_rows(PyObject *self, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t l = 0; l < nl; l++) {
-        PyObject *rows = PyList_GET_ITEM(rows_in, l);
         Py_ssize_t *lr = lrow + loff[l];
-        if (PyList_GET_SIZE(rows) != loff[l + 1] - loff[l]) {
-            PyErr_SetString(PyExc_ValueError, "merge_rows: a lane's rows changed size");
-            goto done;
-        }
-        if (as_ssize_array(rows, lr, loff[l + 1] - loff[l]) < 0) goto done;
+        if (as_ssize_array(PyList_GET_ITEM(rows_in, l), lr, loff[l + 1] - loff[l]) < 0) goto done;
         for (Py_ssize_t r = 0; r < loff[l + 1] - loff[l]; r++) {
             Py_ssize_t j = lr[r];
             if (j < 0 || j >= n) {
