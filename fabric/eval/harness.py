@@ -293,6 +293,7 @@ def artifact_config(settings: Settings, plan: EvalPlan) -> dict[str, Any]:
     return {
         "fusion_mode": fusion.value,
         "rrf_k": settings.fusion.rrf_k,
+        "combmnz": settings.fusion.combmnz,
         "weights": {lane: settings.lanes[lane].weight for lane in plan.lanes},
         "lanes": list(plan.lanes),
         "mode": plan.mode.value,
