@@ -10,8 +10,7 @@ from __future__ import annotations
 
 __all__ = ["ENGLISH_STOPWORDS"]
 
-ENGLISH_STOPWORDS: frozenset[str] = frozenset(
-    """
+_WORDS = """
     a about above after again against all almost also although am among an and another any anyone anything are
     around as at be because been before being below between both but by can cannot could did do does doing done
     down during each either else etc even ever every few for from further had has have having he her here hers
@@ -22,6 +21,7 @@ ENGLISH_STOPWORDS: frozenset[str] = frozenset(
     those though through thus to too toward towards under until up upon us very via was we well were what whatever
     when whenever where whereas whether which while who whom whose why will with within without would yet you your
     yours yourself yourselves
-    """.split()
-)
+"""
+
+ENGLISH_STOPWORDS: frozenset[str] = frozenset(_WORDS.split())
 """Lower-case English function words (185)."""
