@@ -1,6 +1,6 @@
-"""Shared helpers of the server store writers (Meilisearch and ArangoDB, under ``lanes/*/*_store.py``).
+"""Shared helpers of the server store writers (Meilisearch and ArangoDB, under ``lanes/*/*_writer.py``).
 
-They implement :class:`fabric.ingest.model.StoreWriter` and share its idempotency rule: every
+They implement :class:`fabric.writers.model.StoreWriter` and share its idempotency rule: every
 record's id is derived deterministically from the chunk (UUIDv5 of doc id and chunk id, plus the model for
 vectors), never generated randomly, so a retried or repeated ingest overwrites instead of duplicating.
 
@@ -27,7 +27,7 @@ ID_NAMESPACE = uuid.UUID("6f1c2a3e-8d4b-5e6f-9a0b-1c2d3e4f5a6b")
 def chunk_key(chunk_id: str, model: str = "") -> str:
     """Deterministic, store-safe id of a chunk (32 hex chars: a valid Meilisearch id and ArangoDB ``_key``).
 
-    ``chunk_id`` is the store-wide :attr:`fabric.ingest.model.Chunk.id` (``doc_id#chunk_id``), so the key is a
+    ``chunk_id`` is the store-wide :attr:`fabric.writers.model.Chunk.id` (``doc_id#chunk_id``), so the key is a
     UUIDv5 of doc id and chunk id (plus the embedding model for vector stores); ``delete(ids)`` derives the same
     key from the id alone.
     """
