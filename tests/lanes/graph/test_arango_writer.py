@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from fabric.writers import chunk_key
-from tests.httpfakes import serve
-from tests.lanes.graph.fake_arango import FakeArango
 import pytest
 import requests
 
 import lanes.graph.arango_writer as mod
 from fabric.errors import ConfigError, LaneTimeout, LaneUnavailable
 from fabric.models import LaneKind
+from fabric.writers import chunk_key
 from lanes.base import LaneSpec
+from tests.httpfakes import serve
+from tests.lanes.graph.fake_arango import FakeArango
 from tests.lanes.graph.test_arango import CHUNKS, _ingest
 
 

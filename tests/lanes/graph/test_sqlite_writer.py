@@ -54,7 +54,8 @@ async def test_upsert_twice_keeps_one_entity_and_mention(tmp_path: Path) -> None
         )
         await writer.aclose()
     entities, mentions = counts
-    assert entities >= 2 and mentions == entities
+    assert entities >= 2
+    assert mentions == entities
 
 
 def test_public_api() -> None:

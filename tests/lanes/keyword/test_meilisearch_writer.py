@@ -5,15 +5,14 @@ from __future__ import annotations
 import pytest
 from aiohttp import web
 
-from fabric.errors import IngestError
+import lanes.keyword.meilisearch_writer as mod
+from fabric.errors import ConfigError, IngestError
+from fabric.models import LaneKind
 from fabric.writers import chunk_key
+from lanes.base import LaneSpec
 from lanes.keyword.meilisearch_writer import INDEX_SETTINGS
 from tests.httpfakes import guarded, serve
 from tests.lanes.keyword.fake_meili import FakeMeili
-import lanes.keyword.meilisearch_writer as mod
-from fabric.errors import ConfigError
-from fabric.models import LaneKind
-from lanes.base import LaneSpec
 from tests.lanes.keyword.test_meilisearch import CHUNKS, _ingest, _store
 
 

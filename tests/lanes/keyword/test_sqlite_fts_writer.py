@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import lanes.keyword.sqlite_fts_writer as mod
 from fabric.models import LaneKind, LaneRequest
 from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane
 from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
 from tests.embedded_support import chunk, resources, spec
-import lanes.keyword.sqlite_fts_writer as mod
-from tests.lanes.keyword.test_sqlite_fts import ids, lane  # noqa: F401  (lane: a fixture)
+from tests.lanes.keyword import test_sqlite_fts as lane_tests
+
+lane = lane_tests.lane
+"""The keyword lane over a store holding the lane tests' corpus (a fixture)."""
+ids = lane_tests.ids
 
 
 class TestStore:

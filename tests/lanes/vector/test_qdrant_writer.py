@@ -5,12 +5,16 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import lanes.vector.qdrant_writer as mod
 from fabric.models import LaneRequest
 from lanes.vector.qdrant import QdrantVectorLane
 from lanes.vector.qdrant_writer import QdrantWriter, point_id
 from tests.embedded_support import BagEmbedder, chunk, resources
-import lanes.vector.qdrant_writer as mod
-from tests.lanes.vector.test_qdrant import VSPEC, _write, embedder  # noqa: F401  (embedder: a fixture)
+from tests.lanes.vector import test_qdrant as lane_tests
+from tests.lanes.vector.test_qdrant import VSPEC, _write
+
+embedder = lane_tests.embedder
+"""The deterministic bag-of-words embedder (a fixture)."""
 
 
 class TestStore:
