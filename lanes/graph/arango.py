@@ -31,11 +31,10 @@ from __future__ import annotations
 
 import asyncio
 import re
-from datetime import UTC, datetime
 from typing import Any
 
-from fabric.models import Hit, LaneRequest, SourceKind, Trust
-from fabric.writers import simhash_of
+from fabric.models import Hit, LaneRequest
+from fabric.writers import record_hit
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.graph.arango_writer import ArangoGraphWriter, ArangoOptions, connect, map_arango_error
 
@@ -126,42 +125,20 @@ class ArangoGraphLane(BaseLane):
             rows = await asyncio.to_thread(self._run, bind)
         except (ArangoError, requests.exceptions.RequestException, ConnectionAbortedError) as exc:
             raise map_arango_error(exc, self.name, self.provider) from None
-        return [self._hit(row, i + 1) for i, row in enumerate(rows) if isinstance(row, dict)]
-
-    def _hit(self, row: dict[str, Any], rank: int) -> Hit:
-        doc = row.get("doc") or {}
-        ts = doc.get("published_ts")
-        return Hit(
-            id=str(doc.get("chunk_id") or doc.get("_key")),
-            rank=rank,
-            score=float(row.get("score") or 0.0),
-            title=str(doc.get("title") or ""),
-            text=str(doc.get("text") or ""),
-            url=str(doc.get("url") or ""),
-            domain=str(doc.get("domain") or ""),
-            published_at=datetime.fromtimestamp(ts, UTC) if isinstance(ts, int | float) else None,
-            source_kind=SourceKind(doc["source_kind"])
-            if doc.get("source_kind") in SourceKind._value2member_map_
-            else SourceKind.IMPORT,
-            source_ref=str(doc.get("source_ref") or "arango:chunks"),
-            trust=Trust.TRUSTED if doc.get("trust") == "trusted" else Trust.UNTRUSTED,
-            doc_id=str(doc.get("doc_id") or ""),
-            graph_hops=int(row.get("hops") or 0),
-            simhash=simhash_of(doc),
-            url_key=_key(doc, "url_key"),
-            title_key=_key(doc, "title_key"),
-        )
+        return [
+            record_hit(
+                row.get("doc") or {}, rank=i + 1, score=float(row.get("score") or 0.0), source_ref="arango:chunks",
+                graph_hops=int(row.get("hops") or 0),
+            )
+            for i, row in enumerate(rows)
+            if isinstance(row, dict)
+        ]  # fmt: skip
 
     async def aclose(self) -> None:
         """Close the driver's HTTP sessions."""
         if self._client is not None:
             await asyncio.to_thread(self._client.close)
             self._client = self._db = None
-
-
-def _key(doc: dict[str, Any], name: str) -> str | None:
-    value = doc.get(name)
-    return value if isinstance(value, str) else None
 
 
 BACKEND = Backend(

@@ -27,12 +27,11 @@ writer: :class:`~lanes.keyword.meilisearch_writer.MeiliOptions`.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from fabric.errors import LaneBadResponse
-from fabric.models import BoundConstraints, Hit, LaneRequest, SourceKind, Trust
-from fabric.writers import simhash_of
+from fabric.models import BoundConstraints, Hit, LaneRequest
+from fabric.writers import record_hit
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.keyword.meilisearch_writer import MeiliOptions, MeilisearchWriter, meili_request
 
@@ -111,44 +110,16 @@ class MeilisearchKeywordLane(BaseLane):
         raw_hits = payload.get("hits") if isinstance(payload, dict) else None
         if not isinstance(raw_hits, list):
             raise LaneBadResponse("Meilisearch answer has no 'hits' list", lane=self.name, provider=self.provider)
-        return [self._hit(doc, i + 1) for i, doc in enumerate(raw_hits[: request.top_k]) if isinstance(doc, dict)]
-
-    def _hit(self, doc: dict[str, Any], rank: int) -> Hit:
-        ts = doc.get("published_ts")
-        score = doc.get("_rankingScore")
-        return Hit(
-            id=str(doc.get("chunk_id") or doc.get("id")),
-            rank=rank,
-            score=float(score) if isinstance(score, int | float) else 0.0,
-            title=str(doc.get("title") or ""),
-            text=str(doc.get("text") or ""),
-            url=str(doc.get("url") or ""),
-            domain=str(doc.get("domain") or ""),
-            published_at=datetime.fromtimestamp(ts, UTC) if isinstance(ts, int | float) else None,
-            source_kind=_enum(SourceKind, doc.get("source_kind"), SourceKind.IMPORT),
-            source_ref=str(doc.get("source_ref") or f"meilisearch:{self.index}"),
-            trust=_enum(Trust, doc.get("trust"), Trust.UNTRUSTED),
-            doc_id=str(doc.get("doc_id") or ""),
-            quality=float(doc["quality"]) if isinstance(doc.get("quality"), int | float) else None,
-            simhash=simhash_of(doc),
-            url_key=_key(doc, "url_key"),
-            title_key=_key(doc, "title_key"),
-        )
+        return [
+            record_hit(doc, rank=i + 1, score=_score(doc), source_ref=f"meilisearch:{self.index}")
+            for i, doc in enumerate(raw_hits[: request.top_k])
+            if isinstance(doc, dict)
+        ]
 
 
-def _key(doc: dict[str, Any], name: str) -> str | None:
-    value = doc.get(name)
-    return value if isinstance(value, str) else None
-
-
-_E = TypeVar("_E", SourceKind, Trust)
-
-
-def _enum(cls: type[_E], value: Any, default: _E) -> _E:
-    try:
-        return cls(value)
-    except ValueError:
-        return default
+def _score(doc: dict[str, Any]) -> float:
+    score = doc.get("_rankingScore")
+    return float(score) if isinstance(score, int | float) else 0.0
 
 
 BACKEND = Backend(

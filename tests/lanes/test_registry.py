@@ -42,7 +42,7 @@ class TestDescriptors:
 
     def test_unknown_backend_lists_the_valid_ones(self) -> None:
         """An unknown name is a ConfigError naming the valid backends."""
-        with pytest.raises(ConfigError, match="unknown backend 'nope'; valid: arango, .*fake, .*web_cache"):
+        with pytest.raises(ConfigError, match=r"unknown backend 'nope'; valid: arango, .*fake, .*web_cache"):
             mod.descriptor("nope")
 
     def test_module_without_a_declaration_is_not_a_backend(self) -> None:

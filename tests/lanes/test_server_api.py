@@ -33,7 +33,7 @@ class TestPublicApi:
 
     def test_helpers(self) -> None:
         """Helper modules export their documented names."""
-        assert set(fabric.writers.__all__) == {"ID_NAMESPACE", "chunk_key", "chunk_record", "simhash_of"}
+        assert set(fabric.writers.__all__) == {"ID_NAMESPACE", "chunk_key", "chunk_record", "record_hit", "simhash_of"}
         assert lanes._options.__all__ == ["LaneOptions"]
         assert "normalise_url" in lanes.web._common.__all__
 

@@ -96,7 +96,7 @@ class TestBraveWebLane:
 
     async def test_malformed_results_are_a_bad_response(self) -> None:
         """``web.results`` that is not a list is a bad response."""
-        with pytest.raises(LaneBadResponse, match="web.results"):
+        with pytest.raises(LaneBadResponse, match=r"web\.results"):
             await _search({"mode": "odd"}, LaneRequest(query="q"))
 
     async def test_bad_token_is_forbidden_with_brave_detail(self) -> None:
