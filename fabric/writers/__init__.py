@@ -97,7 +97,7 @@ def record_hit(record: Mapping[str, Any], *, rank: int, score: float, source_ref
     """The hit of a record :func:`chunk_record` wrote (``source_ref`` when the record names none; ``extra``:
     further :class:`~fabric.models.Hit` fields such as ``graph_hops``)."""
     ts = record.get("published_ts")
-    kind = record.get("source_kind")
+    kind = str(record.get("source_kind"))
     quality = record.get("quality")
     return Hit(
         id=str(record.get("chunk_id") or record.get("id") or record.get("_key")),
