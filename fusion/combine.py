@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from fabric.models import FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
-from fusion.compiled import kernel
 from fusion.rrf import rrf_ceiling
 from fusion.score import NORMALISERS
 from fusion.types import Candidates, FusionContext, FusionRun, LaneInfo
@@ -50,17 +49,13 @@ def collect(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> tuple[Fu
     stages = [0 if stage_of.get(n, 1) <= 1 else 1 for n, _ in usable] if stage_of else [0] * len(usable)
     lanes = {n: LaneInfo(out.weight, out.kind, st) for (n, out), st in zip(usable, stages, strict=True)}
     cands.received = sum(map(len, hits))
-    table = kernel.collect_rows(hits, stages) if kernel is not None else None  # None: an id that is not a str
-    if table is not None:
-        cands.ids, cands.hits, cands.stage, cands.best, cands.rows, cands.native = table
-    else:
-        _collect_rows(hits, stages, cands)
+    _collect_rows(hits, stages, cands)
     cands.norm = [normalise(native) for native in cands.native] if normalise is not None else [[] for _ in usable]
     return FusionRun(ctx=ctx, mode=mode, lanes=lanes), cands
 
 
 def _collect_rows(lanes: Sequence[Sequence[Hit]], stages: Sequence[int], cands: Candidates) -> None:
-    """The rows of :func:`collect` (the reference of the compiled ``fusion._kernel.collect_rows``)."""
+    """The rows of :func:`collect`: ids, representatives, stages and best ranks, and each lane's rows."""
     pos: dict[str, int] = {}
     ids, reps, rep_stage, best = cands.ids, cands.hits, cands.stage, cands.best
     for hits, stage in zip(lanes, stages, strict=True):
@@ -115,9 +110,6 @@ def _merge_lane(
 
 def _lane_sums(cands: Candidates, weights: Sequence[float], k: int, lanes: Sequence[int]) -> list[float]:
     """``0.0 + Σ w / (k + rank)`` over ``lanes`` per row, added lane by lane as :func:`fusion.rrf.fuse_rrf` does."""
-    if kernel is not None and type(k) is int:
-        compiled: list[float] = kernel.rrf_sums(cands.rows, list(weights), len(cands), k, list(lanes))
-        return compiled
     sums = [0.0] * len(cands)
     for lane in lanes:
         rows, w = cands.rows[lane], weights[lane]
@@ -166,10 +158,6 @@ def _score_base(cands: Candidates, weights: Sequence[float], combmnz: bool) -> l
     ceiling = sum(max(w, 0.0) for w in weights) * (len(weights) if combmnz else 1)
     if ceiling <= 0:
         return [0.0] * n
-    if kernel is not None:
-        compiled: list[float] = kernel.score_base(cands.rows, cands.norm, list(weights), n, cands.lane_order, combmnz,
-                                                  ceiling)  # fmt: skip
-        return compiled
     total, count = [0.0] * n, [0] * n
     for rows, norm, w in zip(cands.rows, cands.norm, weights, strict=True):
         for j, value in zip(rows, norm, strict=True):

@@ -14,7 +14,7 @@ Two candidates are duplicates when any criterion holds (thresholds from ``[fusio
 The features compared are computed once per document at ingest and read off the hits (``Hit.simhash``,
 ``Hit.url_key``, ``Hit.title_key``); a hit without them (a web result) has them computed here, per call.
 
-Cost: exact criteria are dict lookups. Jaccard criteria use the prefix-filtered join of :mod:`fusion.setjoin`,
+Cost: exact criteria are dict lookups. Jaccard criteria use the prefix-filtered join of :mod:`fusion.jaccard`,
 blocked by domain for titles (title keys list their words in a fixed order, so a title's prefix is the start of
 its key, and only rows sharing a (domain, prefix word) with another row enter the join). SimHash:
 identical signatures are grouped in a dict; distinct ones go through the pigeonhole tables of :mod:`fusion.near`.
@@ -37,27 +37,18 @@ from typing import Any
 import numpy as np
 
 from fabric.config import DedupConfig
-from fusion.compiled import kernel
-from fusion.near import ALL_PAIRS, SMALL, near_pairs
-from fusion.setjoin import Groups, jaccard_join, prefix_join
+from fusion.jaccard import jaccard_join, prefix_join
+from fusion.near import near_pairs
 from fusion.simhash import simhash_many
 from fusion.text import title_key
 from fusion.types import Candidates, FusionRun
+from fusion.unionfind import Groups
 from fusion.urls import url_key, url_tokens
 
 __all__ = ["Deduplicator", "find_duplicates"]
 
 
 def _title_join(hits: Sequence[Any], t: float, g: Groups) -> int:
-    """The title criterion (compiled when :mod:`fusion._kernel` is built; :func:`_title_join_py` otherwise)."""
-    if kernel is not None:
-        comparisons: int | None = kernel.title_join(hits, t, g, title_key)
-        if comparisons is not None:
-            return comparisons
-    return _title_join_py(hits, t, g)
-
-
-def _title_join_py(hits: Sequence[Any], t: float, g: Groups) -> int:
     """The title criterion: titled rows of one domain whose title word sets reach Jaccard ``t``.
 
     Rows are processed by domain (in order of first appearance), then row. A title key lists its words in a fixed
@@ -102,7 +93,7 @@ def _norm_text(text: str) -> str:
 
 def _signatures(hits: Sequence[Any]) -> list[int | None]:
     """Stored SimHashes, the missing ones computed in one batch."""
-    raw: list[int | None] = kernel.column(hits, "simhash") if kernel is not None else [h.simhash for h in hits]
+    raw: list[int | None] = [h.simhash for h in hits]
     if None in raw:
         missing = [i for i, s in enumerate(raw) if s is None and hits[i].text]
         for i, s in zip(missing, simhash_many([hits[i].text for i in missing]), strict=True):
@@ -112,10 +103,6 @@ def _signatures(hits: Sequence[Any]) -> list[int | None]:
 
 def _url_duplicates(hits: Sequence[Any], g: Groups) -> list[tuple[int, str, Sequence[str]]]:
     """Union equal URL keys (in row order); return the long URLs' token sets for the similarity join."""
-    if kernel is not None:  # the same unions in C (None: a key that is not a str, nothing united)
-        long_keys: list[tuple[int, str]] | None = kernel.url_groups(hits, g, url_key)
-        if long_keys is not None:
-            return [(i, "", sorted(url_tokens(u[:-1]))) for i, u in long_keys]
     keys = [h.url_key for h in hits]
     if None in keys:
         keys = [u if u is not None else url_key(h.url) for u, h in zip(keys, hits, strict=True)]
@@ -142,18 +129,13 @@ def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
     """
     hits = cands.hits
     stage, best, ids = cands.stage, cands.best, cands.ids
-    g = Groups(len(hits), columns=(stage, best, ids))
+    g = Groups(len(hits), lambda i: (stage[i], best[i], ids[i]))
     long_urls = _url_duplicates(hits, g)
     comparisons = _title_join(hits, cfg.title_jaccard, g)
     comparisons += jaccard_join(long_urls, cfg.url_similarity, g, "url")
     # Identical signatures first (a pile of copies costs one step each), then the table search over distinct ones.
     sigs = _signatures(hits)
     max_bits = math.floor((1.0 - cfg.near_duplicate) * 64 + 1e-9)
-    if kernel is not None:  # up to SMALL distinct signatures in C, searched as near_pairs does (None: Python decides)
-        counted: tuple[int, int, int] | None = kernel.sig_groups(sigs, hits, g, max_bits, SMALL, ALL_PAIRS, _norm_text)
-        if counted is not None:
-            near_cmp, signed, distinct = counted
-            return g, comparisons + near_cmp + signed - distinct
     n = len(sigs)
     first = dict(zip(reversed(sigs), range(n - 1, -1, -1), strict=True))  # signature → its first row
     if len(first) != n:
@@ -195,21 +177,12 @@ class Deduplicator:
         root = list(range(len(cands)))
         for i, r in zip(members, groups.roots(members), strict=True):
             root[i] = r
-        if kernel is not None:
-            c = cands
-            c.ids, c.hits, c.stage, c.best, c.merged, c.lane_order, c.rows, c.native, c.norm = kernel.merge_rows(
-                c.rows, c.native, c.norm, c.ids, c.hits, c.stage, c.best, root, members
-            )
-        else:
-            _merge(cands, root, members)
+        _merge(cands, root, members)
         return cands
 
 
 def _merge(cands: Candidates, root: list[int], members: list[int]) -> None:
-    """Fold each member row into its root, one by one in row order, then drop the members and renumber.
-
-    The reference of the compiled ``fusion._kernel.merge_rows``.
-    """
+    """Fold each member row into its root, one by one in row order, then drop the members and renumber."""
     n = len(cands)
     ids, stage, best = cands.ids, cands.stage, cands.best
     touched = {*members, *(root[i] for i in members)}

@@ -24,7 +24,6 @@ from operator import neg
 
 from fabric.config import FactorWeights
 from fabric.models import FusionMode
-from fusion.compiled import kernel
 from fusion.types import Candidates, FusionRun
 
 __all__ = ["FACTORS", "Ranker", "sort_key"]
@@ -48,8 +47,6 @@ class Ranker:
 
     def informative(self, cands: Candidates) -> dict[str, float]:
         """Factors with a positive weight whose value differs between at least two candidates."""
-        if kernel is not None:
-            return {f: w for f, w in self.weights.items() if w > 0.0 and kernel.varies(cands.factors[f])}
         return {f: w for f, w in self.weights.items() if w > 0.0 and len(cands) and len(set(cands.factors[f])) > 1}
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
@@ -57,14 +54,6 @@ class Ranker:
         used = self.informative(cands)
         norm = self.w_base + sum(used.values())
         base = cands.base
-        if kernel is not None:  # the same totals and order, computed in C (None: a NaN score or a non-str id)
-            factors = [(w, cands.factors[f]) for f, w in used.items()] if used and norm > 0.0 else []
-            stage_first = run.mode is FusionMode.APPEND_FILL
-            ranked = kernel.rank_rows(self.w_base, base, factors, norm, cands.stage, cands.best, cands.ids, stage_first)
-            if ranked is not None:
-                total, cands.order = ranked
-                cands.total = base if total is None else total
-                return cands
         if not used or norm <= 0.0:
             cands.total = base
         else:

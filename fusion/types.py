@@ -14,7 +14,6 @@ from typing import NamedTuple, overload
 
 from fabric.config import AuthorityEntry, FusionConfig
 from fabric.models import FusedItem, FusionMode, Hit, LaneKind, make_fused_item
-from fusion.compiled import kernel
 
 __all__ = ["Candidates", "FusedItems", "FusionContext", "FusionOutput", "FusionRun", "LaneInfo", "Stage"]
 
@@ -135,13 +134,6 @@ class Candidates:
         """Number of rows."""
         return len(self.ids)
 
-    def lanes_of(self, row: int) -> list[int]:
-        """The row's lanes (indices into :attr:`lanes`) in the order they joined it."""
-        order = self.lane_order.get(row)
-        if order is not None:
-            return order
-        return [lane for lane, rows in enumerate(self.rows) if row in rows]
-
 
 class FusedItems(Sequence[FusedItem]):
     """The ranked list, turning a candidate row into a :class:`FusedItem` only when it is read.
@@ -185,15 +177,6 @@ class FusedItems(Sequence[FusedItem]):
             return
         c = self._cands
         order, merged, lane_order = c.order, c.merged, c.lane_order
-        if kernel is not None:  # the same items, built in C (None: FusedItem's fields are not plain slots)
-            items = kernel.build_items(
-                [order[i] for i in todo], c.rows, c.lanes, self._components, c.native, c.rrf, c.base, c.total,
-                c.stage, c.hits, list(c.factors.items()), lane_order, merged, FusedItem,
-            )  # fmt: skip
-            if items is not None:
-                for i, item in zip(todo, items, strict=True):
-                    built[i] = item
-                return
         if self._ranks is None:  # lane → {row: rank}, built once, on the first read
             self._ranks = [dict(zip(rows, range(1, len(rows) + 1), strict=True)) for rows in c.rows]
         lanes = list(zip(self._ranks, c.lanes, self._components, c.native, strict=True))
