@@ -29,6 +29,7 @@ criterion of each merge goes to ``merged_by``.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import compress
 from operator import itemgetter, ne
@@ -53,38 +54,28 @@ def _title_join(hits: Sequence[Any], t: float, g: Groups) -> int:
 
     Rows are processed by domain (in order of first appearance), then row. A title key lists its words in a fixed
     order, so a row's prefix tokens are the first words of its key; the join runs only over rows that share a
-    (domain, prefix token) with another row, found in one pass that indexes every titled row by those keys.
+    (domain, prefix token) with another row. Every step is a comprehension or a C-level count over all titled
+    rows (no per-row Python loop body): most rows share no key, and they cost a split and a slice each.
     """
-    owners: dict[tuple[str, str], list[int]] = {}  # (domain, prefix token) → rows, in row order
-    words: dict[int, list[str]] = {}
-    prefixes: dict[int, list[str]] = {}
-    first: dict[str, int] = {}  # domain → its first titled row
-    cut: dict[int, int] = {}  # title size → prefix length
-    for i, h in enumerate(hits):
-        d = h.domain
-        if not d or not h.title:
-            continue
-        first.setdefault(d, i)
-        key = h.title_key
-        w = (key if key is not None else title_key(h.title)).split()
-        n = len(w)
-        c = cut.get(n)
-        if c is None:
-            c = cut[n] = n - math.ceil(t * n) + 1
-        prefix = w[:c]
-        words[i], prefixes[i] = w, prefix
-        for tok in prefix:
-            rows = owners.get((d, tok))
-            if rows is None:
-                owners[(d, tok)] = [i]
-            else:
-                rows.append(i)
-    shared = {key for key, rows in owners.items() if len(rows) > 1}
+    rows = [i for i, h in enumerate(hits) if h.domain and h.title]
+    if len(rows) < 2:
+        return 0
+    titled = [hits[i] for i in rows]
+    doms = [h.domain for h in titled]
+    words = [(h.title_key if h.title_key is not None else title_key(h.title)).split() for h in titled]
+    cut = {n: n - math.ceil(t * n) + 1 for n in set(map(len, words))}  # title size → prefix length
+    prefixes = [w[: cut[len(w)]] for w in words]
+    counts = Counter([(d, tok) for d, prefix in zip(doms, prefixes, strict=True) for tok in prefix])
+    shared = {key for key, c in counts.items() if c > 1}
     if not shared:  # no two rows share a (domain, prefix token): no title duplicates
         return 0
-    picked = sorted({i for key in shared for i in owners[key]}, key=lambda i: (first[hits[i].domain], i))
-    items = [(i, hits[i].domain, words[i]) for i in picked]
-    return prefix_join(items, [prefixes[i] for i in picked], t, g, "title", shared)
+    picked = [
+        x for x, (d, prefix) in enumerate(zip(doms, prefixes, strict=True)) if any((d, tok) in shared for tok in prefix)
+    ]
+    first = {d: r for r, d in enumerate(dict.fromkeys(doms))}  # domain → its order of first appearance
+    picked.sort(key=lambda x: first[doms[x]])  # stable: rows stay in order within a domain
+    items = [(rows[x], doms[x], words[x]) for x in picked]
+    return prefix_join(items, [prefixes[x] for x in picked], t, g, "title", shared)
 
 
 def _norm_text(text: str) -> str:
