@@ -20,7 +20,7 @@ exact ties of ``score_total`` that rounding of the weighted mean could create. `
 
 from __future__ import annotations
 
-from operator import neg
+from operator import lt, neg
 
 from fabric.config import FactorWeights
 from fabric.models import FusionMode
@@ -47,7 +47,7 @@ class Ranker:
 
     def informative(self, cands: Candidates) -> dict[str, float]:
         """Factors with a positive weight whose value differs between at least two candidates."""
-        return {f: w for f, w in self.weights.items() if w > 0.0 and len(cands) and len(set(cands.factors[f])) > 1}
+        return {f: w for f, w in self.weights.items() if w > 0.0 and _varies(cands.factors[f])}
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Set ``total`` on every candidate and the ranking order (``cands.order``)."""
@@ -58,6 +58,11 @@ class Ranker:
             cands.total = base
         else:
             cands.total = _weighted(self.w_base, base, [(w, cands.factors[f]) for f, w in used.items()], norm)
+        if run.mode is not FusionMode.APPEND_FILL:
+            order = _by_total(cands.total)
+            if order is not None:
+                cands.order = order
+                return cands
         neg_total, neg_base = map(neg, cands.total), map(neg, base)
         if run.mode is FusionMode.APPEND_FILL:
             keys = zip(cands.stage, neg_total, neg_base, cands.best, cands.ids, range(len(cands)), strict=True)
@@ -65,6 +70,23 @@ class Ranker:
             keys = zip(neg_total, neg_base, cands.stage, cands.best, cands.ids, range(len(cands)), strict=True)
         cands.order = [key[-1] for key in sorted(keys)]  # ids are distinct, so the row number never decides
         return cands
+
+
+def _varies(column: list[float]) -> bool:
+    """Whether two values of ``column`` differ (``list.count`` compares as a set would: identity, then ``==``)."""
+    return bool(column) and column.count(column[0]) != len(column)
+
+
+def _by_total(total: list[float]) -> list[int] | None:
+    """Rows by ``total`` descending, or None when two totals tie (or one is NaN): then the full key decides.
+
+    Sorting float keys uses the interpreter's float comparison directly, several times faster than comparing
+    tuples; with no ties the rest of the key never decides, so the order is the full key's.
+    """
+    keys = [-t for t in total]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    ranked = [keys[i] for i in order]
+    return order if all(map(lt, ranked, ranked[1:])) else None
 
 
 def _weighted(w_base: float, base: list[float], factors: list[tuple[float, list[float]]], norm: float) -> list[float]:
