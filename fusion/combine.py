@@ -87,25 +87,33 @@ def _merge_lane(
     cands: Candidates,
     pos: dict[str, int],
 ) -> list[int]:
-    """The rows of one lane's ids, in rank order: new ids get new rows, known ids update theirs."""
+    """The rows of one lane's ids, in rank order: new ids get new rows (in rank order), known ids update theirs.
+
+    A lane holds each id once, so the new rows and the updates of known rows do not interact: the new ones are
+    appended in one step, and only the known ones take a Python loop.
+    """
     ids, reps, stages, best = cands.ids, cands.hits, cands.stage, cands.best
-    rows: list[int] = []
-    for rank, (j, i, h) in enumerate(zip(found, lane_ids, hits, strict=True), 1):
+    rows = list(found)
+    new = [k for k, j in enumerate(found) if j is None]
+    start = len(ids)
+    new_ids = [lane_ids[k] for k in new]
+    for row, k in enumerate(new, start):
+        rows[k] = row
+    pos.update(zip(new_ids, range(start, start + len(new)), strict=True))
+    ids += new_ids
+    reps += [hits[k] for k in new]
+    stages += [stage] * len(new)
+    best += [k + 1 for k in new]
+    for rank, j, h in zip(range(1, len(found) + 1), found, hits, strict=True):
         if j is None:
-            j = pos[i] = len(ids)
-            ids.append(i)
-            reps.append(h)
-            stages.append(stage)
-            best.append(rank)
-        else:
-            # The representative moves to this occurrence when it is ahead by (stage, rank) of the current
-            # (stage, best rank so far); lanes come in name order, so the first lane wins a tie.
-            if stage < stages[j] or (stage == stages[j] and rank < best[j]):
-                reps[j], stages[j] = h, stage
-            if rank < best[j]:
-                best[j] = rank
-        rows.append(j)
-    return rows
+            continue
+        # The representative moves to this occurrence when it is ahead by (stage, rank) of the current
+        # (stage, best rank so far); lanes come in name order, so the first lane wins a tie.
+        if stage < stages[j] or (stage == stages[j] and rank < best[j]):
+            reps[j], stages[j] = h, stage
+        if rank < best[j]:
+            best[j] = rank
+    return rows  # type: ignore[return-value]
 
 
 def _lane_sums(cands: Candidates, weights: Sequence[float], k: int, lanes: Sequence[int]) -> list[float]:
@@ -158,16 +166,19 @@ def _score_base(cands: Candidates, weights: Sequence[float], combmnz: bool) -> l
     ceiling = sum(max(w, 0.0) for w in weights) * (len(weights) if combmnz else 1)
     if ceiling <= 0:
         return [0.0] * n
-    total, count = [0.0] * n, [0] * n
+    total = [0.0] * n
     for rows, norm, w in zip(cands.rows, cands.norm, weights, strict=True):
         for j, value in zip(rows, norm, strict=True):
             total[j] += w * value
-            count[j] += 1
     for row, lanes in cands.lane_order.items():  # merged rows: their own lane order (float sums are not associative)
         t = 0.0
         for lane in lanes:
             t += weights[lane] * cands.norm[lane][cands.rows[lane].index(row)]
         total[row] = t
     if combmnz:
+        count = [0] * n
+        for rows in cands.rows:
+            for j in rows:
+                count[j] += 1
         return [t * c / ceiling for t, c in zip(total, count, strict=True)]
     return [t / ceiling for t in total]

@@ -42,21 +42,26 @@ def prefix_join(
         shared = {k for k, c in keys.items() if c > 1}
     index: dict[tuple[str, str], list[tuple[int, frozenset[str]]]] = {}
     comparisons = 0
+    find = g.find
     for (i, block, toks), prefix in zip(items, prefixes, strict=True):
         probes = [(block, tok) for tok in prefix if (block, tok) in shared]
         if not probes:
             continue
         s = frozenset(toks)
+        size = len(s)
         seen: set[int] = set()
         merged = False
+        root = find(i)
         for key in probes:
             for j, other in index.get(key, ()):
-                if j in seen or g.find(j) == g.find(i):
+                if j in seen or find(j) == root:
                     continue
                 seen.add(j)
                 comparisons += 1
-                if len(s & other) >= t * len(s | other):
+                common = len(s & other)
+                if common >= t * (size + len(other) - common):  # |s ∪ other| = |s| + |other| - |s ∩ other|
                     g.union(i, j, why)
+                    root = find(i)
                     merged = True
         if not merged:
             for key in probes:
