@@ -60,18 +60,17 @@ def _title_join(hits: Sequence[Any], t: float, g: Groups) -> int:
     rows = [i for i, h in enumerate(hits) if h.domain and h.title]
     if len(rows) < 2:
         return 0
-    titled = [hits[i] for i in rows]
+    titled = hits if len(rows) == len(hits) else [hits[i] for i in rows]
     doms = [h.domain for h in titled]
-    words = [(h.title_key if h.title_key is not None else title_key(h.title)).split() for h in titled]
+    words = [(k if (k := h.title_key) is not None else title_key(h.title)).split() for h in titled]
     cut = {n: n - math.ceil(t * n) + 1 for n in set(map(len, words))}  # title size → prefix length
     prefixes = [w[: cut[len(w)]] for w in words]
-    counts = Counter([(d, tok) for d, prefix in zip(doms, prefixes, strict=True) for tok in prefix])
-    shared = {key for key, c in counts.items() if c > 1}
+    keys = [(d, tok) for d, prefix in zip(doms, prefixes, strict=True) for tok in prefix]
+    shared = {key for key, c in Counter(keys).items() if c > 1}
     if not shared:  # no two rows share a (domain, prefix token): no title duplicates
         return 0
-    picked = [
-        x for x, (d, prefix) in enumerate(zip(doms, prefixes, strict=True)) if any((d, tok) in shared for tok in prefix)
-    ]
+    owner = [x for x, prefix in enumerate(prefixes) for _ in prefix]  # the row of each key
+    picked = sorted({x for x, key in zip(owner, keys, strict=True) if key in shared})
     first = {d: r for r, d in enumerate(dict.fromkeys(doms))}  # domain → its order of first appearance
     picked.sort(key=lambda x: first[doms[x]])  # stable: rows stay in order within a domain
     items = [(rows[x], doms[x], words[x]) for x in picked]
@@ -210,24 +209,24 @@ def _merge(cands: Candidates, root: list[int], members: list[int]) -> None:
             cands.rows[lane] = mapped
             continue
         # Copies in one lane: the first (best-ranked) occurrence keeps its place and native score, the ranks
-        # after it close up; the normalised score is the best of the copies'.
+        # after it close up; the normalised score is the best of the copies' (compared in rank order).
         native, norm = cands.native[lane], cands.norm[lane]
-        at: dict[int, int] = {}
-        out_rows: list[int] = []
-        out_native: list[float] = []
-        out_norm: list[float] = []
-        for p, j in enumerate(mapped):
-            q = at.get(j)
-            if q is not None:
-                if norm and norm[p] > out_norm[q]:
+        size = len(mapped)
+        first = dict(zip(reversed(mapped), range(size - 1, -1, -1), strict=True))  # row → its first position
+        kept = sorted(first.values())
+        out_rows = [mapped[p] for p in kept]
+        cands.rows[lane], cands.native[lane] = out_rows, [native[p] for p in kept]
+        if norm:
+            out_norm = [norm[p] for p in kept]
+            at = dict(zip(out_rows, range(len(out_rows)), strict=True))
+            for p in compress(range(size), map(ne, map(first.__getitem__, mapped), range(size))):
+                q = at[mapped[p]]
+                if norm[p] > out_norm[q]:
                     out_norm[q] = norm[p]
-                continue
-            at[j] = len(out_rows)
-            out_rows.append(j)
-            out_native.append(native[p])
-            if norm:
-                out_norm.append(norm[p])
-        cands.rows[lane], cands.native[lane], cands.norm[lane] = out_rows, out_native, out_norm
-        for r, j in enumerate(out_rows, 1):  # ranks only move up when they close up
+            cands.norm[lane] = out_norm
+        # Ranks only move up where they close up, after the first copy; every rank before it is the lane's own,
+        # which the row's best rank already counts.
+        start = next(k for k, p in enumerate(kept) if k != p) if kept[-1] != len(kept) - 1 else len(kept)
+        for r, j in enumerate(out_rows[start:], start + 1):
             if r < best[j]:
                 best[j] = r
