@@ -262,7 +262,10 @@ async def _scifact_queries(settings: Settings, root: Path, limit: int) -> tuple[
 
 def _query_share(settings: Settings, args: argparse.Namespace, fusion_p50_us: float) -> dict[str, Any]:
     """``fusion_share_of_query`` and the SciFact query figures (empty when the dataset is not at hand)."""
-    root = Path(getattr(args, "scifact", SCIFACT))
+    root = getattr(args, "scifact", None)  # absent: a caller that did not ask for the query share
+    if root is None:
+        return {"fusion_share_of_query": None, "query_note": "no SciFact folder given"}
+    root = Path(root)
     if not (root / "corpus.jsonl").is_file():
         return {"fusion_share_of_query": None, "query_note": f"no SciFact corpus at {root}"}
     totals, fusion = asyncio.run(_scifact_queries(settings, root, max(5, int(getattr(args, "queries", 60)))))
