@@ -127,7 +127,7 @@ def _lane_sums(cands: Candidates, weights: Sequence[float], k: int, lanes: Seque
 
 
 class ModeScorer:
-    """Stage: the ``rrf`` column, the final ``best`` ranks and the mode's ``base`` in [0, 1]."""
+    """Stage: the mode's ``base`` in [0, 1], and the ``rrf`` column (or, outside ``rrf`` mode, its terms)."""
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score ``cands`` (after deduplication) in ``run.mode``."""
@@ -137,12 +137,14 @@ class ModeScorer:
         infos = [run.lanes[name] for name in cands.lanes]
         weights = [info.weight for info in infos]
         n = len(cands)
-        cands.rrf = rrf = _lane_sums(cands, weights, k, range(len(infos)))
-        if run.mode is FusionMode.APPEND_FILL:
-            cands.base = _staged_base(cands, infos, k)
-        elif run.mode is FusionMode.RRF:
+        if run.mode is FusionMode.RRF:
+            cands.rrf = rrf = _lane_sums(cands, weights, k, range(len(infos)))
             ceiling = rrf_ceiling(weights, k=k)
             cands.base = [s / ceiling for s in rrf] if ceiling > 0 else [0.0] * n
+            return cands
+        cands.rrf_terms = (weights, k)  # the rrf column is not ranked on here: summed per item when it is read
+        if run.mode is FusionMode.APPEND_FILL:
+            cands.base = _staged_base(cands, infos, k)
         else:
             cands.base = _score_base(cands, weights, run.ctx.combmnz or run.ctx.config.combmnz)
         return cands

@@ -92,7 +92,7 @@ class Candidates:
 
     __slots__ = (
         "base", "best", "factors", "hits", "ids", "lane_order", "lanes", "merged", "native", "norm", "order",
-        "received", "rows", "rrf", "stage", "total",
+        "received", "rows", "rrf", "rrf_terms", "stage", "total",
     )  # fmt: skip
 
     def __init__(self, lanes: tuple[str, ...]) -> None:
@@ -118,7 +118,9 @@ class Candidates:
         self.lane_order: dict[int, list[int]] = {}
         """Row → its lanes (indices) in the order they joined it, for merged rows whose order is not the sorted one."""
         self.rrf: list[float] = []
-        """Raw weighted RRF of each row."""
+        """Raw weighted RRF of each row (``rrf`` mode; the other modes leave it empty and set :attr:`rrf_terms`)."""
+        self.rrf_terms: tuple[list[float], int] | None = None
+        """Lane weights and k when the RRF column is left to the items read (summed lane by lane, the same floats)."""
         self.base: list[float] = []
         """The mode's fusion score of each row on [0, 1] (the 50 % factor, ``scores["fused"]``)."""
         self.factors: dict[str, list[float]] = {}
@@ -182,10 +184,11 @@ class FusedItems(Sequence[FusedItem]):
         lanes = list(zip(self._ranks, c.lanes, self._components, c.native, strict=True))
         rrf, base, total, stage, hits = c.rrf, c.base, c.total, c.stage, c.hits
         factors = list(c.factors.items())
+        lane_weight, k = (dict(zip(c.lanes, c.rrf_terms[0], strict=True)), c.rrf_terms[1]) if c.rrf_terms else ({}, 0)
         for i in todo:
             row = order[i]
             ranks: dict[str, int] = {}
-            scores: dict[str, float] = {"rrf": rrf[row]}
+            scores: dict[str, float] = {"rrf": rrf[row] if rrf else 0.0}
             if row in lane_order:
                 ranks = {name: r for at, name, _, _ in lanes if (r := at.get(row)) is not None}
                 self._merged_components(row, scores)
@@ -198,6 +201,11 @@ class FusedItems(Sequence[FusedItem]):
                             value = native[r - 1]
                             if value > scores.get(comp, -math.inf):
                                 scores[comp] = value
+            if lane_weight:  # 0.0 + Σ w / (k + rank), lane by lane in index order, as the column would hold
+                total_rrf = 0.0
+                for name, r in ranks.items():
+                    total_rrf += lane_weight[name] / (k + r)
+                scores["rrf"] = total_rrf
             for name, column in factors:
                 scores[name] = column[row]
             scores["fused"] = base[row]
