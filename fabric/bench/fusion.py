@@ -17,24 +17,34 @@ cross-lane deduplication (fusion + ranking only), ``p50_us_*_cold`` gives fusion
 features (SimHash, URL and title keys), as a web lane returns them, so dedup computes them in the call.
 ``dedup_2000_ms`` deduplicates 2,000 distinct candidates whose features were stored at ingest;
 ``dedup_2000_cold_ms`` computes every feature in the call.
+
+``fusion_share_of_query`` puts fusion's cost next to a real query's: ``p50_us_6x50`` over the p50 of embedded
+SciFact queries (``--scifact``, default ``/work/shared/datasets/scifact`` when present). The corpus is ingested
+once into a scratch home under ``FABRIC_CACHE_DIR`` (the eval harness's, reused by ``fabric eval``); each query
+runs once through the real engine with its offline lanes, its text encoded by the model on every query (the
+engine gets an empty embedding cache, so no query vector is read back). ``query_p50_ms`` is the engine's
+``total_ms``, ``query_fusion_p50_us`` the ``fusion_ms`` it measured around its own ``fuse`` call.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import pickle
 import random
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from fabric.config import FusionConfig, Settings, load_settings
-from fabric.models import Hit, LaneKind, LaneOutcome, LaneStatus
+from fabric.models import Hit, LaneKind, LaneOutcome, LaneStatus, Mode, SearchRequest
 from fusion.combine import collect
 from fusion.dedup import Deduplicator
 from fusion.pipeline import FusionContext, fuse
@@ -46,6 +56,8 @@ from fusion.urls import url_key
 __all__ = ["add_arguments", "ingest_features", "make_outcomes", "plain_rrf", "run"]
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
+SCIFACT = Path("/work/shared/datasets/scifact")
+"""Where the SciFact dataset is read at run time (never copied into the repository)."""
 _KINDS = (LaneKind.KEYWORD, LaneKind.VECTOR, LaneKind.GRAPH, LaneKind.WEB, LaneKind.NEWS, LaneKind.MARKETS)
 _DOMAINS = (
     "wikipedia.org", "developer.mozilla.org", "github.com", "stackoverflow.com", "arxiv.org", "medium.com",
@@ -211,6 +223,60 @@ def _all_items(ctx: FusionContext, outcomes: Mapping[str, LaneOutcome]) -> objec
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``--repeat N`` fusion calls per configuration."""
     parser.add_argument("--repeat", type=int, default=2000, help="fusion calls per configuration (default 2000)")
+    parser.add_argument("--scifact", type=Path, default=SCIFACT, help="SciFact (BEIR) folder for the query share")
+    parser.add_argument("--queries", type=int, default=60, help="SciFact queries timed for the share (default 60)")
+
+
+async def _scifact_queries(settings: Settings, root: Path, limit: int) -> tuple[list[float], list[float]]:
+    """Engine ``total_ms`` and ``fusion_ms`` of ``limit`` SciFact train queries (each run once, after 3 warm-ups)."""
+    from fabric.eval.dataset import load_dataset
+    from fabric.eval.harness import (
+        default_lanes,
+        eval_settings,
+        ingest_dataset,
+        ingest_settings,
+        open_engine,
+        prepare_home,
+    )
+
+    dataset = load_dataset(root, "train")
+    lanes = default_lanes(settings)
+    home = await prepare_home(ingest_settings(settings), dataset, dataset.corpus_hash(), ingest_dataset)
+    totals: list[float] = []
+    fusion: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="fabric-bench-") as empty:
+        # An empty embedding cache: the query vectors are computed by the model in every query.
+        run_settings = dataclasses.replace(
+            eval_settings(settings, home=home, top_k=10, lanes=lanes), cache_dir=Path(empty)
+        )
+        async with open_engine(run_settings) as engine:
+            for i, q in enumerate(dataset.queries[: limit + 3]):
+                result = await engine.search(
+                    SearchRequest(query=q.text, mode=Mode.RESEARCH, top_k=10, lanes=tuple(lanes))
+                )
+                if i >= 3:
+                    totals.append(result.timings["total_ms"])
+                    fusion.append(result.timings["fusion_ms"] * 1000.0)
+    return totals, fusion
+
+
+def _query_share(settings: Settings, args: argparse.Namespace, fusion_p50_us: float) -> dict[str, Any]:
+    """``fusion_share_of_query`` and the SciFact query figures (empty when the dataset is not at hand)."""
+    root = getattr(args, "scifact", None)  # absent: a caller that did not ask for the query share
+    if root is None:
+        return {"fusion_share_of_query": None, "query_note": "no SciFact folder given"}
+    root = Path(root)
+    if not (root / "corpus.jsonl").is_file():
+        return {"fusion_share_of_query": None, "query_note": f"no SciFact corpus at {root}"}
+    totals, fusion = asyncio.run(_scifact_queries(settings, root, max(5, int(getattr(args, "queries", 60)))))
+    query_p50 = statistics.median(totals)
+    return {
+        "query_p50_ms": round(query_p50, 2),
+        "query_fusion_p50_us": round(statistics.median(fusion), 1),
+        "queries_timed": len(totals),
+        "fusion_share_of_query": round(fusion_p50_us / 1000.0 / query_p50, 4),
+        "query_fusion_share": round(statistics.median(f / 1000.0 / t for f, t in zip(fusion, totals, strict=True)), 4),
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -252,4 +318,5 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         figures[f"duplicates_merged_{tag}"] = sum(out.duplicates.values())
     figures["dedup_2000_ms"] = _dedup_ms(ctx, cold=False, repeat=max(5, repeat // 200))
     figures["dedup_2000_cold_ms"] = _dedup_ms(ctx, cold=True, repeat=max(3, repeat // 400))
+    figures.update(_query_share(settings, args, figures["p50_us_6x50"]))
     return figures
