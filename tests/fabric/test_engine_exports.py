@@ -22,7 +22,7 @@ MODULES = [
     "fabric.logs",
     "fabric.metrics",
     "fabric.commands.search",
-    "fabric.bench.budget",
+    "bench.budget",
     "fusion.cursor",
 ]
 

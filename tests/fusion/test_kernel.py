@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric.bench.fusion import make_outcomes
+from bench.fusion import make_outcomes
 from fabric.config import AuthorityEntry, DedupConfig, load_settings
 from fabric.models import FusedItem, FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
 from fusion import boosts, combine, compiled, dedup, near, pipeline, score, simhash, types

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fabric.bench.fusion import ingest_features
+from bench.fusion import ingest_features
 from fabric.config import LaneConfig, ModeConfig, PenaltyConfig, PreflightConfig, Settings
 from fabric.errors import LaneRejected
 from fabric.logs import configure_logging
