@@ -34,13 +34,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.fusion import ingest_features
 from fabric.config import LaneConfig, ModeConfig, PenaltyConfig, PreflightConfig, Settings
 from fabric.errors import LaneRejected
 from fabric.logs import configure_logging
 from fabric.models import Hit, LaneKind, LaneRequest, LaneStatus, Mode, SearchRequest, SearchResult
 from lanes.base import BaseLane, Lane, LaneResources, LaneSpec
 from lanes.fake import FakeLane, synthetic_hits
+from tests.support.hits import ingest_features
 
 __all__ = ["add_arguments", "run"]
 

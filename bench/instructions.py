@@ -60,10 +60,11 @@ def parse_collected(stderr: str) -> int:
 
 def _fusion_ops(name: str, calls: int, inputs: int) -> Callable[[], None]:
     from bench import budget
-    from bench.fusion import NOW, _freeze, _thaw, make_outcomes, plain_rrf
+    from bench.fusion import _freeze, _thaw, plain_rrf
     from fabric.config import load_settings
     from fabric.models import LaneKind, LaneOutcome, LaneStatus
     from fusion.pipeline import FusionContext, fuse
+    from tests.support.hits import NOW, make_outcomes
 
     if name == "fusion_3x10":
         settings = budget._settings(100.0, Path(tempfile.gettempdir()))

@@ -9,8 +9,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
+import fabric
 from fabric.errors import FabricError
 
 __all__ = ["BenchUnavailable", "load_bench", "register"]
@@ -34,6 +37,7 @@ def register(sub: Any) -> None:
 
 def load_bench(name: str) -> Any:
     """The module ``bench.<name>``; :class:`BenchUnavailable` without a ``bench/`` folder or for an unknown name."""
+    _add_checkout_to_path()
     try:
         package = importlib.import_module("bench")
     except ModuleNotFoundError as exc:
@@ -47,6 +51,19 @@ def load_bench(name: str) -> Any:
     if name not in names:
         raise BenchUnavailable(f"bench: unknown benchmark {name!r} (available: {', '.join(names)})")
     return importlib.import_module(f"bench.{name}")
+
+
+def _add_checkout_to_path() -> None:
+    """Put the checkout holding ``bench/`` first on ``sys.path`` (the console script does not start in it).
+
+    An editable install imports ``fabric`` from the checkout, whose parent folder holds ``bench/`` and ``tests/``;
+    otherwise the current folder is tried. An installed wheel has neither, and the import then fails.
+    """
+    for root in (Path(fabric.__file__).resolve().parents[1], Path.cwd()):
+        if (root / "bench" / "__init__.py").is_file():
+            if str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            return
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from bench import fusion
-from bench.fusion import _freeze, _thaw, make_outcomes, plain_rrf
+from bench.fusion import _freeze, _thaw, plain_rrf
 from fabric.models import SourceKind
+from tests.support.hits import make_outcomes
 
 
 class TestFreshOutcomes:

@@ -14,8 +14,8 @@ from fabric.errors import LaneRejected, PartialResultError, QueryError
 from fabric.models import Hit, LaneKind, LaneRequest, LaneStatus
 from fabric.validation import parse_request
 from lanes.fake import FakeLane
-from tests.fabric.support import make_settings, quiet_logs  # noqa: F401
 from tests.fabric.test_executor import StubbornLane
+from tests.support.settings import make_settings, quiet_logs  # noqa: F401
 
 
 class RecordingLane(FakeLane):

@@ -15,7 +15,7 @@ from fabric.models import Hit, LaneOutcome, LaneRequest, LaneStatus
 from fabric.penalties import ProviderPenalties
 from lanes.base import BaseLane, LaneResources, LaneSpec
 from lanes.fake import FakeLane, synthetic_hits
-from tests.fabric.support import quiet_logs  # noqa: F401
+from tests.support.settings import quiet_logs  # noqa: F401
 
 REQ = LaneRequest(query="q", top_k=5)
 

@@ -12,7 +12,7 @@ from aiohttp import web
 import fabric.httpclient as hc
 from fabric.errors import LaneBadResponse, LaneRejected, LaneTimeout, LaneUnavailable
 from fabric.httpclient import AllowList, HostRule, allowlist_from_lanes, fetch, parse_retry_after
-from tests.httpfakes import guarded, serve
+from tests.support.http import guarded, serve
 
 
 def _app() -> web.Application:

@@ -21,7 +21,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.fusion import make_outcomes
 from fabric.config import AuthorityEntry, DedupConfig, load_settings
 from fabric.models import FusedItem, FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
 from fusion import boosts, combine, compiled, dedup, near, pipeline, score, simhash, types
@@ -34,6 +33,7 @@ from fusion.text import title_key
 from fusion.types import Candidates, FusionRun
 from fusion.urls import url_key
 from tests.fusion.conftest import context
+from tests.support.hits import make_outcomes
 
 kernel = compiled.kernel
 needs_kernel = pytest.mark.skipif(kernel is None, reason="fusion._kernel is not built (no C compiler at install)")

@@ -16,7 +16,7 @@ from fabric.models import LaneKind
 from lanes.graph.sqlite_store import SqliteGraphStore
 from lanes.keyword.sqlite_fts_store import SqliteFtsStore
 from lanes.vector.qdrant_store import QdrantStore, acquire_client, collection_name, release_client
-from tests.embedded_support import BagEmbedder, resources, spec
+from tests.support.embedded import BagEmbedder, resources, spec
 
 
 def _writers(home: Path, embedder) -> list[StoreWriter]:

@@ -14,8 +14,8 @@ from fabric.writers import chunk_key
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.arango import SEARCH_AQL, ArangoGraphLane, query_terms
 from lanes.graph.arango_store import ArangoGraphStore, extract_entities
-from tests.httpfakes import serve
 from tests.lanes.graph.fake_arango import FakeArango
+from tests.support.http import serve
 
 CHUNKS = [
     {"id": "d1#0", "doc_id": "d1", "title": "Insulin", "text": "Insulin regulates Glucose uptake.", "domain": "a.org",

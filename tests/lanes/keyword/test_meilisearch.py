@@ -16,8 +16,8 @@ from fabric.writers import chunk_key
 from lanes.base import LaneResources, LaneSpec
 from lanes.keyword.meilisearch import MeilisearchKeywordLane, build_filter, quote_value
 from lanes.keyword.meilisearch_store import INDEX_SETTINGS, MeilisearchStore
-from tests.httpfakes import guarded, serve
 from tests.lanes.keyword.fake_meili import FakeMeili
+from tests.support.http import guarded, serve
 
 CHUNKS = [
     Chunk(id="d1#0", doc_id="d1", chunk_id="0", title="Reciprocal rank fusion", text="RRF fuses rankings by rank.",

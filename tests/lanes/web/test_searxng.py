@@ -15,7 +15,7 @@ from fabric.models import BoundConstraints, LaneKind, LaneRequest, SourceKind
 from fabric.webcache import WEB_CACHE_KEY, WebCache
 from lanes.base import LaneResources, LaneSpec
 from lanes.web.searxng import SearxngWebLane
-from tests.httpfakes import guarded, serve
+from tests.support.http import guarded, serve
 
 RESULTS = [
     {"url": "https://www.example.org/a?utm_source=x", "title": "Alpha <b>result</b>", "content": "About alpha.",
