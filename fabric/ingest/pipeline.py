@@ -25,7 +25,7 @@ from typing import Any
 import structlog
 
 from fabric.errors import FabricError, LaneError
-from fabric.ingest.ledger import Ledger, LedgerEntry
+from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
 from fabric.ingest.loaders import finalize_all, load_source
 from fabric.ingest.model import Chunk, StoreWriter
 from fabric.models import Embedder
@@ -180,7 +180,7 @@ async def ingest(
     report.chunks = len(chunks)
     t2 = time.perf_counter()
 
-    ledger = await asyncio.to_thread(Ledger, home / "ledger.sqlite")
+    ledger = await asyncio.to_thread(Ledger, home / LEDGER_FILE)
     try:
         all_stores = {w.store for w in writers}
         lexical = {w.store for w in writers if not w.needs_vectors}
