@@ -15,6 +15,8 @@ MODULES = [
     "fabric.budgets",
     "fabric.bulkhead",
     "fabric.engine",
+    "fabric.query_plan",
+    "fabric.lane_setup",
     "fabric.stages",
     "fabric.retries",
     "fabric.cursor_secret",
