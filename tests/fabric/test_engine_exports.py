@@ -15,6 +15,8 @@ MODULES = [
     "fabric.budgets",
     "fabric.bulkhead",
     "fabric.engine",
+    "fabric.vocabulary",
+    "fabric.config_readers",
     "fabric.query_plan",
     "fabric.lane_setup",
     "fabric.stages",
