@@ -218,6 +218,19 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
                 gc.callbacks.remove(pauses)
                 gc.unfreeze()
             health = engine.health()
+    return _figures(args, main, seq, pauses, health, wall_s, cpu_s)
+
+
+def _figures(
+    args: argparse.Namespace,
+    main: _Tally,
+    seq: _Tally,
+    pauses: _GcPauses,
+    health: dict[str, Any],
+    wall_s: float,
+    cpu_s: float,
+) -> dict[str, Any]:
+    """The printed figures from the concurrent tally (``main``) and the one-at-a-time overhead tally (``seq``)."""
     statuses = dict(main.statuses)
     for key, n in seq.statuses.items():
         statuses[key] = statuses.get(key, 0) + n
