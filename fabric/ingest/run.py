@@ -17,9 +17,7 @@ from lanes.base import LaneResources
 __all__ = ["run_ingest"]
 
 
-async def run_ingest(
-    settings: Settings, path: Path, fmt: str | None, progress: Progress | None = None
-) -> IngestReport:
+async def run_ingest(settings: Settings, path: Path, fmt: str | None, progress: Progress | None = None) -> IngestReport:
     """Ingest ``path`` with the settings' embedder into every enabled store under ``settings.home``.
 
     Raises:

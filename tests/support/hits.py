@@ -67,7 +67,6 @@ def ingest_features(docs: list[Hit]) -> list[Hit]:
     ]  # fmt: skip
 
 
-
 def make_outcomes(lanes: int, per_lane: int, seed: int = 7, pool: int = 600) -> dict[str, LaneOutcome]:
     """``lanes`` overlapping synthetic outcomes of ``per_lane`` hits each, best first."""
     rng = random.Random(seed)
