@@ -59,8 +59,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hung-queries", dest="hung_queries", type=int, default=20, help="queries while hung")
 
 
-def _payloads() -> dict[str, bytes]:
-    n = 20
+def _web_payloads(n: int = 20) -> dict[str, bytes]:
+    """SearXNG, Wikipedia and MDN answers of ``n`` results each."""
     searx = {
         "query": "q",
         "number_of_results": n,
@@ -118,6 +118,11 @@ def _payloads() -> dict[str, bytes]:
         "metadata": {"took_ms": 1, "total": {"value": n, "relation": "eq"}, "size": n, "page": 1},
         "suggestions": [],
     }
+    return {"searx": json.dumps(searx).encode(), "wiki": json.dumps(wiki).encode(), "mdn": json.dumps(mdn).encode()}
+
+
+def _store_payloads() -> dict[str, bytes]:
+    """Meilisearch and ArangoDB answers of 50 hits each."""
     meili = {
         "hits": [
             {
@@ -165,6 +170,11 @@ def _payloads() -> dict[str, bytes]:
         "code": 201,
         "extra": {"warnings": [], "stats": {}},
     }
+    return {"meili": json.dumps(meili).encode(), "arango": json.dumps(arango).encode()}
+
+
+def _payloads() -> dict[str, bytes]:
+    """Every backend's canned answer: the web and store JSON, an RSS feed of 50 items, one quote."""
     items = "".join(
         f"<item><title>Insulin news {i}</title><link>https://feeds.bench/a/{i}</link>"
         f"<description>insulin item {i}</description><pubDate>Tue, 05 Mar 2024 10:00:00 GMT</pubDate>"
@@ -173,15 +183,7 @@ def _payloads() -> dict[str, bytes]:
     )
     rss = f'<?xml version="1.0"?><rss version="2.0"><channel><title>Bench</title>{items}</channel></rss>'
     quote = {"data": {"price": 187.5, "ts": 1709805600, "currency": "USD"}}
-    return {
-        "searx": json.dumps(searx).encode(),
-        "wiki": json.dumps(wiki).encode(),
-        "mdn": json.dumps(mdn).encode(),
-        "meili": json.dumps(meili).encode(),
-        "arango": json.dumps(arango).encode(),
-        "rss": rss.encode(),
-        "quote": json.dumps(quote).encode(),
-    }
+    return {**_web_payloads(), **_store_payloads(), "rss": rss.encode(), "quote": json.dumps(quote).encode()}
 
 
 def _app(state: dict[str, bool]) -> web.Application:
