@@ -4,7 +4,7 @@ Hits are realistic and overlapping: a pool of documents over 24 domains (Wikiped
 titles, ~50-word bodies, URLs with tracking parameters, dates spread over two years, ~6 % near-duplicate copies
 and ~6 % same-page copies under tracking URLs; each lane draws 50 of them from a shared relevant set plus its own
 tail, best first. Like the embedded lanes' hits, they carry the features ingestion stores with each chunk
-(quality, SimHash, URL key, title key: :func:`ingest_features`).
+(quality, SimHash, URL key, title key). The generator is :mod:`tests.support.hits`, which tests share.
 
 Every timed call gets freshly built outcomes (new hit objects and new strings, rebuilt from plain data outside
 the timing, as a lane builds them from its store), so nothing fusion computes (string hashes included) carries
@@ -19,7 +19,7 @@ features (SimHash, URL and title keys), as a web lane returns them, so dedup com
 ``dedup_2000_cold_ms`` computes every feature in the call.
 
 ``fusion_share_of_query`` puts fusion's cost next to a real query's: ``p50_us_6x50`` over the p50 of embedded
-SciFact queries (``--scifact``, default ``/work/shared/datasets/scifact`` when present). The corpus is ingested
+SciFact queries (``--scifact``, default ``../shared/datasets/scifact`` beside the checkout, when present). The corpus is ingested
 once into a scratch home under ``FABRIC_CACHE_DIR`` (the eval harness's, reused by ``fabric eval``); each query
 runs once through the real engine with its offline lanes, its text encoded by the model on every query (the
 engine gets an empty embedding cache, so no query vector is read back). ``query_p50_ms`` is the engine's
@@ -38,7 +38,6 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -48,60 +47,12 @@ from fabric.models import Hit, LaneKind, LaneOutcome, LaneStatus, Mode, SearchRe
 from fusion.combine import collect
 from fusion.dedup import Deduplicator
 from fusion.pipeline import FusionContext, fuse
-from fusion.quality import content_quality
-from fusion.simhash import simhash_many
-from fusion.text import title_key
-from fusion.urls import url_key
+from tests.support.hits import NOW, document_pool, make_outcomes
 
-__all__ = ["add_arguments", "ingest_features", "make_outcomes", "plain_rrf", "run"]
+__all__ = ["add_arguments", "plain_rrf", "run"]
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
-SCIFACT = Path("/work/shared/datasets/scifact")
-"""Where the SciFact dataset is read at run time (never copied into the repository)."""
-_KINDS = (LaneKind.KEYWORD, LaneKind.VECTOR, LaneKind.GRAPH, LaneKind.WEB, LaneKind.NEWS, LaneKind.MARKETS)
-_DOMAINS = (
-    "wikipedia.org", "developer.mozilla.org", "github.com", "stackoverflow.com", "arxiv.org", "medium.com",
-    "reuters.com", "bbc.com", "nytimes.com", "python.org", "docs.python.org", "realpython.com", "dev.to",
-    "nature.com", "sciencedirect.com", "ncbi.nlm.nih.gov", "example.com", "blogspot.com", "wordpress.com",
-    "bloomberg.com", "ft.com", "cnn.com", "theguardian.com", "lwn.net",
-)  # fmt: skip
-
-
-def _pool(rng: random.Random, n: int) -> list[Hit]:
-    vocab = [rng.choice("bcdfghjklmnprstvz") + rng.choice("aeiou") + rng.choice("bcdfgklmnrst") * rng.randint(1, 2)
-             + rng.choice(("", "ing", "ion", "er", "al")) for _ in range(1500)]  # fmt: skip
-    docs: list[Hit] = []
-    for i in range(n):
-        domain = rng.choice(_DOMAINS)
-        title = " ".join(rng.choices(vocab, k=rng.randint(5, 9))).capitalize()
-        text = ". ".join(" ".join(rng.choices(vocab, k=12)) for _ in range(4)) + "."
-        slug = title.lower().replace(" ", "-")
-        query = rng.choice(("", "", "?utm_source=feed&id=3", "?ref=home#top"))
-        docs.append(Hit(
-            id=f"d{i:05d}", rank=1, score=0.0, title=title, text=text, domain=domain,
-            url=f"https://www.{domain}/articles/{slug}{query}",
-            published_at=NOW - timedelta(hours=rng.randint(1, 24 * 730)) if rng.random() < 0.8 else None,
-        ))  # fmt: skip
-    for i in rng.sample(range(n), n // 16):  # near-duplicate copies (syndication) under another id and URL
-        src = docs[rng.randrange(n)]
-        words = src.text.split()
-        words[rng.randrange(len(words))] = "changed"
-        docs[i] = replace(src, id=docs[i].id, url=docs[i].url, text=" ".join(words))
-    for i in rng.sample(range(n), n // 16):  # the same page seen by another lane under a tracking URL
-        src = docs[rng.randrange(n)]
-        docs[i] = replace(src, id=docs[i].id, url=src.url.partition("?")[0] + "?utm_campaign=x&gclid=1")
-    return ingest_features(docs)
-
-
-def ingest_features(docs: list[Hit]) -> list[Hit]:
-    """The hits with the features ingestion stores per chunk: quality, SimHash, URL key and title key."""
-    sigs = simhash_many([d.text for d in docs])
-    return [
-        replace(d, quality=content_quality(d.title, d.text), simhash=s, url_key=url_key(d.url),
-                title_key=title_key(d.title))
-        for d, s in zip(docs, sigs, strict=True)
-    ]  # fmt: skip
-
+SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact"
+"""Where SciFact is read at run time (``../shared/datasets/scifact`` beside the checkout; never copied into it)."""
 
 _COLD: dict[str, Any] = {"simhash": None, "url_key": None, "title_key": None}
 """The dedup features a hit from a web lane lacks (fusion computes them)."""
@@ -133,25 +84,6 @@ def _thaw(frozen: list[bytes]) -> dict[str, LaneOutcome]:
         lane, kind, status, weight, rows = pickle.loads(data)
         hits = tuple(Hit(**dict(zip(_FIELDS, row, strict=True))) for row in rows)
         out[lane] = LaneOutcome(lane=lane, kind=kind, provider="synthetic", status=status, hits=hits, weight=weight)
-    return out
-
-
-def make_outcomes(lanes: int, per_lane: int, seed: int = 7, pool: int = 600) -> dict[str, LaneOutcome]:
-    """``lanes`` overlapping synthetic outcomes of ``per_lane`` hits each, best first."""
-    rng = random.Random(seed)
-    docs = _pool(rng, pool)
-    relevant = docs[:80]
-    out: dict[str, LaneOutcome] = {}
-    for li in range(lanes):
-        picked: dict[str, Hit] = {}
-        while len(picked) < per_lane:
-            d = rng.choice(relevant) if rng.random() < 0.6 else rng.choice(docs)
-            picked.setdefault(d.id, d)
-        hits = tuple(replace(h, rank=r, score=round(30.0 / (r + 2), 4)) for r, h in enumerate(picked.values(), 1))
-        kind = _KINDS[li % len(_KINDS)]
-        name = f"{kind.value}{li // len(_KINDS) or ''}"
-        out[name] = LaneOutcome(lane=name, kind=kind, provider="synthetic", status=LaneStatus.SUCCESS, hits=hits,
-                                weight=1.0 if li % 2 == 0 else 0.8)  # fmt: skip
     return out
 
 
@@ -196,7 +128,7 @@ def _pct(samples: list[float], q: float) -> float:
 
 
 def _dedup_ms(ctx: FusionContext, cold: bool, repeat: int) -> float:
-    docs = _pool(random.Random(11), 2000)  # 2,000 distinct ids, ≈ 12 % of them duplicates of another
+    docs = document_pool(random.Random(11), 2000)  # 2,000 distinct ids, ≈ 12 % of them duplicates of another
     hits = tuple(replace(d, rank=r, score=1.0 / r) for r, d in enumerate(docs, 1))
     outcomes = {"big": LaneOutcome(lane="big", kind=LaneKind.WEB, provider="synthetic", status=LaneStatus.SUCCESS,
                                    hits=hits)}  # fmt: skip

@@ -1,14 +1,15 @@
-"""Tests for fabric.bench.fusion: the synthetic lanes, fresh objects per timed call, and the printed figures."""
+"""Tests for bench.fusion: the synthetic lanes, fresh objects per timed call, and the printed figures."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from fabric.bench import fusion
-from fabric.bench.fusion import _freeze, _thaw, make_outcomes, plain_rrf
+from bench import fusion
+from bench.fusion import _freeze, _thaw, plain_rrf
 from fabric.config import Settings
 from fabric.models import SourceKind
+from tests.support.hits import make_outcomes
 
 
 class TestFreshOutcomes:
