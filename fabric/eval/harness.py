@@ -103,7 +103,7 @@ def eval_settings(settings: Settings, *, home: Path, top_k: int, lanes: Sequence
 
 
 _INDEX_CODE = (
-    "fabric/ingest/**/*.py", "lanes/**/*store*.py", "lanes/**/extract*.py", "lanes/sqlite_common.py",
+    "fabric/ingest/**/*.py", "lanes/**/*writer*.py", "lanes/**/extract*.py", "lanes/sqlite_common.py",
     "fabric/writers/*.py", "fusion/quality.py", "fusion/simhash.py", "fusion/text.py", "fusion/urls.py",
 )  # fmt: skip
 """Source files that decide what an index holds (loaders, chunking, store writers, entity extraction, and the
@@ -323,7 +323,7 @@ def ingest_settings(settings: Settings, lanes: Sequence[str] = ()) -> Settings:
 
 async def ingest_dataset(settings: Settings, dataset: Dataset) -> None:
     """Ingest the dataset's corpus into ``settings.home`` the way ``fabric ingest`` does (same stores, embedder)."""
-    from fabric.commands.ingest import run_ingest
+    from fabric.ingest.run import run_ingest
 
     settings.home.mkdir(parents=True, exist_ok=True)
     report = await run_ingest(settings, dataset.corpus, dataset.corpus_format)
