@@ -16,6 +16,11 @@ def test_topic_words_are_not() -> None:
     assert not {"retrieval", "titles", "cancer", "system", "information", "find", "describe"} & ENGLISH_STOPWORDS
 
 
+def test_direction_particles_stay_searchable() -> None:
+    """'The service is down' is about an outage: up/down/out/off/over/under are not stopwords."""
+    assert not {"up", "down", "out", "off", "over", "under", "above", "below"} & ENGLISH_STOPWORDS
+
+
 def test_words_are_lower_case_tokens() -> None:
     """Every entry is a lower-case \\w+ token, as the lane's tokenizer produces them."""
     assert all(w.isalpha() and w == w.lower() for w in ENGLISH_STOPWORDS)
