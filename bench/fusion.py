@@ -23,7 +23,7 @@ SciFact queries (``--scifact``, default ``../shared/datasets/scifact`` beside th
 corpus is ingested once into a scratch home under ``FABRIC_CACHE_DIR`` (the eval harness's, reused by ``fabric
 eval``); each query runs once through the real engine with its offline lanes, its text encoded by the model on
 every query (the engine gets an empty embedding cache, so no query vector is read back). ``query_p50_ms`` is the
-engine's ``total_ms``, ``query_fusion_p50_us`` the ``fusion_ms`` it measured around its own ``fuse`` call. """
+engine's ``total_ms``, ``query_fusion_p50_us`` the ``fusion_ms`` it measured around its own ``fuse`` call."""
 
 from __future__ import annotations
 
