@@ -34,6 +34,7 @@ import structlog
 from fabric.budgets import lane_budget_ms, total_budget_ms
 from fabric.config import LaneConfig, Settings
 from fabric.constraints import BUDGET_MULTIPLIERS, bind_constraints
+from fabric.contributions import contributions
 from fabric.cursor_secret import CURSOR_SECRET_ENV, load_cursor_secret
 from fabric.errors import ConfigError, PartialResultError
 from fabric.executor import LaneExecutor, PlannedLane, RunStats
@@ -241,6 +242,7 @@ class Engine:
                 "fusion": (request.fusion or self.settings.fusion.mode).value,
                 "lanes": names,
                 "top_k": request.top_k,
+                **({"weights": dict(request.weights)} if request.weights is not None else {}),
             }
         )
 
@@ -281,7 +283,7 @@ class Engine:
                 PlannedLane(
                     name=name,
                     budget_ms=lane_budget_ms(mode_cfg, lc, multiplier),
-                    weight=lc.weight,
+                    weight=lc.weight if request.weights is None else request.weights.get(name, lc.weight),
                     fallback=lc.fallback if lc.fallback in self.lanes else None,
                     fallback_reserve_ms=lc.fallback_reserve_ms,
                     stage=lc.stage,
@@ -395,6 +397,8 @@ class Engine:
             },
             stages=stages,
             fusion_mode=request.fusion or s.fusion.mode,
+            total=len(fused.items),
+            contributions=contributions(page, ordered, s.fusion, request.fusion or s.fusion.mode),
         )
 
     def _observe(
