@@ -476,12 +476,14 @@ class SearchResult:
 
     def item_dict(self, item: FusedItem) -> dict[str, Any]:
         """One item's JSON: ``FusedItem.to_dict()`` plus seed 001's ``score_lexical`` / ``score_semantic`` /
-        ``score_graph`` (each lane kind's contribution to ``score_total``) and every ``contributions`` part.
+        ``score_graph`` (each lane kind's contribution to ``score_total``), every ``contributions`` part and the
+        passage's full ``text`` (``snippet`` is cut at 300 characters).
 
         The raw lane scores stay under ``scores.lexical`` / ``scores.semantic`` / ``scores.graph``.
         """
         parts = self.contributions.get(item.id, EMPTY_MAPPING)
         out = item.to_dict()
+        out["text"] = item.hit.text
         for comp in ("lexical", "semantic", "graph"):
             out[f"score_{comp}"] = round(parts.get(comp, 0.0), 6)
         out["contributions"] = {k: round(v, 6) for k, v in parts.items()}

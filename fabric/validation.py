@@ -6,7 +6,8 @@ valid values, so callers (CLI, HTTP, Python) can show one clear line instead of 
 Accepted keys: ``query`` (required), ``mode``, ``top_k`` (or its seed-001 name ``limit``: the same page size;
 giving both with different values is an error), ``cursor``, ``constraints``, ``budget_ms``, ``strict``,
 ``fusion``, ``lanes``, ``weights``, ``preflight``. ``weights`` maps lane names, or the components ``lexical`` /
-``semantic`` / ``graph`` (every lane of that kind), to a weight in [0, 100] (at least one above 0), e.g.
+``semantic`` / ``graph`` (every lane of that kind), to a weight in [0, 100] (some enabled lane must keep a
+weight above 0), e.g.
 ``{"semantic": 2, "graph": 0.5}`` or ``"semantic=2,graph=0.5"``. ``offset`` is refused on purpose: pages are
 addressed by the opaque ``cursor`` only.
 """
@@ -160,8 +161,9 @@ def _weights(value: Any, settings: Settings) -> dict[str, float] | None:
             valid = ", ".join([*_WEIGHT_COMPONENTS, *sorted(settings.lanes)])
             raise QueryError("weights", f"unknown lane or component {key!r}; valid: {valid}")
     out.update(named)
-    if not any(w > 0.0 for w in out.values()):
-        raise QueryError("weights", "at least one weight must be > 0")
+    kept = [lc.weight for name, lc in settings.lanes.items() if lc.enabled and name not in out]
+    if not any(w > 0.0 for w in [*out.values(), *kept]):
+        raise QueryError("weights", "at least one lane must keep a weight > 0")
     return dict(sorted(out.items()))
 
 

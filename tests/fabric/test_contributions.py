@@ -121,7 +121,7 @@ class TestValidation:
             ({"nope": 1}, "unknown lane or component 'nope'"),
             ({"kw": -1}, "expected a number in [0, 100]"),
             ({"kw": "x"}, "expected a number, got 'x'"),
-            ({"kw": 0}, "at least one weight must be > 0"),
+            ({"kw": 0, "vec": 0, "gr": 0}, "at least one lane must keep a weight > 0"),
             ("kw", "expected NAME=WEIGHT pairs"),
             ([1], "expected a non-empty mapping"),
         ],

@@ -1,0 +1,23 @@
+"""Fixtures shared by the client and framework-integration tests: an ingested home and a live service."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fabric.integrations.support import ingested_home, live_service
+
+
+@pytest.fixture
+def fabric_home(tmp_path: Path) -> Path:
+    """A tmp home holding the test entries (``tests.fabric.integrations.support.ENTRIES``)."""
+    return ingested_home(tmp_path)
+
+
+@pytest.fixture
+def service_url(fabric_home: Path) -> Iterator[str]:
+    """Base URL of a live service over a copy of ``fabric_home``."""
+    with live_service(fabric_home) as url:
+        yield url
