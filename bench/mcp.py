@@ -1,0 +1,211 @@
+"""MCP and framework-adapter figures on the project's own query set (``evals/queries/demo``).
+
+Usage (from the repository root)::
+
+    FABRIC_CACHE_DIR=/work/cache/fabric python -m bench.mcp [--repeats 5] [--limit 10] [--json]
+
+What it does:
+
+1. ingests the demo corpus into a scratch home (the default embedded lanes, MiniLM) and copies the home, so an
+   in-process engine and a ``fabric mcp`` subprocess can each open their own;
+2. per query and per repeat, interleaved: ``Engine.search`` directly, then the LangChain (``ainvoke``),
+   LlamaIndex (``aretrieve``) and Haystack (``run_async``) adapters over that same open engine, then the MCP
+   ``query`` tool over stdio (the SDK's ``ClientSession`` + ``stdio_client``) against the subprocess;
+3. reports p50/p95 of each, each adapter's overhead over the direct call (difference of medians and ratio of
+   medians, measured in the same run), and whether every surface returned the engine's ids in the engine's order.
+
+The adapters need the ``langchain``, ``llamaindex`` and ``haystack`` extras; an adapter whose framework is missing
+is reported as skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main", "run"]
+
+ROOT = Path(__file__).resolve().parents[1]
+QUERY_SET = ROOT / "evals" / "queries" / "demo"
+
+Surface = Callable[[str], Awaitable[list[str]]]
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _adapters(engine: Any, limit: int) -> dict[str, Surface]:
+    """Each framework adapter over ``engine`` (already open), as ``query → ids``; missing frameworks left out."""
+    out: dict[str, Surface] = {}
+    try:
+        from fabric.integrations.langchain import FabricRetriever as LangChainRetriever
+
+        lc = LangChainRetriever.from_engine(engine, limit=limit)
+
+        async def langchain(q: str) -> list[str]:
+            return [str(d.id) for d in await lc.ainvoke(q)]
+
+        out["langchain"] = langchain
+    except ImportError:
+        pass
+    try:
+        from fabric.integrations.llamaindex import FabricRetriever as LlamaRetriever
+
+        li = LlamaRetriever.from_engine(engine, limit=limit)
+
+        async def llamaindex(q: str) -> list[str]:
+            return [n.node.node_id for n in await li.aretrieve(q)]
+
+        out["llamaindex"] = llamaindex
+    except ImportError:
+        pass
+    try:
+        from fabric.integrations.haystack import FabricRetriever as HaystackRetriever
+
+        hs = HaystackRetriever.from_engine(engine, top_k=limit)
+
+        async def haystack(q: str) -> list[str]:
+            return [d.id for d in (await hs.run_async(q))["documents"]]
+
+        out["haystack"] = haystack
+    except ImportError:
+        pass
+    return out
+
+
+async def _measure(surfaces: dict[str, Surface], queries: list[str], repeats: int) -> dict[str, Any]:
+    """Interleaved timings (ms) per surface, and per surface how many calls returned the ids ``engine`` (the first
+    surface) returned for the same query in the same round, in the same order."""
+    times: dict[str, list[float]] = {name: [] for name in surfaces}
+    same: dict[str, int] = dict.fromkeys(surfaces, 0)
+    for q in queries:  # warm-up round, not timed
+        for call in surfaces.values():
+            await call(q)
+    for _ in range(repeats):
+        for q in queries:
+            expected: list[str] | None = None
+            for name, call in surfaces.items():
+                t0 = time.perf_counter()
+                got = await call(q)
+                times[name].append((time.perf_counter() - t0) * 1000.0)
+                expected = got if expected is None else expected
+                same[name] += got == expected
+    return {"times": times, "same": same}
+
+
+def _summary(measured: dict[str, Any]) -> dict[str, Any]:
+    times, same = measured["times"], measured["same"]
+    base = statistics.median(times["engine"])
+    out: dict[str, Any] = {}
+    for name, values in times.items():
+        med = statistics.median(values)
+        out[name] = {
+            "p50_ms": round(med, 3),
+            "p95_ms": round(_pct(values, 0.95), 3),
+            "calls": len(values),
+            "overhead_ms": round(med - base, 3),
+            "ratio": round(med / base, 3) if base > 0 else None,
+            "same_ids_same_order": f"{same[name]}/{len(values)}",
+        }
+    return out
+
+
+async def _mcp_surface(home: Path, limit: int, stack: Any) -> Surface:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    env = {k: v for k, v in os.environ.items() if k.startswith(("FABRIC_", "HF_", "TRANSFORMERS_"))}
+    env.pop("FABRIC_HOME", None)
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "fabric.cli", "--home", str(home), "mcp"], cwd=str(ROOT), env=env
+    )
+    read, write = await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()
+
+    async def mcp_stdio(q: str) -> list[str]:
+        result = await session.call_tool("query", {"topic": q, "limit": limit})
+        if result.is_error:
+            raise RuntimeError(result.content[0].text)
+        return [item["id"] for item in json.loads(result.content[1].resource.text)["items"]]
+
+    return mcp_stdio
+
+
+async def run(repeats: int = 5, limit: int = 10) -> dict[str, Any]:
+    """Ingest, measure, summarise (see the module docstring)."""
+    from contextlib import AsyncExitStack
+
+    from fabric.config import load_settings
+    from fabric.engine import Engine
+    from fabric.eval.dataset import load_dataset
+    from fabric.eval.harness import ingest_dataset
+    from fabric.validation import parse_request
+
+    dataset = load_dataset(QUERY_SET)
+    queries = [q.text for q in dataset.queries]
+    scratch = Path(tempfile.mkdtemp(prefix="fabric-bench-mcp-"))
+    try:
+        settings = dataclasses.replace(load_settings(), home=scratch / "home")
+        await ingest_dataset(settings, dataset)
+        shutil.copytree(settings.home, scratch / "mcp-home")
+        async with Engine(settings) as engine, AsyncExitStack() as stack:
+
+            async def direct(q: str) -> list[str]:
+                result = await engine.search(parse_request({"query": q, "limit": limit}, engine.settings))
+                return [it.id for it in result.items]
+
+            surfaces: dict[str, Surface] = {"engine": direct, **_adapters(engine, limit)}
+            surfaces["mcp_stdio"] = await _mcp_surface(scratch / "mcp-home", limit, stack)
+            measured = await _measure(surfaces, queries, repeats)
+        load = os.getloadavg()
+        return {
+            "query_set": str(QUERY_SET.relative_to(ROOT)),
+            "queries": len(queries),
+            "repeats": repeats,
+            "limit": limit,
+            "loadavg_1m": round(load[0], 2),
+            "surfaces": _summary(measured),
+        }
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the figures as a table (or JSON with ``--json``)."""
+    p = argparse.ArgumentParser(prog="python -m bench.mcp", description=__doc__.split("\n\n")[0])
+    p.add_argument("--repeats", type=int, default=5, help="timed rounds over the query set (default 5)")
+    p.add_argument("--limit", type=int, default=10, help="items per query (default 10)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    args = p.parse_args(argv)
+    from fabric.logs import configure_logging
+
+    configure_logging(level="ERROR")
+    out = asyncio.run(run(repeats=args.repeats, limit=args.limit))
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"{out['queries']} queries × {out['repeats']} rounds, limit {out['limit']}, load {out['loadavg_1m']}")
+    print(f"{'surface':<12} {'p50 ms':>9} {'p95 ms':>9} {'overhead':>9} {'ratio':>7}  same ids/order")
+    for name, s in out["surfaces"].items():
+        print(
+            f"{name:<12} {s['p50_ms']:>9.2f} {s['p95_ms']:>9.2f} {s['overhead_ms']:>9.2f} {s['ratio']:>7.3f}"
+            f"  {s['same_ids_same_order']}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
