@@ -8,8 +8,9 @@ What it does:
 
 1. ingests the demo corpus into a scratch home (the default embedded lanes, MiniLM) and copies the home, so an
    in-process engine and a ``fabric mcp`` subprocess can each open their own;
-2. per query and per repeat, interleaved: ``Engine.search`` directly, then the LangChain (``ainvoke``),
-   LlamaIndex (``aretrieve``) and Haystack (``run_async``) adapters over that same open engine, then the MCP
+2. per query and per repeat, interleaved: ``Engine.search`` directly, then ``FabricSource.asearch`` (the layer
+   the adapters share: the result as the client's typed page), the LangChain (``ainvoke``), LlamaIndex
+   (``aretrieve``) and Haystack (``run_async``) adapters over that same open engine, then the MCP
    ``query`` tool over stdio (the SDK's ``ClientSession`` + ``stdio_client``) against the subprocess;
 3. reports p50/p95 of each, each adapter's overhead over the direct call (difference of medians and ratio of
    medians, measured in the same run), and whether every surface returned the engine's ids in the engine's order.
@@ -49,7 +50,14 @@ def _pct(values: list[float], q: float) -> float:
 
 def _adapters(engine: Any, limit: int) -> dict[str, Surface]:
     """Each framework adapter over ``engine`` (already open), as ``query → ids``; missing frameworks left out."""
-    out: dict[str, Surface] = {}
+    from fabric.integrations.source import FabricSource
+
+    source = FabricSource(engine=engine)
+
+    async def fabric_source(q: str) -> list[str]:  # the shared conversion layer alone, no framework
+        return [it.id for it in (await source.asearch(q, limit=limit)).items]
+
+    out: dict[str, Surface] = {"source": fabric_source}
     try:
         from fabric.integrations.langchain import FabricRetriever as LangChainRetriever
 
@@ -193,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     from fabric.logs import configure_logging
 
     configure_logging(level="ERROR")
+    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no usage reports from pipeline runs
     out = asyncio.run(run(repeats=args.repeats, limit=args.limit))
     if args.json:
         print(json.dumps(out, indent=2))

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.fabric.integrations.support import ingested_home, live_service
+
+# Haystack reports usage over the network from pipeline runs unless told not to (read when haystack is imported).
+os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 
 @pytest.fixture
