@@ -33,7 +33,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents
+from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents, ToolAnnotations
 
 from fabric import __version__
 from fabric.engine import Engine
@@ -44,7 +44,7 @@ from fabric.mcp_entries import read_entry
 from fabric.models import SearchResult
 from fabric.validation import parse_request
 
-__all__ = ["ENTRY_URI", "build_server", "query_content"]
+__all__ = ["ENTRY_URI", "FabricTools", "build_server", "query_content"]
 
 ENTRY_URI = "knowledge://entries/{entry_id}"
 """The resource template of one entry."""
@@ -110,12 +110,18 @@ async def _search(engine: Engine, data: dict[str, Any]) -> SearchResult | CallTo
         return _error(None, str(exc))
 
 
-def build_server(engine: Engine, tasks: IngestTasks) -> MCPServer:
-    """The MCP server over an engine and its ingestion tasks (both opened and closed by the caller)."""
-    server: MCPServer = MCPServer(name="retrieval-fabric", version=__version__, instructions=_INSTRUCTIONS)
+class FabricTools:
+    """The tools and the entry resource, over one engine and its ingestion tasks (opened and closed by the caller).
 
-    @server.tool(structured_output=False)
+    Each method's signature is its tool's input schema and its docstring the tool's description.
+    """
+
+    def __init__(self, engine: Engine, tasks: IngestTasks) -> None:
+        self.engine = engine
+        self.tasks = tasks
+
     async def query(
+        self,
         topic: str,
         limit: int | None = None,
         cursor: str | None = None,
@@ -135,19 +141,18 @@ def build_server(engine: Engine, tasks: IngestTasks) -> MCPServer:
         data |= {"fusion": fusion, "mode": mode, "lanes": lanes}
         if offset is not None:
             data["offset"] = offset
-        result = await _search(engine, data)
+        result = await _search(self.engine, data)
         if isinstance(result, CallToolResult):
             return result
         return CallToolResult(content=list(query_content(result, topic, limit if limit is not None else 10)))
 
-    @server.tool(structured_output=False)
-    async def ingest(entries: list[dict[str, Any]], idempotency_key: str | None = None) -> CallToolResult:
+    async def ingest(self, entries: list[dict[str, Any]], idempotency_key: str | None = None) -> CallToolResult:
         """Add entries ({"id", "title", "text", optional "url", "published_at", ...}) to the knowledge base.
 
         Small batches run now and return the finished task with its report; larger ones return a task handle
         to poll with the `task` tool. The same entries (or the same idempotency_key) return the same task.
         """
-        config = engine.settings.ingest
+        config, tasks = self.engine.settings.ingest, self.tasks
         try:
             sub = await asyncio.to_thread(parse_submission, {"entries": entries}, config, tasks.root)
             inline = sub.count <= config.sync_max_entries and tasks.idle
@@ -161,18 +166,16 @@ def build_server(engine: Engine, tasks: IngestTasks) -> MCPServer:
             return _error(None, task.error or "ingestion failed", task=body)
         return _json(body)
 
-    @server.tool(structured_output=False)
-    async def task(task_id: str) -> CallToolResult:
+    async def task(self, task_id: str) -> CallToolResult:
         """Status of an ingestion task: per-stage progress, timestamps, the report or the error."""
-        found = tasks.get(task_id)
+        found = self.tasks.get(task_id)
         if found is None:
             msg = "unknown task (records are kept in memory for the most recent tasks, until the service restarts)"
             return _error("task_id", msg)
         return _json(found.to_dict())
 
-    @server.tool(structured_output=False)
     async def cite(
-        answer: str, topic: str, limit: int | None = None, threshold: float = 0.7, max_per_sentence: int = 3
+        self, answer: str, topic: str, limit: int | None = None, threshold: float = 0.7, max_per_sentence: int = 3
     ) -> CallToolResult:
         """Align each sentence of `answer` with the passages `topic` retrieves: markers, bibliography, conflicts."""
         from fusion.citations import align_citations
@@ -183,24 +186,32 @@ def build_server(engine: Engine, tasks: IngestTasks) -> MCPServer:
             return _error("threshold", "must be in (0, 1]")
         if max_per_sentence < 1:
             return _error("max_per_sentence", "must be >= 1")
-        result = await _search(engine, {"query": topic, "limit": limit})
+        result = await _search(self.engine, {"query": topic, "limit": limit})
         if isinstance(result, CallToolResult):
             return result
         hits = [it.hit for it in result.items]
         aligned = align_citations(answer, hits, threshold=threshold, max_per_sentence=max_per_sentence)
         return _json(aligned.to_dict())
 
-    @server.tool(structured_output=False)
-    async def status() -> CallToolResult:
+    async def status(self) -> CallToolResult:
         """Lanes (built, opened, provider health and penalties), in-flight queries and ingestion state."""
-        health = engine.health()
+        health = self.engine.health()
         body = {k: health[k] for k in ("open", "lanes", "inflight", "abandoned_running", "loop_lag_ms")}
-        body["ingest_idle"] = tasks.idle
+        body["ingest_idle"] = self.tasks.idle
         return _json(body)
 
-    @server.resource(ENTRY_URI, name="entry", mime_type="application/json")
-    async def entry(entry_id: str) -> str:
+    async def entry(self, entry_id: str) -> str:
         """One stored entry (chunk) by id: title, text, url, document, provenance."""
-        return json.dumps(await read_entry(engine, entry_id), ensure_ascii=False)
+        return json.dumps(await read_entry(self.engine, entry_id), ensure_ascii=False)
 
+
+def build_server(engine: Engine, tasks: IngestTasks) -> MCPServer:
+    """The MCP server over an engine and its ingestion tasks (both opened and closed by the caller)."""
+    server: MCPServer = MCPServer(name="retrieval-fabric", version=__version__, instructions=_INSTRUCTIONS)
+    tools = FabricTools(engine, tasks)
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    for fn in (tools.query, tools.task, tools.cite, tools.status):
+        server.add_tool(fn, structured_output=False, annotations=read_only)
+    server.add_tool(tools.ingest, structured_output=False, annotations=ToolAnnotations(idempotent_hint=True))
+    server.resource(ENTRY_URI, name="entry", mime_type="application/json")(tools.entry)
     return server

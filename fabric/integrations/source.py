@@ -68,11 +68,11 @@ class FabricSource:
         if self.client is not None:
             return await self.client.search(query, **dict(params))
         assert self.engine is not None
+        request = parse_request(search_body(query, **dict(params)), self.engine.settings)  # bad input opens nothing
         if not self._checked_engine:  # an engine the source opens is one it closes
             self._checked_engine = True
             self._owns_engine = self._owns_engine or not self.engine.health()["open"]
         await self.engine.open()  # idempotent
-        request = parse_request(search_body(query, **dict(params)), self.engine.settings)
         result = await self.engine.search(request)
         return SearchPage.from_dict(result.to_dict())
 
