@@ -10,13 +10,14 @@ What it does:
    in-process engine and a ``fabric mcp`` subprocess can each open their own;
 2. per query and per repeat, interleaved: ``Engine.search`` directly, then ``FabricSource.asearch`` (the layer
    the adapters share: the result as the client's typed page), the LangChain (``ainvoke``), LlamaIndex
-   (``aretrieve``) and Haystack (``run_async``) adapters over that same open engine, then the MCP
+   (``aretrieve``) and Haystack (``run_async``) adapters over that same open engine, ``FabricClient.search``
+   against the HTTP service over a second copy of the home (served on loopback from the same loop), then the MCP
    ``query`` tool over stdio (the SDK's ``ClientSession`` + ``stdio_client``) against the subprocess;
 3. reports p50/p95 of each, each adapter's overhead over the direct call (difference of medians and ratio of
    medians, measured in the same run), and whether every surface returned the engine's ids in the engine's order.
 
 The adapters need the ``langchain``, ``llamaindex`` and ``haystack`` extras; an adapter whose framework is missing
-is reported as skipped.
+is left out of the table.
 """
 
 from __future__ import annotations
@@ -152,6 +153,29 @@ async def _mcp_surface(home: Path, limit: int, stack: Any) -> Surface:
     return mcp_stdio
 
 
+async def _http_surface(home: Path, limit: int, stack: Any) -> Surface:
+    """``FabricClient.search`` against the service app over ``home``, served on loopback from this loop."""
+    from aiohttp import web
+
+    from fabric.client import FabricClient
+    from fabric.config import load_settings
+    from fabric.engine import Engine
+    from fabric.service import create_app
+
+    runner = web.AppRunner(create_app(Engine(dataclasses.replace(load_settings(), home=home)), mcp=False))
+    await runner.setup()
+    stack.push_async_callback(runner.cleanup)
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    client = FabricClient(f"http://127.0.0.1:{runner.addresses[0][1]}")
+    stack.push_async_callback(client.aclose)
+
+    async def http_client(q: str) -> list[str]:
+        return [it.id for it in (await client.search(q, limit=limit)).items]
+
+    return http_client
+
+
 async def run(repeats: int = 5, limit: int = 10) -> dict[str, Any]:
     """Ingest, measure, summarise (see the module docstring)."""
     from contextlib import AsyncExitStack
@@ -169,6 +193,7 @@ async def run(repeats: int = 5, limit: int = 10) -> dict[str, Any]:
         settings = dataclasses.replace(load_settings(), home=scratch / "home")
         await ingest_dataset(settings, dataset)
         shutil.copytree(settings.home, scratch / "mcp-home")
+        shutil.copytree(settings.home, scratch / "http-home")
         async with Engine(settings) as engine, AsyncExitStack() as stack:
 
             async def direct(q: str) -> list[str]:
@@ -176,6 +201,7 @@ async def run(repeats: int = 5, limit: int = 10) -> dict[str, Any]:
                 return [it.id for it in result.items]
 
             surfaces: dict[str, Surface] = {"engine": direct, **_adapters(engine, limit)}
+            surfaces["http_client"] = await _http_surface(scratch / "http-home", limit, stack)
             surfaces["mcp_stdio"] = await _mcp_surface(scratch / "mcp-home", limit, stack)
             measured = await _measure(surfaces, queries, repeats)
         load = os.getloadavg()
