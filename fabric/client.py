@@ -22,11 +22,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import aiohttp
 
 from fabric.errors import FabricError, PartialResultError, QueryError
+
+if TYPE_CHECKING:
+    from fabric.models import SearchResult
 
 __all__ = ["FabricClient", "FabricClientError", "PageItem", "SearchPage"]
 
@@ -118,6 +121,21 @@ class SearchPage:
             timings=dict(d.get("timings", {})),
             trace_id=str(d.get("trace_id", "")),
             raw=dict(d),
+        )
+
+    @classmethod
+    def from_result(cls, result: SearchResult) -> SearchPage:
+        """The page of an in-process :class:`~fabric.models.SearchResult`, the same as reading its ``to_dict()``
+        without building the parts a page does not keep (receipt, pre-flight, dedup counts); ``raw`` is empty."""
+        return cls(
+            query=result.query,
+            items=tuple(PageItem.from_dict(result.item_dict(it)) for it in result.items),
+            total=result.total,
+            next_cursor=result.next_cursor,
+            partial=result.partial,
+            lanes={name: out.to_dict() for name, out in result.lanes.items()},
+            timings={k: round(v, 3) for k, v in result.timings.items()},
+            trace_id=result.trace_id,
         )
 
     def lane_status(self) -> dict[str, str]:

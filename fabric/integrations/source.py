@@ -74,7 +74,7 @@ class FabricSource:
             self._owns_engine = self._owns_engine or not self.engine.health()["open"]
         await self.engine.open()  # idempotent
         result = await self.engine.search(request)
-        return SearchPage.from_dict(result.to_dict())
+        return SearchPage.from_result(result)
 
     def _thread_loop(self) -> asyncio.AbstractEventLoop:
         """The private loop thread, started on first need."""

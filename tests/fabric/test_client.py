@@ -68,3 +68,13 @@ async def test_unreachable_service_is_a_client_error() -> None:
     async with FabricClient("http://127.0.0.1:9", timeout_s=5) as client:
         with pytest.raises(FabricClientError, match="POST /v1/search"):
             await client.search("x")
+
+
+async def test_page_from_result_equals_page_from_json(fabric_home: Path) -> None:
+    """An in-process page reads the same as the result JSON's (the adapters rely on it)."""
+    async with engine(fabric_home) as eng:
+        result = await eng.search(parse_request({"query": "release", "limit": 3}, eng.settings))
+    direct, via_json = SearchPage.from_result(result), SearchPage.from_dict(result.to_dict())
+    assert direct.items == via_json.items
+    for field in ("query", "total", "next_cursor", "partial", "lanes", "timings", "trace_id"):
+        assert getattr(direct, field) == getattr(via_json, field), field
