@@ -6,13 +6,14 @@ Usage (from the repository root)::
 
 What it does:
 
-1. ingests the demo corpus into a scratch home (the default embedded lanes, MiniLM) and copies the home, so an
-   in-process engine and a ``fabric mcp`` subprocess can each open their own;
-2. per query and per repeat, interleaved: ``Engine.search`` directly, then ``FabricSource.asearch`` (the layer
-   the adapters share: the result as the client's typed page), the LangChain (``ainvoke``), LlamaIndex
-   (``aretrieve``) and Haystack (``run_async``) adapters over that same open engine, ``FabricClient.search``
-   against the HTTP service over a second copy of the home (served on loopback from the same loop), then the MCP
-   ``query`` tool over stdio (the SDK's ``ClientSession`` + ``stdio_client``) against the subprocess;
+1. ingests the demo corpus into a scratch home (the default embedded lanes, MiniLM) and copies it twice, so the
+   in-process engine, the HTTP service and the ``fabric mcp`` subprocess each open their own;
+2. per query and per repeat, interleaved (the order rotating from call to call): ``Engine.search`` directly;
+   ``FabricSource.asearch`` (the layer the adapters share: the result as the client's typed page); the
+   LangChain (``ainvoke``), LlamaIndex (``aretrieve``) and Haystack (``run_async``) adapters over that same open
+   engine; ``FabricClient.search`` against the HTTP service over a second copy of the home (served on loopback
+   from the same loop); the MCP ``query`` tool over stdio (the SDK's ``ClientSession`` + ``stdio_client``)
+   against a ``fabric mcp`` subprocess on a third copy;
 3. reports p50/p95 of each, each adapter's overhead over the direct call (difference of medians and ratio of
    medians, measured in the same run), and whether every surface returned the engine's ids in the engine's order.
 
@@ -96,22 +97,26 @@ def _adapters(engine: Any, limit: int) -> dict[str, Surface]:
 
 
 async def _measure(surfaces: dict[str, Surface], queries: list[str], repeats: int) -> dict[str, Any]:
-    """Interleaved timings (ms) per surface, and per surface how many calls returned the ids ``engine`` (the first
-    surface) returned for the same query in the same round, in the same order."""
-    times: dict[str, list[float]] = {name: [] for name in surfaces}
-    same: dict[str, int] = dict.fromkeys(surfaces, 0)
+    """Interleaved timings (ms) per surface, and per surface how many calls returned the ids ``engine`` returned
+    for the same query in the same round, in the same order. The order of the surfaces rotates from one call of
+    the round to the next, so none always runs first (or right after another)."""
+    names = list(surfaces)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    same: dict[str, int] = dict.fromkeys(names, 0)
     for q in queries:  # warm-up round, not timed
         for call in surfaces.values():
             await call(q)
+    turn = 0
     for _ in range(repeats):
         for q in queries:
-            expected: list[str] | None = None
-            for name, call in surfaces.items():
+            got: dict[str, list[str]] = {}
+            for name in names[turn % len(names) :] + names[: turn % len(names)]:
                 t0 = time.perf_counter()
-                got = await call(q)
+                got[name] = await surfaces[name](q)
                 times[name].append((time.perf_counter() - t0) * 1000.0)
-                expected = got if expected is None else expected
-                same[name] += got == expected
+            turn += 1
+            for name in names:
+                same[name] += got[name] == got["engine"]
     return {"times": times, "same": same}
 
 
