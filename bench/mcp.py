@@ -2,7 +2,8 @@
 
 Usage (from the repository root)::
 
-    FABRIC_CACHE_DIR=/work/cache/fabric python -m bench.mcp [--repeats 5] [--limit 10] [--json]
+    FABRIC_CACHE_DIR=/work/cache/fabric fabric bench mcp [--repeats 5] [--limit 10] [--json]
+    FABRIC_CACHE_DIR=/work/cache/fabric python -m bench.mcp [--repeats 5] [--limit 10] [--json]   # as a table
 
 What it does:
 
@@ -37,7 +38,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["main", "run"]
+__all__ = ["add_arguments", "main", "measure", "run"]
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY_SET = ROOT / "evals" / "queries" / "demo"
@@ -181,7 +182,7 @@ async def _http_surface(home: Path, limit: int, stack: Any) -> Surface:
     return http_client
 
 
-async def run(repeats: int = 5, limit: int = 10) -> dict[str, Any]:
+async def measure(repeats: int = 5, limit: int = 10) -> dict[str, Any]:
     """Ingest, measure, summarise (see the module docstring)."""
     from contextlib import AsyncExitStack
 
@@ -222,18 +223,40 @@ async def run(repeats: int = 5, limit: int = 10) -> dict[str, Any]:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Print the figures as a table (or JSON with ``--json``)."""
-    p = argparse.ArgumentParser(prog="python -m bench.mcp", description=__doc__.split("\n\n")[0])
-    p.add_argument("--repeats", type=int, default=5, help="timed rounds over the query set (default 5)")
-    p.add_argument("--limit", type=int, default=10, help="items per query (default 10)")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    args = p.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``fabric bench mcp``."""
+    parser.add_argument("--repeats", type=int, default=5, help="timed rounds over the query set (default 5)")
+    parser.add_argument("--limit", type=int, default=10, help="items per query (default 10)")
+
+
+def _figures(args: argparse.Namespace) -> dict[str, Any]:
+    if args.repeats < 1 or args.limit < 1:
+        from fabric.errors import QueryError
+
+        raise QueryError("bench", "--repeats and --limit must be >= 1")
     from fabric.logs import configure_logging
 
     configure_logging(level="ERROR")
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no usage reports from pipeline runs
-    out = asyncio.run(run(repeats=args.repeats, limit=args.limit))
+    return asyncio.run(measure(repeats=args.repeats, limit=args.limit))
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """``fabric bench mcp``: the figures as one flat mapping (``<surface>_p50_ms``, ``<surface>_ratio``, ...)."""
+    out = _figures(args)
+    flat = {k: v for k, v in out.items() if k != "surfaces"}
+    for name, s in out["surfaces"].items():
+        flat |= {f"{name}_{key}": value for key, value in s.items()}
+    return flat
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.mcp``: the figures as a table (or JSON with ``--json``)."""
+    p = argparse.ArgumentParser(prog="python -m bench.mcp", description=(__doc__ or "").split("\n\n")[0])
+    add_arguments(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    args = p.parse_args(argv)
+    out = _figures(args)
     if args.json:
         print(json.dumps(out, indent=2))
         return 0

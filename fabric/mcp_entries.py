@@ -18,8 +18,8 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 from fabric.engine import Engine
 from fabric.models import iso_utc
 from lanes.base import LaneResources, LaneSpec
-from lanes.graph.sqlite_store import graph_path
-from lanes.keyword.sqlite_fts_store import fts_path
+from lanes.graph.sqlite_writer import graph_path
+from lanes.keyword.sqlite_fts_writer import fts_path
 from lanes.sqlite_common import CHUNK_COLUMNS, row_hit
 
 __all__ = ["read_entry"]

@@ -35,3 +35,21 @@ async def test_measure_counts_same_ids_per_round_and_query() -> None:
 def test_pct_nearest_rank() -> None:
     assert _pct([5.0, 1.0, 3.0, 2.0, 4.0], 0.5) == 3.0
     assert _pct([float(i) for i in range(1, 101)], 0.95) == 95.0
+
+
+def test_registered_and_validated() -> None:
+    """``fabric bench mcp`` finds the module; bad counts are refused before anything is ingested."""
+    import argparse
+
+    import pytest
+
+    import bench
+    from bench import mcp as module
+    from fabric.errors import QueryError
+
+    assert "mcp" in bench.BENCHES
+    parser = argparse.ArgumentParser()
+    module.add_arguments(parser)
+    assert vars(parser.parse_args([])) == {"repeats": 5, "limit": 10}
+    with pytest.raises(QueryError, match="--repeats and --limit"):
+        module.run(parser.parse_args(["--repeats", "0"]))

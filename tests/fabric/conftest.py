@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fabric.integrations.support import ingested_home, live_service
+from tests.support.ingested import ingested_home, live_service
 
 # Haystack reports usage over the network from pipeline runs unless told not to (read when haystack is imported).
 os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
@@ -16,7 +16,7 @@ os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
 
 @pytest.fixture
 def fabric_home(tmp_path: Path) -> Path:
-    """A tmp home holding the test entries (``tests.fabric.integrations.support.ENTRIES``)."""
+    """A tmp home holding the test entries (``tests.support.ingested.ENTRIES``)."""
     return ingested_home(tmp_path)
 
 

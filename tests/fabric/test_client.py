@@ -9,7 +9,7 @@ import pytest
 from fabric.client import FabricClient, FabricClientError, SearchPage
 from fabric.errors import QueryError
 from fabric.validation import parse_request
-from tests.fabric.integrations.support import engine
+from tests.support.ingested import engine
 
 
 async def test_search_is_typed_and_matches_the_engine(service_url: str, fabric_home: Path) -> None:

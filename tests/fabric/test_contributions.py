@@ -13,7 +13,7 @@ from fabric.errors import QueryError
 from fabric.models import Hit, LaneKind
 from fabric.validation import parse_request
 from lanes.fake import FakeLane
-from tests.fabric.support import make_settings, quiet_logs  # noqa: F401
+from tests.support.settings import make_settings, quiet_logs  # noqa: F401
 
 
 def _hits(prefix: str, ids: list[str], *, dated: bool = False) -> list[Hit]:

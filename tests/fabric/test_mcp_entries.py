@@ -8,7 +8,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from fabric.mcp_entries import read_entry
-from tests.fabric.integrations.support import engine
+from tests.support.ingested import engine
 
 
 async def test_reads_an_ingested_entry(fabric_home: Path) -> None:

@@ -23,7 +23,7 @@ from fabric.config import load_settings
 from fabric.engine import Engine
 from fabric.service import create_app, error_body
 from lanes.base import LaneResources
-from tests.embedded_support import BagEmbedder
+from tests.support.embedded import BagEmbedder
 
 ENTRIES = [
     {"id": "e-42", "title": "deployment", "text": "Use blue-green deploys for zero-downtime releases."},

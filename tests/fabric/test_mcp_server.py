@@ -16,7 +16,7 @@ from fabric.mcp_server import build_server
 from fabric.models import Hit, LaneKind
 from fabric.service import ingest_tasks
 from lanes.fake import FakeLane
-from tests.fabric.support import make_settings, quiet_logs  # noqa: F401
+from tests.support.settings import make_settings, quiet_logs  # noqa: F401
 
 
 def _hits(ids: list[str]) -> list[Hit]:

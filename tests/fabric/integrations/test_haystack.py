@@ -9,7 +9,7 @@ from haystack import Document, Pipeline
 
 from fabric.integrations.haystack import FabricRetriever
 from fabric.integrations.source import FabricSource
-from tests.fabric.integrations.support import QUERIES, engine, engine_ids
+from tests.support.ingested import QUERIES, engine, engine_ids
 
 
 def test_pipeline_in_process_matches_engine(fabric_home: Path) -> None:

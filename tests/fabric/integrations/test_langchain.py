@@ -11,7 +11,7 @@ from langchain_core.retrievers import BaseRetriever
 
 from fabric.integrations.langchain import FabricRetriever
 from fabric.integrations.source import FabricSource
-from tests.fabric.integrations.support import QUERIES, engine, engine_ids
+from tests.support.ingested import QUERIES, engine, engine_ids
 
 LEDGER = {"id", "score_total", "score_lexical", "score_semantic", "score_graph", "contributions", "scores"}
 

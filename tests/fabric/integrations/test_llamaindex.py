@@ -10,7 +10,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore
 
 from fabric.integrations.llamaindex import FabricRetriever
 from fabric.integrations.source import FabricSource
-from tests.fabric.integrations.support import QUERIES, engine, engine_ids
+from tests.support.ingested import QUERIES, engine, engine_ids
 
 
 def test_retrieve_in_process_matches_engine(fabric_home: Path) -> None:

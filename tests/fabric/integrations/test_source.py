@@ -10,7 +10,7 @@ import pytest
 from fabric.client import FabricClient
 from fabric.errors import FabricError, QueryError
 from fabric.integrations.source import FabricSource, request_params
-from tests.fabric.integrations.support import engine
+from tests.support.ingested import engine
 
 
 def test_exactly_one_backend() -> None:
