@@ -19,6 +19,13 @@ Routes:
     paths answer ``202`` with the task and its ``status_url`` (:mod:`fabric.ingest.tasks`).
 ``GET /v1/ingest/<task_id>``
     A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown.
+``/mcp``
+    The MCP server (:mod:`fabric.mcp_server`) over the streamable HTTP transport (:mod:`fabric.mcp_http`).
+
+Request guard: every ``/v1/*`` and ``/mcp`` request first passes the app's guard (:data:`GUARD_KEY`, an async
+callable returning None to let the request through or a response to answer instead). There are no API keys
+yet: the default guard lets everything through; the API-key check plugs in there (``create_app(guard=...)``)
+and covers the HTTP API and MCP alike.
 
 The engine is opened on start-up and closed on clean-up. Bodies are capped per route: ``max_body_bytes`` for
 search, ``ingest.max_body_bytes`` for ingestion; a larger body answers ``413``.
@@ -45,7 +52,18 @@ from fabric.ingest.tasks import IngestTasks, TaskStatus
 from fabric.ingest.writers import build_writers
 from fabric.validation import parse_request
 
-__all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "error_body"]
+__all__ = [
+    "ENGINE_KEY",
+    "GUARDED_PREFIXES",
+    "GUARD_KEY",
+    "TASKS_KEY",
+    "RequestGuard",
+    "create_app",
+    "error_body",
+    "ingest_tasks",
+    "open_guard",
+    "store_runner",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -55,6 +73,21 @@ ENGINE_KEY = web.AppKey("engine", Engine)
 TASKS_KEY = web.AppKey("ingest_tasks", IngestTasks)
 """Where the app keeps its ingestion tasks."""
 _SEARCH_LIMIT_KEY = web.AppKey("search_max_body_bytes", int)
+
+RequestGuard = Callable[[web.Request], Awaitable[web.StreamResponse | None]]
+"""Decides whether a request may proceed: None lets it through, a response is answered instead."""
+
+GUARD_KEY: web.AppKey[RequestGuard] = web.AppKey("request_guard")
+"""Where the app keeps its request guard."""
+
+GUARDED_PREFIXES = ("/v1/", "/mcp")
+"""Paths behind the guard (health, readiness and metrics stay open to probes)."""
+
+
+async def open_guard(_request: web.Request) -> web.StreamResponse | None:
+    """The default guard: no API keys are configured, every request proceeds."""
+    return None
+
 
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _MAX_KEY_CHARS = 255
@@ -78,6 +111,17 @@ async def _errors(request: web.Request, handler: _Handler) -> web.StreamResponse
     except Exception as exc:  # the API edge: log the traceback, answer a clean 500
         log.exception("request_failed", path=request.path, error=type(exc).__name__)
         return web.json_response(error_body(None, "internal error"), status=500)
+
+
+@web.middleware
+async def _guarded(request: web.Request, handler: _Handler) -> web.StreamResponse:
+    """Run the app's guard before any guarded route (the seam for API keys)."""
+    if request.path.startswith(GUARDED_PREFIXES):
+        guard: RequestGuard = request.app[GUARD_KEY]
+        refused = await guard(request)
+        if refused is not None:
+            return refused
+    return await handler(request)
 
 
 class _BodyError(Exception):
@@ -193,7 +237,7 @@ async def _metrics(request: web.Request) -> web.Response:
     return resp
 
 
-def _store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awaitable[IngestReport]]:
+def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awaitable[IngestReport]]:
     """Runs the pipeline into the stores the engine's lanes read, with the engine's embedder.
 
     The writers share the engine's resources: in local mode the Qdrant store and the vector lane use one
@@ -216,23 +260,50 @@ def _store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awai
     return run
 
 
-def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Application:
-    """The service app; it opens ``engine`` and the ingestion worker on start-up and closes them on clean-up.
+def ingest_tasks(engine: Engine) -> IngestTasks:
+    """The ingestion task queue writing into the engine's stores (not started).
 
     Raises:
         ConfigError: ``ingest.allowed_root`` is set but is not a folder.
     """
     ingest_cfg = engine.settings.ingest
-    app = web.Application(middlewares=[_errors], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes))
-    app[ENGINE_KEY] = engine
-    app[_SEARCH_LIMIT_KEY] = max_body_bytes
-    tasks = IngestTasks(
+    return IngestTasks(
         ingest_cfg,
         home=engine.settings.home,
-        runner=_store_runner(engine),
+        runner=store_runner(engine),
         root=resolve_root(ingest_cfg),
         registry=engine.metrics.registry,
     )
+
+
+def create_app(
+    engine: Engine,
+    *,
+    max_body_bytes: int = 64 * 1024,
+    guard: RequestGuard = open_guard,
+    mcp: bool = True,
+    host: str = "127.0.0.1",
+) -> web.Application:
+    """The service app; it opens ``engine`` and the ingestion worker on start-up and closes them on clean-up.
+
+    Args:
+        engine: the engine to serve (opened at start-up).
+        max_body_bytes: body cap of ``POST /v1/search``.
+        guard: the request guard of ``/v1/*`` and ``/mcp`` (see the module docstring).
+        mcp: whether to mount the MCP streamable HTTP transport at ``/mcp``.
+        host: the address the service binds (the MCP transport's DNS rebinding protection is on for loopback).
+
+    Raises:
+        ConfigError: ``ingest.allowed_root`` is set but is not a folder.
+    """
+    ingest_cfg = engine.settings.ingest
+    app = web.Application(
+        middlewares=[_errors, _guarded], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes)
+    )
+    app[ENGINE_KEY] = engine
+    app[_SEARCH_LIMIT_KEY] = max_body_bytes
+    app[GUARD_KEY] = guard
+    tasks = ingest_tasks(engine)
     app[TASKS_KEY] = tasks
 
     async def on_startup(_app: web.Application) -> None:
@@ -255,4 +326,9 @@ def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Applic
     app.router.add_get("/metrics", _metrics)
     app.router.add_post("/v1/ingest", _ingest)
     app.router.add_get("/v1/ingest/{task_id}", _ingest_status)
+    if mcp:
+        from fabric.mcp_http import mount_mcp
+        from fabric.mcp_server import build_server
+
+        mount_mcp(app, build_server(engine, tasks), host=host)
     return app

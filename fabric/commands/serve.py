@@ -29,9 +29,9 @@ def run(args: argparse.Namespace) -> int:
     settings = load_cli_settings(args)
     banner = (
         f"fabric: serving on http://{args.host}:{args.port} "
-        "(POST /v1/search, POST /v1/ingest, GET /v1/ingest/<id>, /healthz, /readyz, /metrics)"
+        "(POST /v1/search, POST /v1/ingest, GET /v1/ingest/<id>, MCP at /mcp, /healthz, /readyz, /metrics)"
     )
-    app = create_app(Engine(settings))
+    app = create_app(Engine(settings), host=args.host)
 
     def started(_message: str) -> None:  # called by aiohttp once the site listens (after start-up checks)
         print(banner, flush=True)

@@ -120,5 +120,16 @@ class TestOpsEndpoints:
 
 
 def test_public_api() -> None:
-    """The module exports the app factory, the engine key and the error shape."""
-    assert set(mod.__all__) == {"ENGINE_KEY", "TASKS_KEY", "create_app", "error_body"}
+    """The module exports the app factory, the app keys, the guard seam, the task factory and the error shape."""
+    assert set(mod.__all__) == {
+        "ENGINE_KEY",
+        "TASKS_KEY",
+        "GUARD_KEY",
+        "GUARDED_PREFIXES",
+        "RequestGuard",
+        "open_guard",
+        "create_app",
+        "error_body",
+        "ingest_tasks",
+        "store_runner",
+    }
