@@ -11,8 +11,10 @@ import pytest
 from aiohttp import web
 
 from fabric.config import PreflightConfig
+from fabric.httpclient import allowlist_from_lanes, create_session
 from fabric.preflight import LoopLagMonitor, Preflight, refine_rules
 from tests.fabric.support import quiet_logs  # noqa: F401
+from tests.httpfakes import recording, redirector, serve
 
 YEAR = 2026
 
@@ -219,3 +221,27 @@ class TestLoopLag:
         await asyncio.sleep(0.01)
         await mon.stop()
         assert mon.lag_ms >= 0.0
+
+
+class TestChatEndpointRedirects:
+    """The chat endpoint is called through the guarded client: its redirects cannot carry the query elsewhere."""
+
+    @pytest.mark.parametrize("status", [302, 303, 307, 308])
+    @pytest.mark.parametrize("where", ["other_port", "metadata"])
+    async def test_redirect_elsewhere_never_reaches_target(self, status: int, where: str) -> None:
+        """A 30x from the chat endpoint to another port or the metadata address is refused; nothing arrives."""
+        async with recording() as (target, received):
+            location = {
+                "other_port": f"http://127.0.0.1:{target.port}/v1/chat/completions",
+                "metadata": "http://169.254.169.254/latest/meta-data/",
+            }[where]
+            async with serve(redirector(location)) as origin:
+                chat_url = f"http://127.0.0.1:{origin.port}/r/{status}"
+                http = create_session(allowlist_from_lanes([], extra_urls=[chat_url]))
+                try:
+                    r = await Preflight(PreflightConfig(chat_url=chat_url), http=http).run("secret q", **run_kw())
+                finally:
+                    await http.close()
+        assert received == []
+        assert r.bypassed
+        assert (r.reason or "").startswith("model_unavailable")
