@@ -33,6 +33,7 @@ from fabric.metrics import EngineMetrics
 from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, make_lane_outcome
 from fabric.penalties import ProviderPenalties
 from fabric.retries import search_with_retries
+from fabric.sanitize import sanitize_hits
 from lanes.base import Lane
 
 __all__ = ["LaneExecutor", "PlannedLane", "RunStats"]
@@ -337,7 +338,7 @@ class LaneExecutor:
             call.timed_out = True
             return call
         try:
-            call.hits = inner.result()
+            call.hits = sanitize_hits(inner.result(), lane=lane.name, provider=lane.provider)
         except (TimeoutError, asyncio.CancelledError):
             call.timed_out = True
         except Exception as exc:  # the per-lane wrapper: a failing lane never fails the query
