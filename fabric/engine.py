@@ -241,6 +241,7 @@ class Engine:
                 "fusion": (request.fusion or self.settings.fusion.mode).value,
                 "lanes": names,
                 "top_k": request.top_k,
+                "bound": [request.budget_ms, request.preflight],  # a page depends on both: a toggle must not shift
             }
         )
 

@@ -37,6 +37,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from fabric import safejson
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError
 from fabric.ingest.pipeline import IngestReport, Progress, ingest
@@ -91,7 +92,8 @@ async def _read_json(request: web.Request, limit: int, *, in_thread: bool = Fals
     """The decoded JSON body, read up to ``limit`` bytes.
 
     Raises:
-        _BodyError: wrong content type (415), over the limit (413), or invalid JSON (400).
+        _BodyError: wrong content type (415), over the limit (413), or invalid JSON (400): malformed, nested
+            deeper than 64 levels, ``NaN``, or a lone surrogate (the field named, e.g. ``entries[3].text``).
     """
     if request.content_type != "application/json":
         raise _BodyError(web.json_response(error_body("body", "expected Content-Type: application/json"), status=415))
@@ -105,10 +107,10 @@ async def _read_json(request: web.Request, limit: int, *, in_thread: bool = Fals
         buf += chunk
         if len(buf) > limit:
             raise too_large
-    try:
-        return await asyncio.to_thread(json.loads, bytes(buf)) if in_thread else json.loads(buf)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _BodyError(web.json_response(error_body("body", f"invalid JSON: {exc}"), status=400)) from None
+    try:  # depth-bounded, lone surrogates refused naming the field (fabric.safejson)
+        return await asyncio.to_thread(safejson.loads, bytes(buf)) if in_thread else safejson.loads(buf)
+    except safejson.JSONInputError as exc:
+        raise _BodyError(web.json_response(error_body(exc.where or "body", exc.reason), status=400)) from None
 
 
 async def _search(request: web.Request) -> web.Response:
