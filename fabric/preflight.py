@@ -39,6 +39,7 @@ from fabric.config import PreflightConfig
 from fabric.errors import LaneError, LaneTimeout
 from fabric.httpclient import fetch
 from fabric.models import PreflightResult
+from fabric.sanitize import clean_line
 
 __all__ = ["LoopLagMonitor", "Preflight", "RuleRefinement", "refine_rules"]
 
@@ -288,7 +289,7 @@ class Preflight:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise ValueError("chat endpoint answered without choices[0].message.content") from None
-        text = " ".join(str(content).split()).strip("\"'")
+        text = clean_line(" ".join(str(content).split()), 500).strip("\"' ")  # a model's words are untrusted text
         if not text:
             raise ValueError("chat endpoint answered an empty query")
         return text

@@ -180,6 +180,16 @@ class TestChatEndpoint:
         assert state["body"]["model"] == "m"
         assert state["body"]["messages"][-1]["role"] == "user"
 
+    async def test_chat_answer_is_cleaned(self, chat_server: tuple[str, dict[str, Any]]) -> None:
+        """The model's answer is untrusted text: lone surrogates repaired, controls removed, length capped."""
+        url, state = chat_server
+        state["reply"] = "bad \ud800 query\x00\u202e" + "x" * 1000
+        async with aiohttp.ClientSession() as http:
+            r = await Preflight(PreflightConfig(chat_url=url), http=http).run("q", **run_kw())
+        assert r.refined_query.startswith("bad \ufffd query")
+        assert len(r.refined_query) == 500
+        r.refined_query.encode("utf-8")
+
     async def test_chat_over_budget_bypasses(self, chat_server: tuple[str, dict[str, Any]]) -> None:
         """A chat endpoint slower than the budget bypasses with budget_exceeded."""
         url, state = chat_server
