@@ -44,6 +44,7 @@ from fabric.ingest.pipeline import IngestReport, Progress, ingest
 from fabric.ingest.submission import SubmitError, parse_submission, resolve_root
 from fabric.ingest.tasks import IngestTasks, TaskStatus
 from fabric.ingest.writers import build_writers
+from fabric.serverlimits import GUARD_KEY, ServerLimits, read_body, request_marks
 from fabric.validation import parse_request
 
 __all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "error_body"]
@@ -92,7 +93,8 @@ async def _read_json(request: web.Request, limit: int, *, in_thread: bool = Fals
     """The decoded JSON body, read up to ``limit`` bytes.
 
     Raises:
-        _BodyError: wrong content type (415), over the limit (413), or invalid JSON (400): malformed, nested
+        _BodyError: wrong content type (415), over the limit (413), not received within the body timeout (408,
+            :mod:`fabric.serverlimits`), or invalid JSON (400): malformed, nested
             deeper than 64 levels, ``NaN``, or a lone surrogate (the field named, e.g. ``entries[3].text``).
     """
     if request.content_type != "application/json":
@@ -102,11 +104,12 @@ async def _read_json(request: web.Request, limit: int, *, in_thread: bool = Fals
     )
     if request.content_length is not None and request.content_length > limit:
         raise too_large  # refused before reading it
-    buf = bytearray()
-    async for chunk in request.content.iter_chunked(1 << 16):
-        buf += chunk
-        if len(buf) > limit:
-            raise too_large
+    guard = request.app.get(GUARD_KEY)
+    buf = await read_body(request, limit, (guard.limits if guard else ServerLimits()).body_timeout_s)
+    if buf is None:
+        raise _BodyError(web.json_response(error_body("body", "request body not received in time"), status=408))
+    if len(buf) > limit:
+        raise too_large
     try:  # depth-bounded, lone surrogates refused naming the field (fabric.safejson)
         return await asyncio.to_thread(safejson.loads, bytes(buf)) if in_thread else safejson.loads(buf)
     except safejson.JSONInputError as exc:
@@ -225,7 +228,9 @@ def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Applic
         ConfigError: ``ingest.allowed_root`` is set but is not a folder.
     """
     ingest_cfg = engine.settings.ingest
-    app = web.Application(middlewares=[_errors], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes))
+    app = web.Application(
+        middlewares=[_errors, request_marks], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes)
+    )
     app[ENGINE_KEY] = engine
     app[_SEARCH_LIMIT_KEY] = max_body_bytes
     tasks = IngestTasks(
