@@ -164,26 +164,33 @@ class ConnectionGuard:
         self.cap = connection_cap(limits.max_connections)
         self.metrics = _Metrics(registry)
         self.metrics.cap.set(self.cap)
+        self.live: set[_Tracked] = set()
+        """Connections counted against the cap: from the accept (factory call) until the connection is lost."""
         self.connections: dict[asyncio.Transport, _Tracked] = {}
 
     def __call__(self) -> asyncio.Protocol:
+        # Counted here, not in connection_made: asyncio accepts a whole backlog of connections before any of
+        # them is made, so a count taken later would let a burst past the cap.
         assert self.server is not None, "GuardedSite.start sets the server"
-        if len(self.connections) >= self.cap:
+        if len(self.live) >= self.cap:
             self.metrics.refused.inc()
             return _Refuse()
-        return _Tracked(self.server(), self)
+        conn = _Tracked(self.server(), self)
+        self.live.add(conn)
+        self.metrics.open.set(len(self.live))
+        return conn
 
     def opened(self, conn: _Tracked) -> None:
-        """Count a new connection."""
+        """Register a made connection (for the request marks)."""
         assert conn.transport is not None
         self.connections[conn.transport] = conn
-        self.metrics.open.set(len(self.connections))
 
     def closed(self, conn: _Tracked) -> None:
-        """Forget a closed connection."""
+        """Forget a lost connection."""
         if conn.transport is not None:
             self.connections.pop(conn.transport, None)
-        self.metrics.open.set(len(self.connections))
+        self.live.discard(conn)
+        self.metrics.open.set(len(self.live))
 
     def request_started(self, transport: Any) -> None:
         """A request head was parsed on ``transport``: its deadline is met."""

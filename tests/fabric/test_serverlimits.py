@@ -145,6 +145,19 @@ class TestConnectionCap:
             for _r, w in held:
                 w.close()
 
+    async def test_burst_cannot_pass_the_cap(self, tmp_path: Path) -> None:
+        """40 connections opened at once (accepted in one batch): at most the cap are kept, the rest refused."""
+        async for served in _serve(tmp_path, ServerLimits(header_timeout_s=30.0, max_connections=3)):
+            conns = await asyncio.gather(*[served.connect() for _ in range(40)])
+            for _ in range(200):
+                if served.metric("fabric_http_connections_refused_total") + 3 >= 40:
+                    break
+                await asyncio.sleep(0.01)
+            assert served.metric("fabric_http_connections_open") == 3.0
+            assert served.metric("fabric_http_connections_refused_total") == 37.0
+            for _r, w in conns:
+                w.close()
+
     def test_cap_stays_below_the_descriptor_limit(self) -> None:
         """The derived cap leaves at least a quarter (and 64) of the descriptors to lanes and stores."""
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
