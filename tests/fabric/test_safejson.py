@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import fabric.safejson as mod
 from fabric.safejson import JSONInputError, check_text, loads
@@ -73,3 +78,32 @@ def test_check_text() -> None:
 def test_public_api() -> None:
     """The module exports exactly its documented names."""
     assert set(mod.__all__) == {"DEFAULT_MAX_DEPTH", "JSONInputError", "check_text", "loads"}
+
+
+# Any text, lone surrogates and control characters included.
+_TEXT = st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=20)
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXT, inner, max_size=4),
+    max_leaves=30,
+)
+
+
+class TestFuzz:
+    @given(doc=_JSON)
+    def test_any_document_round_trips_or_is_refused_cleanly(self, doc: object) -> None:
+        """Whatever the document, loads returns it or raises JSONInputError: never another exception."""
+        text = json.dumps(doc)
+        if any(0xD800 <= ord(c) <= 0xDFFF for c in json.dumps(doc, ensure_ascii=False)):
+            with pytest.raises(JSONInputError, match="lone surrogate"):
+                loads(text)
+            return
+        out = loads(text)
+        assert out == json.loads(text)
+        json.dumps(out, ensure_ascii=False).encode("utf-8")  # what passes is valid Unicode
+
+    @given(data=st.binary(max_size=200))
+    def test_any_bytes_are_json_or_a_value_error(self, data: bytes) -> None:
+        """Arbitrary bytes parse or raise JSONInputError."""
+        with contextlib.suppress(JSONInputError):
+            loads(data)

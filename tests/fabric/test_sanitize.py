@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
+from hypothesis import given
+from hypothesis import strategies as st
 
 import fabric.sanitize as mod
 from fabric.engine import Engine
@@ -218,3 +220,34 @@ def test_public_api() -> None:
     assert set(mod.__all__) == {
         "LIMITS", "MAX_META_DEPTH", "MAX_META_ITEMS", "clean_line", "clean_text", "sanitize_hit", "sanitize_hits",
     }  # fmt: skip
+
+
+_ANY_TEXT = st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=60)
+_NUMBER = st.floats(allow_nan=True, allow_infinity=True) | st.integers(min_value=-(2**70), max_value=2**70)
+
+
+class TestFuzz:
+    @given(
+        strings=st.fixed_dictionaries(dict.fromkeys(("id", "title", "text", "url", "domain", "source_ref"), _ANY_TEXT)),
+        score=_NUMBER,
+        quality=st.none() | st.floats(allow_nan=True, allow_infinity=True),
+        simhash=st.none() | st.integers(min_value=-(2**70), max_value=2**70),
+        meta=st.dictionaries(_ANY_TEXT, _ANY_TEXT | _NUMBER | st.lists(_ANY_TEXT, max_size=3), max_size=4),
+    )
+    def test_any_hit_comes_out_safe_or_dropped(
+        self, strings: dict[str, str], score: float, quality: float | None, simhash: int | None, meta: dict[str, Any]
+    ) -> None:
+        """Whatever a lane sends, the boundary drops the hit or returns one that encodes, serialises, stays
+        within limits, and is a fixed point (sanitising again changes nothing)."""
+        hit = Hit(rank=1, score=score, quality=quality, simhash=simhash, metadata=meta, **strings)
+        fixed = sanitize_hit(hit)
+        if fixed is None:
+            return
+        for name in ("id", "title", "text", "url", "domain", "source_ref"):
+            value = getattr(fixed, name)
+            value.encode("utf-8")
+            assert len(value) <= LIMITS[name]
+            assert not any(ord(c) < 32 and c not in "\t\n\r" for c in value)
+        assert math.isfinite(fixed.score)
+        json.dumps(dict(fixed.metadata), allow_nan=False).encode("utf-8")
+        assert sanitize_hit(fixed) is fixed
