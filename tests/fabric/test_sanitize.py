@@ -20,7 +20,7 @@ from fabric.errors import LaneBadResponse
 from fabric.models import Hit, LaneKind, LaneRequest
 from fabric.sanitize import LIMITS, clean_line, clean_text, sanitize_hit, sanitize_hits
 from fabric.service import create_app
-from fabric.webcache import WEB_CACHE_KEY, WebCache
+from fabric.webcache import WebCache
 from lanes.base import LaneResources, LaneSpec
 from lanes.fake import FakeLane
 from lanes.web.cache import CachedWebLane
@@ -139,7 +139,7 @@ async def web_service(tmp_path: Path) -> AsyncIterator[tuple[TestClient, dict[st
     app.router.add_get("/search", search)
     async with serve(app) as upstream, guarded(["searxng.test"]) as session:
         cache = WebCache()
-        resources = LaneResources(home=tmp_path, http=session, extras={WEB_CACHE_KEY: cache})
+        resources = LaneResources(home=tmp_path, http=session, web_cache=cache)
         spec = LaneSpec(
             name="web", kind=LaneKind.WEB, backend="searxng", options={"url": f"http://searxng.test:{upstream.port}"}
         )
