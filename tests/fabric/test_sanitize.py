@@ -195,6 +195,19 @@ class TestUntrustedUpstream:
         assert "LaneBadResponse" in (body["lanes"]["web"]["error"] or "")
         health = engine.penalties.snapshot("searxng")
         assert (health["samples"], health["failure_rate"]) == (1, 1.0)
+        assert engine.resources is not None
+        assert engine.resources.web_cache is not None
+        assert engine.resources.web_cache.lookup("nan query") == []  # what could not be used is not cached
+
+    async def test_cache_holds_the_repaired_hits(self, web_service: tuple[TestClient, dict[str, Any], Engine]) -> None:
+        """The web cache is written after the boundary: it holds the repaired title, never the raw one."""
+        client, _state, engine = web_service
+        assert (await client.post("/v1/search", json={"query": "q", "lanes": ["keyword", "web"]})).status == 200
+        assert engine.resources is not None
+        assert engine.resources.web_cache is not None
+        (entry,) = engine.resources.web_cache.lookup("q")
+        assert "bad \ufffd title" in [h.title for h in entry.hits]
+        assert all("\x00" not in h.text for h in entry.hits)
 
     async def test_json_nested_100000_deep_is_the_lanes_bad_response(
         self, web_service: tuple[TestClient, dict[str, Any], Engine]
