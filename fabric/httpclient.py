@@ -9,10 +9,10 @@ worker threads, through :func:`fetch_sync`, which runs the same :func:`fetch` on
   filters the *resolved* addresses, and (2) trace hooks that check the URL of every request (where IP literals
   are refused: aiohttp never consults the resolver for them) and refuse aiohttp's own redirect following,
   which would skip the URL check. :func:`fetch` follows redirects itself, hop by hop, each hop checked again.
-- **Redirects.** A hop to another origin drops credentials (``Authorization``, ``Proxy-Authorization``,
-  ``Cookie`` and any ``*key*``/``*token*``/``*secret*``/``*auth*`` header); a 307/308 never re-sends a body to
-  another origin (refused); 303, and 301/302 after a POST, continue as GET without a body; a chain that started
-  at a public origin never reaches a private one.
+- **Redirects.** A hop to another origin keeps only content-negotiation, caching and user-agent headers, so
+  every credential goes (``Authorization``, ``Cookie``, API keys under any header name); a 307/308 never
+  re-sends a body to another origin (refused); 303, and 301/302 after a POST, continue as GET without a body;
+  a chain that started at a public origin never reaches a private one.
 - **Library defaults overridden.** aiohttp's 300 s total timeout and unlimited connections are replaced by
   explicit per-request timeouts and a bounded connector.
 - **One error mapping** (:func:`map_client_errors`, most specific first) and one status mapping

@@ -13,13 +13,13 @@ a host name resolves to, and every redirect hop. Policy:
   Teredo (``2001::/32``, server and client). So ``2002:a9fe:a9fe::1`` is the metadata address, refused.
 - A redirect from an origin whose rule is public may not lead to a ``private_ok`` origin: a public upstream cannot
   steer a lane into the internal network.
-- Redirect hops (:class:`RedirectHop`): another origin never receives the credentials or a body again.
+- Redirect hops (:class:`RedirectHop`): another origin never receives a body again, nor any caller header but
+  content negotiation, caching and the user agent (so no credential, whatever its header name).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import re
 import socket
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -58,7 +58,10 @@ _THIS_NETWORK = ipaddress.ip_network("0.0.0.0/8")
 _NAT64_WKP = ipaddress.ip_network("64:ff9b::/96")
 _NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
 _COMPAT = ipaddress.ip_network("::/96")
-_CREDENTIAL_HEADER = re.compile(r"^(authorization|proxy-authorization|cookie)$|key|token|secret|auth|session", re.I)
+_CROSS_ORIGIN_HEADERS = frozenset(
+    {"accept", "accept-language", "cache-control", "content-type", "if-modified-since", "if-none-match", "user-agent"}
+)
+"""The only caller headers a redirect to another origin keeps: anything else may be a credential."""
 
 
 class HostBlocked(ConnectionRefusedError):
@@ -282,10 +285,11 @@ def parse_url(raw: str | URL, base: URL | None, lane: str = "", provider: str = 
 
 
 def strip_credentials(headers: Mapping[str, str] | None) -> dict[str, str] | None:
-    """``headers`` without credentials (``Authorization``, ``Cookie``, ``*key*``, ``*token*``, ...)."""
+    """``headers`` fit for another origin: only content negotiation, caching and the user agent stay, so
+    ``Authorization``, ``Cookie``, API-key headers under any name (``X-Api-Key``, ``X-Finnhub-Token``, ...) go."""
     if headers is None:
         return None
-    return {k: v for k, v in headers.items() if not _CREDENTIAL_HEADER.search(k)}
+    return {k: v for k, v in headers.items() if k.lower() in _CROSS_ORIGIN_HEADERS}
 
 
 @dataclass(slots=True)

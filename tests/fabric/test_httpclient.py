@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
@@ -10,8 +11,19 @@ import pytest
 from aiohttp import web
 
 import fabric.httpclient as hc
-from fabric.errors import ConfigError, LaneBadResponse, LaneBadURL, LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.errors import (
+    ConfigError,
+    LaneBadResponse,
+    LaneBadURL,
+    LaneError,
+    LaneRejected,
+    LaneTimeout,
+    LaneUnavailable,
+)
 from fabric.httpclient import AllowList, HostRule, allowlist_from_lanes, fetch, parse_retry_after
+from fabric.models import LaneKind, LaneRequest
+from lanes.base import LaneResources, LaneSpec
+from lanes.markets.quotes import QuotesMarketsLane
 from tests.httpfakes import Recorded, guarded, recording, redirector, serve
 
 
@@ -299,6 +311,34 @@ class TestRedirectsOverLoopback:
         assert "x-api-key" not in headers
         assert headers["accept"] == "application/json"
         assert not any("secret" in v for v in headers.values())
+
+    @pytest.mark.parametrize("header", ["Authorization", "X-Finnhub-Token", "X-Client-Secret-Value"])
+    async def test_quotes_lane_key_never_follows_a_redirect(self, header: str) -> None:
+        """The quotes lane's API key, under any header name, does not reach another allowed origin."""
+        async with (
+            recording() as (target, received),
+            serve(redirector(f"http://other.test:{target.port}/v1/quote")) as origin,
+        ):
+            allow = _exact(("quotes.test", origin.port), ("other.test", target.port))
+            options = {
+                "url_template": f"http://quotes.test:{origin.port}/r/302?symbol={{symbol}}",
+                "symbols": {"AAPL": "Apple"},
+                "fields": {"price": "data.price", "timestamp": "data.ts"},
+                "api_key": "sk-quotes-secret",
+                "api_key_header": header,
+            }
+            session = hc.create_session(allow, resolver=hc.StaticResolver(dict.fromkeys(allow.rules, "127.0.0.1")))
+            lane = QuotesMarketsLane(
+                LaneSpec(name="markets", kind=LaneKind.MARKETS, backend="quotes", options=options),
+                LaneResources(http=session),
+            )
+            try:
+                with contextlib.suppress(LaneError):
+                    await lane.search(LaneRequest(query="AAPL"))
+            finally:
+                await session.close()
+        assert len(received) == 1
+        assert not any("sk-quotes-secret" in v for v in received[0].headers.values())
 
     async def test_post_303_continues_as_get_without_body_or_key(self) -> None:
         """A 303 after a POST reaches the other origin as a GET with no body and no key."""

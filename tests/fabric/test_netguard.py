@@ -124,12 +124,13 @@ class TestAddresses:
 
 class TestRedirectHop:
     def test_cross_origin_drops_credentials(self) -> None:
-        """Another origin loses Authorization, cookies and key/token headers; plain headers stay."""
+        """Another origin loses Authorization, cookies and keys under any header name; negotiation headers stay."""
         hop = RedirectHop("GET", URL("https://a.test/x"), {"q": "1"}, None, {
             "Authorization": "Bearer k", "X-Api-Key": "k", "Cookie": "s=1", "X-Auth-Token": "t", "Accept": "json",
+            "X-Client": "c", "If-None-Match": '"e"', "User-Agent": "ua",
         })  # fmt: skip
         hop.follow(302, "https://b.test/y")
-        assert hop.headers == {"Accept": "json"}
+        assert hop.headers == {"Accept": "json", "If-None-Match": '"e"', "User-Agent": "ua"}
         assert (str(hop.target), hop.params) == ("https://b.test/y", None)
 
     def test_same_origin_keeps_credentials(self) -> None:
