@@ -7,8 +7,11 @@ import contextlib
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
+import aiohttp
 import pytest
 from aiohttp import web
+from multidict import CIMultiDict
+from yarl import URL
 
 import fabric.httpclient as hc
 from fabric.errors import (
@@ -399,6 +402,30 @@ class TestRedirectsOverLoopback:
             finally:
                 await session.close()
         assert received == []
+
+    async def test_public_chain_cannot_reach_a_private_service(self) -> None:
+        """The session's hook remembers where a fetch chain started: a public lane's redirect to the private
+        SearXNG origin (allowed on its own) is refused at that hop."""
+        allow = AllowList.of(
+            [HostRule.from_url("https://en.wikipedia.org"), HostRule.from_url("http://searxng:8080", private_ok=True)]
+        )
+        session = hc.create_session(allow)
+        try:
+            (trace,) = session.trace_configs
+            ctx = trace.trace_config_ctx(trace_request_ctx=hc._Chain())
+            first = URL("https://en.wikipedia.org/w/api.php")
+            await trace.on_request_start.send(
+                session, ctx, aiohttp.TraceRequestStartParams("GET", first, CIMultiDict())
+            )
+            hop = aiohttp.TraceRequestStartParams("GET", URL("http://searxng:8080/search"), CIMultiDict())
+            with pytest.raises(hc.HostBlocked, match="private service"):
+                await trace.on_request_start.send(session, ctx, hop)
+            alone = trace.trace_config_ctx(trace_request_ctx=hc._Chain())  # a chain starting there is fine
+            await trace.on_request_start.send(
+                session, alone, aiohttp.TraceRequestStartParams("GET", URL("http://searxng:8080/"), CIMultiDict())
+            )
+        finally:
+            await session.close()
 
     async def test_bad_location_is_typed(self) -> None:
         """A Location the parser rejects is LaneBadURL."""
