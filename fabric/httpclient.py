@@ -2,7 +2,9 @@
 
 Every outbound HTTP request (lanes, store writers, the pre-flight chat endpoint, the embeddings endpoint) goes
 through :func:`fetch` on a session from :func:`create_session` (the embedder, which is synchronous and runs in
-worker threads, through :func:`fetch_sync`, which runs the same :func:`fetch` on a private loop). Why:
+worker threads, through :func:`fetch_sync`, which runs the same :func:`fetch` on a private loop). Not yet: the
+ArangoDB and Qdrant *server* modes talk through their SDKs' own HTTP stacks (python-arango, qdrant-client) to
+operator-configured, self-hosted URLs. Why one client:
 
 - **SSRF guard** (policy in :mod:`fabric.netguard`). Only origins (scheme + host + port) named in configuration
   are contacted. The session carries (1) a resolver that refuses hosts outside the :class:`AllowList` and
