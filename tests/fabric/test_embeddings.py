@@ -15,8 +15,8 @@ import fabric.embeddings as mod
 from fabric.config import EmbeddingsConfig
 from fabric.embeddings import CachedEmbedder, EmbeddingCache, MiniLMEmbedder, OpenAIEmbedder, build_embedder, cache_key
 from fabric.errors import ConfigError, LaneBadResponse, LaneRejected, LaneUnavailable
-from tests.embedded_support import BagEmbedder
-from tests.httpfakes import recording, redirector, serve
+from tests.support.embedded import BagEmbedder
+from tests.support.http import recording, redirector, serve
 
 
 class TestCache:

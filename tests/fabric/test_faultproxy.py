@@ -16,8 +16,8 @@ from fabric.models import LaneKind, LaneRequest
 from fabric.sanitize import sanitize_hits
 from lanes.base import LaneResources, LaneSpec
 from lanes.web.searxng import SearxngWebLane
-from tests.httpfakes import guarded, serve
 from tests.lanes.web.test_searxng import searxng_app
+from tests.support.http import guarded, serve
 
 
 @pytest.fixture

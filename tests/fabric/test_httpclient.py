@@ -27,7 +27,7 @@ from fabric.httpclient import AllowList, HostRule, allowlist_from_lanes, fetch, 
 from fabric.models import LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
 from lanes.markets.quotes import QuotesMarketsLane
-from tests.httpfakes import Recorded, guarded, recording, redirector, serve
+from tests.support.http import Recorded, guarded, recording, redirector, serve
 
 
 def _app() -> web.Application:

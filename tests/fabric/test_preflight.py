@@ -13,8 +13,8 @@ from aiohttp import web
 from fabric.config import PreflightConfig
 from fabric.httpclient import allowlist_from_lanes, create_session
 from fabric.preflight import LoopLagMonitor, Preflight, refine_rules
-from tests.fabric.support import quiet_logs  # noqa: F401
-from tests.httpfakes import recording, redirector, serve
+from tests.support.http import recording, redirector, serve
+from tests.support.settings import quiet_logs  # noqa: F401
 
 YEAR = 2026
 

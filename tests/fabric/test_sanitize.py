@@ -25,8 +25,8 @@ from lanes.base import LaneResources, LaneSpec
 from lanes.fake import FakeLane
 from lanes.web.cache import CachedWebLane
 from lanes.web.searxng import SearxngWebLane
-from tests.fabric.support import make_settings
-from tests.httpfakes import guarded, serve
+from tests.support.http import guarded, serve
+from tests.support.settings import make_settings
 
 
 def _hit(**kw: Any) -> Hit:
