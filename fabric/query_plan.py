@@ -113,6 +113,7 @@ def request_fingerprint(request: SearchRequest, names: Sequence[str], default_fu
             "lanes": list(names),
             "top_k": request.top_k,
             **({"weights": dict(request.weights)} if request.weights is not None else {}),
+            "bound": [request.budget_ms, request.preflight],  # a page depends on both: a toggle must not shift
         }
     )
 

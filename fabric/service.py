@@ -44,12 +44,14 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from fabric import safejson
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError
 from fabric.ingest.pipeline import IngestReport, Progress, ingest
 from fabric.ingest.submission import SubmitError, parse_submission, resolve_root
 from fabric.ingest.tasks import IngestTasks, TaskStatus
 from fabric.ingest.writers import build_writers
+from fabric.serverlimits import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
 from fabric.validation import parse_request
 
 __all__ = [
@@ -135,7 +137,9 @@ async def _read_json(request: web.Request, limit: int, *, in_thread: bool = Fals
     """The decoded JSON body, read up to ``limit`` bytes.
 
     Raises:
-        _BodyError: wrong content type (415), over the limit (413), or invalid JSON (400).
+        _BodyError: wrong content type (415), over the limit (413), not received within the body timeout (408,
+            :mod:`fabric.serverlimits`), or invalid JSON (400): malformed, nested
+            deeper than 64 levels, ``NaN``, or a lone surrogate (the field named, e.g. ``entries[3].text``).
     """
     if request.content_type != "application/json":
         raise _BodyError(web.json_response(error_body("body", "expected Content-Type: application/json"), status=415))
@@ -144,15 +148,16 @@ async def _read_json(request: web.Request, limit: int, *, in_thread: bool = Fals
     )
     if request.content_length is not None and request.content_length > limit:
         raise too_large  # refused before reading it
-    buf = bytearray()
-    async for chunk in request.content.iter_chunked(1 << 16):
-        buf += chunk
-        if len(buf) > limit:
-            raise too_large
-    try:
-        return await asyncio.to_thread(json.loads, bytes(buf)) if in_thread else json.loads(buf)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _BodyError(web.json_response(error_body("body", f"invalid JSON: {exc}"), status=400)) from None
+    conn_guard = request.app.get(CONNECTION_GUARD_KEY)
+    buf = await read_body(request, limit, (conn_guard.limits if conn_guard else ServerLimits()).body_timeout_s)
+    if buf is None:
+        raise _BodyError(web.json_response(error_body("body", "request body not received in time"), status=408))
+    if len(buf) > limit:
+        raise too_large
+    try:  # depth-bounded, lone surrogates refused naming the field (fabric.safejson)
+        return await asyncio.to_thread(safejson.loads, bytes(buf)) if in_thread else safejson.loads(buf)
+    except safejson.JSONInputError as exc:
+        raise _BodyError(web.json_response(error_body(exc.where or "body", exc.reason), status=400)) from None
 
 
 async def _search(request: web.Request) -> web.Response:
@@ -298,7 +303,7 @@ def create_app(
     """
     ingest_cfg = engine.settings.ingest
     app = web.Application(
-        middlewares=[_errors, _guarded], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes)
+        middlewares=[_errors, request_marks, _guarded], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes)
     )
     app[ENGINE_KEY] = engine
     app[_SEARCH_LIMIT_KEY] = max_body_bytes
