@@ -20,6 +20,11 @@ Routes:
 ``GET /v1/ingest/<task_id>``
     A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown.
 
+Every route but ``/healthz`` and ``/readyz`` needs ``Authorization: Bearer <key>`` once keys exist and is
+limited per tenant (:mod:`fabric.auth`, :mod:`fabric.limits`): ``401``/``403``/``429`` in the same error shape.
+Entries claiming ``trust: trusted`` or ``source_kind: operator``, and path submissions, need an admin key
+(``403`` naming the field); an id another source holds answers ``409`` with ``conflicts`` (id → source).
+
 The engine is opened on start-up and closed on clean-up. Bodies are capped per route: ``max_body_bytes`` for
 search, ``ingest.max_body_bytes`` for ingestion; a larger body answers ``413``.
 """
@@ -37,15 +42,18 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from fabric.auth import Guard, install_guard, principal
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError
 from fabric.ingest.pipeline import IngestReport, Progress, ingest
-from fabric.ingest.submission import SubmitError, parse_submission, resolve_root
+from fabric.ingest.submission import SubmitError, check_operator_fields, parse_submission, resolve_root
 from fabric.ingest.tasks import IngestTasks, TaskStatus
 from fabric.ingest.writers import build_writers
+from fabric.keys import KeyStore, Role
+from fabric.limits import LimitConfig, TenantLimits, TenantMetrics
 from fabric.validation import parse_request
 
-__all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "error_body"]
+__all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "default_guard", "error_body"]
 
 log = structlog.get_logger(__name__)
 
@@ -152,6 +160,7 @@ async def _ingest(request: web.Request) -> web.Response:
     try:
         key = _idempotency_key(request)
         sub = await asyncio.to_thread(parse_submission, data, config, tasks.root)
+        check_operator_fields(sub, allowed=principal(request).role >= Role.ADMIN)
         inline = sub.kind == "entries" and not sub.force_async and sub.count <= config.sync_max_entries and tasks.idle
         task, created = await tasks.submit(sub, key=key)
     except SubmitError as exc:
@@ -162,7 +171,8 @@ async def _ingest(request: web.Request) -> web.Response:
     if task.status is TaskStatus.SUCCEEDED and (inline or not created):
         return web.json_response(body)
     if task.status is TaskStatus.FAILED and inline:
-        return web.json_response(error_body(None, task.error or "ingestion failed", task=body), status=500)
+        status, field = (409, "entries") if task.conflicts else (500, None)
+        return web.json_response(error_body(field, task.error or "ingestion failed", task=body), status=status)
     return web.json_response(body, status=202, headers={"Location": body["status_url"]})
 
 
@@ -216,8 +226,17 @@ def _store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awai
     return run
 
 
-def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Application:
+def default_guard(engine: Engine, limits: LimitConfig | None = None) -> Guard:
+    """The guard of the engine's home: keys from ``<home>/keys.sqlite``, per-tenant limits and metrics."""
+    return Guard(
+        KeyStore(engine.settings.home), TenantLimits(limits or LimitConfig()), TenantMetrics(engine.metrics.registry)
+    )
+
+
+def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024, guard: Guard | None = None) -> web.Application:
     """The service app; it opens ``engine`` and the ingestion worker on start-up and closes them on clean-up.
+
+    Every route but the probes goes through ``guard`` (:mod:`fabric.auth`; default: :func:`default_guard`).
 
     Raises:
         ConfigError: ``ingest.allowed_root`` is set but is not a folder.
@@ -234,6 +253,7 @@ def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Applic
         registry=engine.metrics.registry,
     )
     app[TASKS_KEY] = tasks
+    install_guard(app, guard or default_guard(engine))
 
     async def on_startup(_app: web.Application) -> None:
         await engine.open()

@@ -111,4 +111,4 @@ class TestOpsEndpoints:
 
 def test_public_api() -> None:
     """The module exports the app factory, the engine key and the error shape."""
-    assert set(mod.__all__) == {"ENGINE_KEY", "TASKS_KEY", "create_app", "error_body"}
+    assert set(mod.__all__) == {"ENGINE_KEY", "TASKS_KEY", "create_app", "default_guard", "error_body"}
