@@ -57,4 +57,5 @@ class TestKeysCommand:
         """An invalid tenant name exits 2 with a message, no traceback."""
         assert main(["--home", str(tmp_path), "keys", "create", "--tenant", "Bad Name"]) == 2
         err = capsys.readouterr().err
-        assert "tenant" in err and "Traceback" not in err
+        assert "tenant" in err
+        assert "Traceback" not in err
