@@ -24,7 +24,7 @@ RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
 COPY --from=build /wheels /wheels
 COPY config ./config
 RUN whl=$(ls /wheels/*.whl) && pip install "${whl}[embeddings]" && rm -rf /wheels \
-  && useradd --system --home /data fabric && mkdir -p /data && chown fabric /data
+  && useradd --system --home /data fabric && mkdir -p /data /run/fabric-keys && chown fabric /data /run/fabric-keys
 
 USER fabric
 VOLUME ["/data"]

@@ -2,8 +2,10 @@
 
 ``create --tenant NAME [--role reader|writer|admin]`` prints the key once (only its hash is stored);
 ``--token-file PATH`` writes it to a new file (mode 0600) instead, and ``--if-missing`` makes that a no-op when
-the file exists (how the compose stack provisions the key Prometheus scrapes with). ``list [--json]`` shows ids,
-tenants, roles and dates, never keys; ``revoke KEY_ID`` stops a key (the service notices within seconds).
+the file exists (how the compose stack provisions the key Prometheus scrapes with; ``--file-mode 644`` there,
+so the Prometheus container's user can read it from the volume only the two services share).
+``list [--json]`` shows ids, tenants, roles and dates, never keys; ``revoke KEY_ID`` stops a key (the service
+notices within seconds).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def register(sub: Any) -> None:
     c.add_argument("--role", default="reader", choices=("reader", "writer", "admin"), help="default: reader")
     c.add_argument("--token-file", help="write the key to this new file (mode 0600) instead of printing it")
     c.add_argument("--if-missing", action="store_true", help="with --token-file: do nothing when the file exists")
+    c.add_argument("--file-mode", default="600", help="with --token-file: octal permissions (default 600)")
     ls = actions.add_parser("list", help="list keys (ids, tenants, roles; never the keys)")
     ls.add_argument("--json", action="store_true", help="print JSON")
     r = actions.add_parser("revoke", help="revoke a key by id")
@@ -41,6 +44,12 @@ def _create(store: Any, args: argparse.Namespace) -> int:
     target = Path(args.token_file) if args.token_file else None
     if args.if_missing and target is None:
         raise ConfigError("--if-missing needs --token-file")
+    try:
+        mode = int(args.file_mode, 8)
+    except ValueError:
+        raise ConfigError(f"--file-mode: expected octal permissions such as 600, got {args.file_mode!r}") from None
+    if not 0 <= mode <= 0o777:
+        raise ConfigError(f"--file-mode: expected octal permissions such as 600, got {args.file_mode!r}")
     if target is not None and target.exists():
         if args.if_missing:
             return 0
@@ -54,6 +63,7 @@ def _create(store: Any, args: argparse.Namespace) -> int:
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(token)
+    os.chmod(target, mode)
     print(f"key {record.key_id}: tenant {record.tenant}, role {record.role.label}, written to {target}")
     return 0
 

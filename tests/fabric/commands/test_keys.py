@@ -59,3 +59,12 @@ class TestKeysCommand:
         err = capsys.readouterr().err
         assert "tenant" in err
         assert "Traceback" not in err
+
+
+def test_file_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--file-mode sets the key file's permissions; a non-octal mode is a clear error."""
+    target = tmp_path / "k"
+    assert _create(tmp_path, "--token-file", str(target), "--file-mode", "644") == 0
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    assert _create(tmp_path, "--token-file", str(tmp_path / "j"), "--file-mode", "9x") == 2
+    assert "--file-mode" in capsys.readouterr().err
