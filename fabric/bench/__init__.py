@@ -5,5 +5,5 @@ wall-clock assertions in tests.
 
 __all__ = ["BENCHES"]
 
-BENCHES = ("budget", "fusion", "load", "embedded", "adapters", "ingest_http", "instructions")
+BENCHES = ("budget", "fusion", "load", "embedded", "adapters", "ingest_http", "instructions", "tenants")
 """Benchmark module names under :mod:`fabric.bench`."""
