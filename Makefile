@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint gate baseline bench compose-up compose-test clean
+.PHONY: setup test-deps demo test lint gate baseline bench compose-up compose-test clean
 
 setup: $(STAMP)
 
@@ -20,8 +20,18 @@ $(STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/fabric demo
 
-test: setup
+test: setup test-deps
 	$(PY) -m pytest -q
+
+# promtool (Debian's prometheus package) for tests/deploy/test_alerts.py, installed only when missing: with
+# apt-get when root, else a message (those tests then skip, saying why). About a minute on a Debian host.
+test-deps:
+	@command -v promtool >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; \
+	  else \
+	    echo "make test-deps: promtool is missing; install Debian's 'prometheus' package as root (the promtool tests skip)" >&2; \
+	  fi; }
 
 # Retrieval quality gate vs the committed baseline (SciFact train when ../shared/datasets/scifact exists).
 gate: setup
