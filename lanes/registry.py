@@ -18,6 +18,7 @@ BACKENDS: dict[str, str] = {
     "sqlite_fts": "lanes.keyword.sqlite_fts:SqliteFtsKeywordLane",
     "meilisearch": "lanes.keyword.meilisearch:MeilisearchKeywordLane",
     "qdrant": "lanes.vector.qdrant:QdrantVectorLane",
+    "numpy_flat": "lanes.vector.flat:FlatVectorLane",
     "sqlite_graph": "lanes.graph.sqlite:SqliteGraphLane",
     "arango": "lanes.graph.arango:ArangoGraphLane",
     "searxng": "lanes.web.searxng:SearxngWebLane",

@@ -17,6 +17,7 @@ __all__ = ["WRITERS", "build_writer", "build_writers", "has_writer"]
 WRITERS: dict[str, str] = {
     "sqlite_fts": "lanes.keyword.sqlite_fts_store:SqliteFtsStore",
     "qdrant": "lanes.vector.qdrant_store:QdrantStore",
+    "numpy_flat": "lanes.vector.flat_store:FlatVectorStore",
     "sqlite_graph": "lanes.graph.sqlite_store:SqliteGraphStore",
     "meilisearch": "lanes.keyword.meilisearch_store:MeilisearchStore",
     "arango": "lanes.graph.arango_store:ArangoGraphStore",
