@@ -16,11 +16,11 @@ def register(sub: Any) -> None:
     """Add the ``bench`` subcommand with one sub-subcommand per available benchmark."""
     parser: argparse.ArgumentParser = sub.add_parser("bench", help="run a performance benchmark")
     names = parser.add_subparsers(dest="bench", metavar="NAME", required=True)
-    for name in BENCHES:
+    for name, module_name in [*((n, f"fabric.bench.{n}") for n in BENCHES), ("scale", "bench.scale")]:
         try:
-            module = importlib.import_module(f"fabric.bench.{name}")
+            module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name == f"fabric.bench.{name}":
+            if exc.name in (module_name, module_name.rpartition(".")[0]):
                 continue
             raise
         p = names.add_parser(name, help=(module.__doc__ or name).strip().splitlines()[0])
