@@ -54,7 +54,7 @@ def test_abstract_limit_and_missing_files(tmp_path: Path) -> None:
     """abstracts=N keeps the first N; a folder without qrels for the split is refused by name."""
     src = beir(tmp_path / "src")
     assert build_scale_dataset(src, tmp_path / "one", abstracts=1).passages == 5
-    with pytest.raises(FileNotFoundError, match="test.tsv"):
+    with pytest.raises(FileNotFoundError, match=r"test\.tsv"):
         build_scale_dataset(src, tmp_path / "x", split="test")
 
 
