@@ -144,6 +144,14 @@ def minilm() -> MiniLMEmbedder:
 
 
 class TestMiniLM:
+    def test_warm_loads_the_model_once(self, minilm: MiniLMEmbedder) -> None:
+        """warm() loads the model (and runs its first pass); a second call keeps the same model."""
+        minilm.warm()
+        model = minilm._model
+        minilm.warm()
+        assert model is not None
+        assert minilm._model is model
+
     def test_real_model_embeds_unit_vectors(self, minilm: MiniLMEmbedder) -> None:
         """MiniLM gives 384-d unit vectors, and paraphrases are closer than unrelated text."""
         a, b, c = minilm.embed(["How do I roll back a release?", "deployment revert procedure", "banana bread"])
