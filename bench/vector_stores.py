@@ -42,6 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--qdrant", action="store_true", help="also Qdrant local mode (slow to write at 50K)")
     p.add_argument("--lance-index", action="store_true", help="also LanceDB with an IVF_HNSW_SQ index")
     p.add_argument("--ef", default="64,128,256", help="HNSW search breadth(s) tried for recall")
+    p.add_argument("--with-encoding", action="store_true", help="numpy_flat: also time cold MiniLM encoding + search")
 
 
 def _pct(xs: Sequence[float]) -> tuple[float, float]:
@@ -72,12 +73,17 @@ def load_vectors(dataset: Path, size: int, seed: int = 7) -> tuple[np.ndarray, i
     return out / np.linalg.norm(out, axis=1, keepdims=True), len(real)
 
 
+def query_texts(dataset: Path, n: int) -> list[str]:
+    """The first ``n`` SciFact queries."""
+    return [json.loads(x)["text"] for x in (dataset / "queries.jsonl").read_text().splitlines() if x.strip()][:n]
+
+
 def query_vectors(dataset: Path, n: int) -> np.ndarray:
     """The first ``n`` SciFact queries, encoded with MiniLM (through the cache)."""
     from fabric.config import EmbeddingsConfig
     from fabric.embeddings import build_embedder
 
-    texts = [json.loads(x)["text"] for x in (dataset / "queries.jsonl").read_text().splitlines() if x.strip()][:n]
+    texts = query_texts(dataset, n)
     emb = build_embedder(EmbeddingsConfig(), Path(os.environ.get("FABRIC_CACHE_DIR", ".cache/fabric")))
     if emb is None:
         raise SystemExit("MiniLM is not available")
@@ -104,7 +110,27 @@ def _time(search: Callable[[np.ndarray], list[int]], qs: np.ndarray) -> tuple[li
     return out, ts
 
 
-def _numpy_flat(m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path) -> dict[str, Any]:
+def _encode_and_search(index: Any, texts: Sequence[str]) -> dict[str, float]:
+    """Per query: MiniLM encoding (no cache) then the flat search, timed together and apart."""
+    from fabric.embeddings import MiniLMEmbedder
+
+    model = MiniLMEmbedder()
+    model.warm()
+    enc, total = [], []
+    for text in texts:
+        t0 = time.perf_counter()
+        vec = model.embed([text])[0]
+        t1 = time.perf_counter()
+        index.search(vec, K)
+        enc.append(t1 - t0)
+        total.append(time.perf_counter() - t0)
+    (ep50, ep95), (tp50, tp95) = _pct(enc), _pct(total)
+    return {"encode_p50_ms": ep50, "encode_p95_ms": ep95, "c1_p50_ms": tp50, "c1_p95_ms": tp95}
+
+
+def _numpy_flat(
+    m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, texts: Sequence[str] = ()
+) -> dict[str, Any]:
     from fabric.ingest.model import Chunk
     from lanes.base import LaneResources, LaneSpec
     from lanes.vector.flat_index import FlatIndex, VectorFilter
@@ -134,8 +160,9 @@ def _numpy_flat(m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path) -> 
     got, ts = _time(lambda q: [int(r) for r, _ in index.search(q.tolist(), K)], qs)
     flt = VectorFilter(year_from=YEARS[0], year_to=YEARS[1])
     fgot, fts = _time(lambda q: [int(r) for r, _ in index.search(q.tolist(), K, flt)], qs)
+    extra = {f"with_encoding_{k}": v for k, v in _encode_and_search(index, texts).items()} if texts else {}
     return {"write_s": round(write_s, 2), "load_s": round(load_s, 3), "results": got, "times": ts,
-            "filtered_results": fgot, "filtered_times": fts}  # fmt: skip
+            "filtered_results": fgot, "filtered_times": fts, **extra}  # fmt: skip
 
 
 def _lancedb(m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, *, index: bool) -> dict[str, Any]:
@@ -228,7 +255,7 @@ def _qdrant(m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path) -> dict
 
 
 def _summary(raw: dict[str, Any], truth: list[set[int]], ftruth: list[set[int]]) -> dict[str, Any]:
-    out = {k: v for k, v in raw.items() if k.endswith("_s")}
+    out = {k: v for k, v in raw.items() if k.endswith("_s") or k.startswith("with_encoding_")}
     if "by_ef" in raw:
         out["by_ef"] = {ef: _summary(r, truth, ftruth) for ef, r in raw["by_ef"].items()}
         return out
@@ -269,7 +296,8 @@ def _candidate(
     name: str, m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, efs: Sequence[int], args: Any
 ) -> dict[str, Any]:
     if name == "numpy_flat":
-        return _numpy_flat(m, years, qs, tmp)
+        texts = query_texts(Path(args.dataset), len(qs)) if args.with_encoding else ()
+        return _numpy_flat(m, years, qs, tmp, texts)
     if name == "lancedb":
         return _lancedb(m, years, qs, tmp, index=False)
     if name == "lancedb_ivf_hnsw_sq":
