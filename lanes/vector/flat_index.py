@@ -141,18 +141,19 @@ class FlatIndex:
                 self._dead += 1
         if self._n + len(rows) > len(self._matrix):
             self._alloc(max(1024, 2 * (self._n + len(rows))))
-        for rid, blob, years, trust, domain in rows:
-            i = self._n
-            self._matrix[i] = np.frombuffer(blob, dtype=np.float32)
-            self._years[i] = np.frombuffer(years, dtype=np.uint64)
-            self._trust[i] = trust
-            self._domain[i] = self._domain_codes.setdefault(domain, len(self._domain_codes))
-            if len(self._domains) < len(self._domain_codes):
-                self._domains.append(domain)
-            self._alive[i] = True
-            self._ids.append(rid)
-            self._pos[rid] = i
-            self._n += 1
+        if not rows:
+            return
+        start, end = self._n, self._n + len(rows)
+        ids, blobs, years, trust, domains = zip(*rows, strict=True)
+        self._matrix[start:end] = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(rows), -1)
+        self._years[start:end] = np.frombuffer(b"".join(years), dtype=np.uint64).reshape(len(rows), -1)
+        self._trust[start:end] = trust
+        self._domain[start:end] = [self._domain_codes.setdefault(d, len(self._domain_codes)) for d in domains]
+        self._domains.extend(list(self._domain_codes)[len(self._domains) :])  # codes follow insertion order
+        self._alive[start:end] = True
+        self._ids.extend(ids)
+        self._pos.update(zip(ids, range(start, end), strict=True))
+        self._n = end
 
     def search(self, query: Sequence[float], k: int, flt: VectorFilter | None = None) -> list[tuple[str, float]]:
         """The ``k`` best ``(id, cosine)`` pairs among rows passing ``flt``, best first, ties by id."""
