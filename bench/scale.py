@@ -89,7 +89,7 @@ async def _search(settings: Any, items: list[tuple[str, str, dict[str, int]]]) -
 
 async def _bench(settings: Any, work: Path, args: argparse.Namespace) -> dict[str, Any]:
     from bench.scale_corpus import build_scale_dataset
-    from fabric.commands.ingest import run_ingest
+    from fabric.ingest.run import run_ingest
 
     t0 = time.perf_counter()
     corpus = build_scale_dataset(Path(args.dataset), work / "dataset", split=args.split, abstracts=args.abstracts)

@@ -132,15 +132,19 @@ def _numpy_flat(
     m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, texts: Sequence[str] = ()
 ) -> dict[str, Any]:
     from fabric.ingest.model import Chunk
+    from fabric.models import LaneKind
     from lanes.base import LaneResources, LaneSpec
-    from lanes.vector.flat_index import FlatIndex, VectorFilter
-    from lanes.vector.flat_store import FlatVectorStore
+    from lanes.vector.numpy_flat_index import FlatIndex, VectorFilter
+    from lanes.vector.numpy_flat_writer import FlatVectorWriter
 
-    class _Named:
-        name = "bench"
+    class _Named:  # the writer only reads the model name (for its file name)
+        name, dim = "bench", 0
 
-    store = FlatVectorStore(LaneSpec(name="v", kind="vector", backend="numpy_flat"), LaneResources(  # type: ignore[arg-type]
-        home=tmp, embedder=_Named()))  # fmt: skip
+        def embed(self, texts: Sequence[str]) -> list[list[float]]:
+            raise NotImplementedError
+
+    spec = LaneSpec(name="v", kind=LaneKind.VECTOR, backend="numpy_flat")
+    store = FlatVectorWriter(spec, LaneResources(home=tmp, embedder=_Named()))
     base = Chunk(id="", doc_id="", chunk_id="", title="t", text="passage text of a typical length " * 6)
     chunks = [replace(base, id=str(i), years=(int(years[i]),), vector=tuple(v.tolist())) for i, v in enumerate(m)]
 
@@ -167,7 +171,7 @@ def _numpy_flat(
 
 def _lancedb(m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, *, index: bool) -> dict[str, Any]:
     import lancedb
-    import pyarrow as pa
+    import pyarrow as pa  # type: ignore[import-untyped]
 
     db = lancedb.connect(str(tmp / "lance"))
     vec = pa.FixedSizeListArray.from_arrays(pa.array(m.reshape(-1), type=pa.float32()), m.shape[1])
@@ -182,7 +186,8 @@ def _lancedb(m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, *, ind
         index_s = time.perf_counter() - t0
 
     def search(q: np.ndarray, where: str | None = None) -> list[int]:
-        b = tbl.search(q).distance_type("cosine").limit(K).select(["id"])
+        b: Any = tbl.search(q)
+        b = b.distance_type("cosine").limit(K).select(["id"])
         if where:
             b = b.where(where, prefilter=True)
         return [int(x) for x in b.to_arrow()["id"].to_pylist()]
@@ -194,7 +199,7 @@ def _lancedb(m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, *, ind
 
 
 def _hnswlib(m: np.ndarray, years: np.ndarray, qs: np.ndarray, efs: Sequence[int]) -> dict[str, Any]:
-    import hnswlib
+    import hnswlib  # type: ignore[import-untyped]
 
     t0 = time.perf_counter()
     idx = hnswlib.Index(space="cosine", dim=m.shape[1])
@@ -226,7 +231,7 @@ def _usearch(m: np.ndarray, years: np.ndarray, qs: np.ndarray, efs: Sequence[int
         return [int(x) for x in keys if allowed[int(x)]][:K]
 
     for ef in efs:
-        idx.expansion_search = max(ef, K)
+        idx.expansion_search = max(ef, K)  # type: ignore[misc]
         got, ts = _time(lambda q: [int(x) for x in idx.search(q, K, threads=1).keys], qs)
         fgot, fts = _time(filtered, qs)
         out["by_ef"][max(ef, K)] = {"results": got, "times": ts, "filtered_results": fgot, "filtered_times": fts}

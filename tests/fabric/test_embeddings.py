@@ -25,7 +25,7 @@ from fabric.embeddings import (
     query_batcher,
 )
 from fabric.errors import ConfigError, LaneRejected, LaneUnavailable
-from tests.embedded_support import BagEmbedder
+from tests.support.embedded import BagEmbedder
 
 
 class TestCache:

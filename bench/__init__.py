@@ -1,0 +1,9 @@
+"""Benchmarks behind ``fabric bench NAME``: one module per benchmark exposing ``add_arguments(parser)``
+and ``run(args) -> dict`` (the ``--json`` payload). Figures are medians and same-run ratios, never
+wall-clock assertions in tests.
+"""
+
+__all__ = ["BENCHES"]
+
+BENCHES = ("budget", "fusion", "load", "adapters", "ingest_http", "instructions", "scale", "vector_stores")
+"""Benchmark module names under :mod:`bench`."""

@@ -1,9 +1,0 @@
-"""Benchmarks behind ``fabric bench NAME``: one module per benchmark exposing ``add_arguments(parser)``
-and ``run(args) -> dict`` (the ``--json`` payload). Figures are medians and same-run ratios, never
-wall-clock assertions in tests.
-"""
-
-__all__ = ["BENCHES"]
-
-BENCHES = ("budget", "fusion", "load", "embedded", "adapters", "ingest_http", "instructions")
-"""Benchmark module names under :mod:`fabric.bench`."""

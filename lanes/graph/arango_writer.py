@@ -1,0 +1,295 @@
+"""ArangoDB store writer (:class:`fabric.writers.model.StoreWriter`): graph collections created on open; chunks,
+entities and edges upserted.
+
+Collections (see :mod:`lanes.graph.arango`): ``chunks`` and ``entities`` (documents), ``relations`` (entity →
+entity, each edge carrying the ``chunk_id`` that evidences it) and ``mentions`` (entity → chunk, provenance).
+Every ``_key`` is deterministic (:func:`fabric.writers.chunk_key` / UUIDv5 of the names), and inserts use
+``overwrite_mode="replace"``, so repeating an ingest cannot duplicate anything.
+
+Entities come from the chunk when it carries them (``entities``: names; ``relations``: ``(head, type, tail)``
+triples), otherwise from :func:`extract_entities` (capitalised phrases and acronyms), related by co-occurrence
+in a sentence. The driver is synchronous: the async methods run it in a worker thread, with the request timeout
+overridden and its retries off. The database is created when missing (through ``_system``, so the configured
+user needs that right; the compose stack uses ``root``). The lane and the writer share :class:`ArangoOptions` (one
+parser of the options), :func:`connect` (the driver set-up) and :func:`map_arango_error` (one error mapping; the
+writer reports a mapped error as an :class:`~fabric.errors.IngestError`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from fabric.errors import IngestError, LaneBadResponse, LaneError, LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.writers import ID_NAMESPACE, chunk_key, chunk_record
+from fabric.writers.model import Chunk
+from lanes._options import LaneOptions
+from lanes.base import LaneResources, LaneSpec
+
+__all__ = [
+    "COLLECTIONS",
+    "ArangoGraphWriter",
+    "ArangoOptions",
+    "connect",
+    "entity_key",
+    "extract_entities",
+    "map_arango_error",
+]
+
+COLLECTIONS: dict[str, bool] = {"chunks": False, "entities": False, "relations": True, "mentions": True}
+"""Collection name → is it an edge collection."""
+
+_ENTITY = re.compile(r"\b(?:[A-Z][\w-]*[A-Za-z0-9](?:\s+[A-Z][\w-]*[A-Za-z0-9]){0,2}|[A-Z]{2,}[0-9]*)\b")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_DELETE_MENTIONS = "FOR m IN @@c FILTER m._to IN @t REMOVE m IN @@c"
+_DELETE_RELATIONS = "FOR r IN @@c FILTER r.chunk_key IN @k REMOVE r IN @@c"
+_STOP = frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "this",
+        "these",
+        "those",
+        "we",
+        "in",
+        "on",
+        "it",
+        "our",
+        "of",
+        "for",
+        "to",
+        "and",
+        "then",
+        "however",
+        "here",
+        "there",
+        "when",
+        "while",
+        "after",
+        "before",
+        "its",
+        "their",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArangoOptions:
+    """``[lanes.<name>.options]`` of an ArangoDB lane, read once for the lane and its writer."""
+
+    url: str
+    """Server URL (required; ``FABRIC_ARANGO_URL``)."""
+    database: str = "fabric"
+    username: str = "root"
+    password: str = ""
+    """``FABRIC_ARANGO_PASSWORD``; never written in TOML."""
+    timeout_s: float = 5.0
+    """Per search request."""
+    max_runtime_s: float = 2.0
+    """AQL ``max_runtime`` of a search."""
+    max_seeds: int = 20
+    """Seed entities per search."""
+    write_timeout_s: float = 30.0
+    """Per write request of the writer."""
+
+    @classmethod
+    def parse(cls, spec: LaneSpec) -> ArangoOptions:
+        """Read and validate the options (a :class:`~fabric.errors.ConfigError` names a bad key)."""
+        opts = LaneOptions(spec)
+        return cls(
+            url=opts.text("url"),
+            database=opts.text("database", "fabric"),
+            username=opts.text("username", "root"),
+            password=opts.text("password", ""),
+            timeout_s=opts.number("timeout_s", 5.0),
+            max_runtime_s=opts.number("max_runtime_s", 2.0),
+            max_seeds=opts.integer("max_seeds", 20),
+            write_timeout_s=opts.number("write_timeout_s", 30.0),
+        )
+
+
+def connect(opts: ArangoOptions, timeout_s: float, database: str | None = None) -> tuple[Any, Any]:
+    """A driver client (its request timeout replaced, urllib3 retries off) and a handle on ``database``.
+
+    Sends no request; the default database is ``opts.database``.
+    """
+    from arango.client import ArangoClient
+    from arango.http import DefaultHTTPClient
+
+    http = DefaultHTTPClient(request_timeout=timeout_s, retry_attempts=0)
+    client = ArangoClient(hosts=opts.url, http_client=http, request_timeout=timeout_s, resolver_max_tries=1)
+    db = client.db(database or opts.database, username=opts.username, password=opts.password)
+    return client, db
+
+
+def map_arango_error(exc: BaseException, lane: str, provider: str) -> LaneError:
+    """Driver / transport exception → lane error, most specific first."""
+    import requests
+    from arango.exceptions import ArangoServerError
+
+    if isinstance(exc, requests.exceptions.Timeout):
+        return LaneTimeout(f"ArangoDB request timed out: {exc}", lane=lane, provider=provider)
+    if isinstance(exc, requests.exceptions.RequestException | ConnectionAbortedError):
+        return LaneUnavailable(f"cannot reach ArangoDB: {exc}", lane=lane, provider=provider)
+    if isinstance(exc, ArangoServerError):
+        code, num, msg = exc.http_code, exc.error_code, exc.error_message
+        text = f"ArangoDB {code}/{num}: {msg}"
+        if code in (401, 403):
+            return LaneRejected(text, lane=lane, provider=provider, failure="forbidden")
+        if code == 429:
+            return LaneRejected(text, lane=lane, provider=provider)
+        if num == 1500 or code == 410:  # query killed (max_runtime reached)
+            return LaneTimeout(text, lane=lane, provider=provider)
+        if (code is not None and code >= 500) or num == 1203:  # 1203: collection not found (nothing ingested)
+            return LaneUnavailable(text, lane=lane, provider=provider)
+        return LaneBadResponse(text, lane=lane, provider=provider)
+    return LaneBadResponse(f"unexpected ArangoDB failure: {exc!r}", lane=lane, provider=provider)
+
+
+def entity_key(name_norm: str) -> str:
+    """Deterministic ``_key`` of an entity."""
+    return uuid.uuid5(ID_NAMESPACE, "entity\x1f" + name_norm).hex
+
+
+def _norm(name: str) -> str:
+    return " ".join(re.findall(r"\w+", name.casefold()))
+
+
+def extract_entities(text: str) -> list[tuple[str, int]]:
+    """Capitalised phrases (up to 3 words) and acronyms, normalised, with the sentence index they occur in."""
+    out: list[tuple[str, int]] = []
+    for i, sentence in enumerate(_SENTENCE.split(text)):
+        for match in _ENTITY.finditer(sentence):
+            words = _norm(match.group(0)).split()
+            while words and words[0] in _STOP:
+                words.pop(0)
+            norm = " ".join(words)
+            if len(norm) > 1:
+                out.append((norm, i))
+    return out
+
+
+def _graph_of(chunk: Any, text: str) -> tuple[set[str], set[tuple[str, str, str]]]:
+    names = getattr(chunk, "entities", None) if not isinstance(chunk, dict) else chunk.get("entities")
+    triples = getattr(chunk, "relations", None) if not isinstance(chunk, dict) else chunk.get("relations")
+    if names or triples:
+        ents = {_norm(n) for n in names or ()}
+        rels = {(_norm(h), str(t), _norm(tl)) for h, t, tl in triples or ()}
+        return ents | {h for h, _, _ in rels} | {t for _, _, t in rels}, rels
+    found = extract_entities(text)
+    by_sentence: dict[int, list[str]] = {}
+    for name, idx in found:
+        by_sentence.setdefault(idx, []).append(name)
+    rels = set()
+    for names_in in by_sentence.values():
+        uniq = sorted(set(names_in))
+        rels |= {(a, "co_occurs", b) for i, a in enumerate(uniq) for b in uniq[i + 1 :]}
+    return {n for n, _ in found}, rels
+
+
+class ArangoGraphWriter:
+    """Upserts chunks and their entity graph into one ArangoDB database."""
+
+    store = "arango"
+    needs_vectors = False
+
+    def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
+        self.opts = ArangoOptions.parse(spec)
+        self.url = self.opts.url
+        self._db: Any = None
+        self._client: Any = None
+
+    def _connect(self) -> Any:
+        if self._db is None:
+            self._client, sys_db = connect(self.opts, self.opts.write_timeout_s, "_system")
+            if self.opts.database != "_system" and not sys_db.has_database(self.opts.database):
+                sys_db.create_database(self.opts.database)
+            self._db = self._client.db(self.opts.database, username=self.opts.username, password=self.opts.password)
+            for name, edge in COLLECTIONS.items():
+                if not self._db.has_collection(name):
+                    self._db.create_collection(name, edge=edge)
+        return self._db
+
+    def _open_sync(self, _unused: Any) -> int:
+        self._connect()
+        return 0
+
+    def _upsert(self, chunks: Sequence[Any]) -> int:
+        db = self._connect()
+        docs, entities, relations, mentions = [], {}, {}, {}
+        for chunk in chunks:
+            rec = chunk_record(chunk)
+            key = rec.pop("key")
+            docs.append({"_key": key, **rec})
+            names, rels = _graph_of(chunk, f"{rec['title']}. {rec['text']}")
+            for name in names:
+                ek = entity_key(name)
+                entities[ek] = {"_key": ek, "name_norm": name}
+                mk = uuid.uuid5(ID_NAMESPACE, f"mention\x1f{ek}\x1f{key}").hex
+                mentions[mk] = {
+                    "_key": mk,
+                    "_from": f"entities/{ek}",
+                    "_to": f"chunks/{key}",
+                    "chunk_id": rec["chunk_id"],
+                }
+            for head, kind, tail in rels:
+                rk = uuid.uuid5(ID_NAMESPACE, f"rel\x1f{head}\x1f{kind}\x1f{tail}\x1f{key}").hex
+                relations[rk] = {
+                    "_key": rk,
+                    "_from": f"entities/{entity_key(head)}",
+                    "_to": f"entities/{entity_key(tail)}",
+                    "type": kind,
+                    "chunk_id": rec["chunk_id"],
+                    "chunk_key": key,
+                }
+        for name, rows in (
+            ("chunks", docs),
+            ("entities", list(entities.values())),
+            ("relations", list(relations.values())),
+            ("mentions", list(mentions.values())),
+        ):
+            if rows:
+                db.collection(name).insert_many(rows, overwrite_mode="replace", silent=True)
+        return len(docs)
+
+    def _delete(self, ids: Sequence[str]) -> int:
+        db = self._connect()
+        bind_keys = [chunk_key(i) for i in ids]
+        targets = [f"chunks/{k}" for k in bind_keys]
+        db.aql.execute(_DELETE_MENTIONS, bind_vars={"@c": "mentions", "t": targets})
+        db.aql.execute(_DELETE_RELATIONS, bind_vars={"@c": "relations", "k": bind_keys})
+        db.collection("chunks").delete_many([{"_key": k} for k in bind_keys], silent=True)
+        return len(bind_keys)
+
+    async def open(self) -> None:
+        """Connect and create the collections if missing; idempotent."""
+        await self._guard(self._open_sync, ())
+
+    async def upsert(self, chunks: Sequence[Chunk]) -> None:
+        """Write chunks, entities, relations and mentions (replace by deterministic key)."""
+        await self._guard(self._upsert, chunks)
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        """Remove the chunks with these ids and the edges that cite them."""
+        if ids:
+            await self._guard(self._delete, ids)
+
+    async def aclose(self) -> None:
+        """Close the driver's HTTP sessions."""
+        if self._client is not None:
+            await asyncio.to_thread(self._client.close)
+            self._client = self._db = None
+
+    async def _guard(self, fn: Any, arg: Any) -> int:
+        import requests
+        from arango.exceptions import ArangoError
+
+        try:
+            return int(await asyncio.to_thread(fn, arg))
+        except (ArangoError, requests.exceptions.RequestException, ConnectionAbortedError) as exc:
+            raise IngestError(f"arangodb {self.url}: {map_arango_error(exc, '', 'arango')}") from None

@@ -1,0 +1,163 @@
+"""Embedded graph store in SQLite: entities, aliases, relations and provenance edges, plus its store writer.
+
+Tables (``<home>/graph.sqlite`` unless ``options.path``):
+
+- ``entities(id, norm, label)``: one node per normalised entity name;
+- ``aliases(alias, canonical)``: the alias table in force when the store was last written (for inspection);
+- ``relations(subject_id, predicate, object_id, chunk_id)``: directed ``Entity --predicate--> Entity`` edges, each
+  remembering the chunk it was extracted from;
+- ``mentions(entity_id, chunk_id)``: provenance edges ``Entity --appears_in--> Chunk``;
+- ``chunks``: the chunk payload (same columns as the keyword store), so graph hits carry text and provenance.
+
+Aliases come from ``options.aliases`` (an inline table) and ``options.aliases_file`` (a TOML or JSON object
+``{alias = canonical}``), read when the store or lane opens, never at import.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+
+from fabric.errors import ConfigError
+from fabric.writers.model import Chunk
+from lanes.base import LaneResources, LaneSpec
+from lanes.graph.extract import EntityExtractor, RuleExtractor
+from lanes.sqlite_common import CHUNK_COLUMNS, CHUNKS_DDL, SqliteDb, chunk_row
+
+__all__ = ["GRAPH_SCHEMA", "SqliteGraphWriter", "graph_path", "load_aliases"]
+
+GRAPH_SCHEMA = (
+    CHUNKS_DDL
+    + """
+CREATE TABLE IF NOT EXISTS entities (id INTEGER PRIMARY KEY, norm TEXT NOT NULL UNIQUE, label TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS aliases (alias TEXT PRIMARY KEY, canonical TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS relations (
+    subject_id INTEGER NOT NULL, predicate TEXT NOT NULL, object_id INTEGER NOT NULL, chunk_id TEXT NOT NULL,
+    PRIMARY KEY (subject_id, predicate, object_id, chunk_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS relations_object ON relations(object_id);
+CREATE INDEX IF NOT EXISTS relations_chunk ON relations(chunk_id);
+CREATE TABLE IF NOT EXISTS mentions (
+    entity_id INTEGER NOT NULL, chunk_id TEXT NOT NULL, PRIMARY KEY (entity_id, chunk_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS mentions_chunk ON mentions(chunk_id);
+"""
+)
+
+_COLS = [c.strip() for c in CHUNK_COLUMNS.split(",")]
+_UPSERT = (
+    f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES ({', '.join('?' * len(_COLS))}) "
+    f"ON CONFLICT(id) DO UPDATE SET {', '.join(f'{c} = excluded.{c}' for c in _COLS[1:])}"
+)
+
+
+def graph_path(spec: LaneSpec, resources: LaneResources) -> Path:
+    """Where the graph database lives: ``options.path`` or ``<home>/graph.sqlite``."""
+    opt = spec.options.get("path")
+    return Path(str(opt)) if opt else resources.home / "graph.sqlite"
+
+
+def load_aliases(spec: LaneSpec) -> dict[str, str]:
+    """The alias table from ``options.aliases`` and ``options.aliases_file``.
+
+    Raises:
+        ConfigError: the file is missing or not a table of strings.
+    """
+    table: dict[str, str] = {}
+    file = spec.options.get("aliases_file")
+    if file:
+        path = Path(str(file))
+        try:
+            raw = path.read_bytes()
+            data = json.loads(raw) if path.suffix == ".json" else tomllib.loads(raw.decode())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"cannot read aliases file: {exc}", key=f"lanes.{spec.name}.options.aliases_file"
+            ) from None
+        table.update(data)
+    table.update(spec.options.get("aliases") or {})
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+        raise ConfigError("aliases must map strings to strings", key=f"lanes.{spec.name}.options.aliases")
+    return table
+
+
+def _write(conn: sqlite3.Connection, chunks: Sequence[Chunk], extractor: EntityExtractor) -> None:
+    ids = [(c.id,) for c in chunks]
+    conn.executemany("DELETE FROM mentions WHERE chunk_id = ?", ids)
+    conn.executemany("DELETE FROM relations WHERE chunk_id = ?", ids)
+    conn.executemany(_UPSERT, [chunk_row(c) for c in chunks])
+    for chunk in chunks:
+        ex = extractor.extract(f"{chunk.title}\n{chunk.text}")
+        if not ex.entities:
+            continue
+        conn.executemany("INSERT OR IGNORE INTO entities (norm, label) VALUES (?, ?)", list(ex.entities.items()))
+        marks = ",".join("?" * len(ex.entities))
+        eid = dict(conn.execute(f"SELECT norm, id FROM entities WHERE norm IN ({marks})", list(ex.entities)))
+        conn.executemany(
+            "INSERT OR IGNORE INTO mentions (entity_id, chunk_id) VALUES (?, ?)",
+            [(eid[n], chunk.id) for n in ex.entities],
+        )
+        conn.executemany(
+            "INSERT OR IGNORE INTO relations (subject_id, predicate, object_id, chunk_id) VALUES (?, ?, ?, ?)",
+            [(eid[s], p, eid[o], chunk.id) for s, p, o in ex.relations if s in eid and o in eid],
+        )
+
+
+class SqliteGraphWriter:
+    """Store writer of the SQLite graph: extracts entities and relations from each chunk."""
+
+    store = "sqlite_graph"
+    needs_vectors = False
+
+    def __init__(self, spec: LaneSpec, resources: LaneResources, extractor: EntityExtractor | None = None) -> None:
+        self.spec = spec
+        self.db = SqliteDb(graph_path(spec, resources), GRAPH_SCHEMA)
+        self.extractor = extractor
+        self._aliases: dict[str, str] = {}
+
+    async def open(self) -> None:
+        """Create tables, load the alias table and record it in the store."""
+        if self.extractor is None:
+            self._aliases = load_aliases(self.spec)
+            self.extractor = RuleExtractor(self._aliases)
+
+        def init(conn: sqlite3.Connection) -> None:
+            with conn:
+                conn.execute("DELETE FROM aliases")
+                conn.executemany("INSERT OR REPLACE INTO aliases VALUES (?, ?)", list(self._aliases.items()))
+
+        await self.db.run(init)
+
+    async def upsert(self, chunks: Sequence[Chunk]) -> None:
+        """Replace the chunks' payload, entities, relations and provenance edges."""
+        if self.extractor is None:
+            await self.open()
+        extractor = self.extractor
+        assert extractor is not None
+
+        def write(conn: sqlite3.Connection) -> None:
+            with conn:
+                _write(conn, chunks, extractor)
+
+        await self.db.run(write)
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        """Delete chunks with their edges, then entities no chunk mentions any more."""
+
+        def write(conn: sqlite3.Connection) -> None:
+            rows = [(i,) for i in ids]
+            with conn:
+                conn.executemany("DELETE FROM mentions WHERE chunk_id = ?", rows)
+                conn.executemany("DELETE FROM relations WHERE chunk_id = ?", rows)
+                conn.executemany("DELETE FROM chunks WHERE id = ?", rows)
+                conn.execute("DELETE FROM entities WHERE id NOT IN (SELECT entity_id FROM mentions)")
+
+        if ids:
+            await self.db.run(write)
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        self.db.close()
