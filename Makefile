@@ -4,23 +4,34 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint gate baseline bench compose-up compose-test clean
+.PHONY: setup test-deps demo test lint gate baseline bench compose-up compose-test clean
 
 setup: $(STAMP)
 
 # torch first, pinned to the CPU build served from local disk (a plain `torch` pulls a multi-GB CUDA build).
+# The framework extras are installed too: tests/fabric/integrations runs against the pinned packages.
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[embeddings,dev]'
+	$(PIP) install -q -e '.[embeddings,dev,langchain,llamaindex,haystack]'
 	touch $(STAMP)
 
 demo: setup
 	$(VENV)/bin/fabric demo
 
-test: setup
+test: setup test-deps
 	$(PY) -m pytest -q
+
+# promtool (Debian's prometheus package) for tests/deploy/test_alerts.py, installed only when missing: with
+# apt-get when root, else a message (those tests then skip, saying why). About a minute on a Debian host.
+test-deps:
+	@command -v promtool >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; \
+	  else \
+	    echo "make test-deps: promtool is missing; install Debian's 'prometheus' package as root (the promtool tests skip)" >&2; \
+	  fi; }
 
 # Retrieval quality gate vs the committed baseline (SciFact train when ../shared/datasets/scifact exists).
 gate: setup

@@ -19,6 +19,13 @@ Routes:
     paths answer ``202`` with the task and its ``status_url`` (:mod:`fabric.ingest.tasks`).
 ``GET /v1/ingest/<task_id>``
     A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown.
+``/mcp``
+    The MCP server (:mod:`fabric.mcp_server`) over the streamable HTTP transport (:mod:`fabric.mcp_http`).
+
+Every route but ``/healthz`` and ``/readyz`` needs ``Authorization: Bearer <key>`` once keys exist and is
+limited per tenant (:mod:`fabric.auth`, :mod:`fabric.limits`): ``401``/``403``/``429`` in the same error shape.
+Entries claiming ``trust: trusted`` or ``source_kind: operator``, and path submissions, need an admin key
+(``403`` naming the field); an id another source holds answers ``409`` with ``conflicts`` (id → source).
 
 The engine is opened on start-up and closed on clean-up. Bodies are capped per route: ``max_body_bytes`` for
 search, ``ingest.max_body_bytes`` for ingestion; a larger body answers ``413``.
@@ -37,15 +44,20 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from fabric import safejson
+from fabric.auth import Guard, install_guard, principal
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError
 from fabric.ingest.pipeline import IngestReport, Progress, ingest
-from fabric.ingest.submission import SubmitError, parse_submission, resolve_root
+from fabric.ingest.submission import SubmitError, check_operator_fields, parse_submission, resolve_root
 from fabric.ingest.tasks import IngestTasks, TaskStatus
 from fabric.ingest.writers import build_writers
+from fabric.keys import KeyStore, Role
+from fabric.limits import LimitConfig, TenantLimits, TenantMetrics
+from fabric.serverlimits import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
 from fabric.validation import parse_request
 
-__all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "error_body"]
+__all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "default_guard", "error_body", "ingest_tasks", "store_runner"]
 
 log = structlog.get_logger(__name__)
 
@@ -91,7 +103,9 @@ async def _read_json(request: web.Request, limit: int, *, in_thread: bool = Fals
     """The decoded JSON body, read up to ``limit`` bytes.
 
     Raises:
-        _BodyError: wrong content type (415), over the limit (413), or invalid JSON (400).
+        _BodyError: wrong content type (415), over the limit (413), not received within the body timeout (408,
+            :mod:`fabric.serverlimits`), or invalid JSON (400): malformed, nested
+            deeper than 64 levels, ``NaN``, or a lone surrogate (the field named, e.g. ``entries[3].text``).
     """
     if request.content_type != "application/json":
         raise _BodyError(web.json_response(error_body("body", "expected Content-Type: application/json"), status=415))
@@ -100,15 +114,16 @@ async def _read_json(request: web.Request, limit: int, *, in_thread: bool = Fals
     )
     if request.content_length is not None and request.content_length > limit:
         raise too_large  # refused before reading it
-    buf = bytearray()
-    async for chunk in request.content.iter_chunked(1 << 16):
-        buf += chunk
-        if len(buf) > limit:
-            raise too_large
-    try:
-        return await asyncio.to_thread(json.loads, bytes(buf)) if in_thread else json.loads(buf)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _BodyError(web.json_response(error_body("body", f"invalid JSON: {exc}"), status=400)) from None
+    conn_guard = request.app.get(CONNECTION_GUARD_KEY)
+    buf = await read_body(request, limit, (conn_guard.limits if conn_guard else ServerLimits()).body_timeout_s)
+    if buf is None:
+        raise _BodyError(web.json_response(error_body("body", "request body not received in time"), status=408))
+    if len(buf) > limit:
+        raise too_large
+    try:  # depth-bounded, lone surrogates refused naming the field (fabric.safejson)
+        return await asyncio.to_thread(safejson.loads, bytes(buf)) if in_thread else safejson.loads(buf)
+    except safejson.JSONInputError as exc:
+        raise _BodyError(web.json_response(error_body(exc.where or "body", exc.reason), status=400)) from None
 
 
 async def _search(request: web.Request) -> web.Response:
@@ -152,6 +167,7 @@ async def _ingest(request: web.Request) -> web.Response:
     try:
         key = _idempotency_key(request)
         sub = await asyncio.to_thread(parse_submission, data, config, tasks.root)
+        check_operator_fields(sub, allowed=principal(request).role >= Role.ADMIN)
         inline = sub.kind == "entries" and not sub.force_async and sub.count <= config.sync_max_entries and tasks.idle
         task, created = await tasks.submit(sub, key=key)
     except SubmitError as exc:
@@ -162,7 +178,8 @@ async def _ingest(request: web.Request) -> web.Response:
     if task.status is TaskStatus.SUCCEEDED and (inline or not created):
         return web.json_response(body)
     if task.status is TaskStatus.FAILED and inline:
-        return web.json_response(error_body(None, task.error or "ingestion failed", task=body), status=500)
+        status, field = (409, "entries") if task.conflicts else (500, None)
+        return web.json_response(error_body(field, task.error or "ingestion failed", task=body), status=status)
     return web.json_response(body, status=202, headers={"Location": body["status_url"]})
 
 
@@ -193,7 +210,7 @@ async def _metrics(request: web.Request) -> web.Response:
     return resp
 
 
-def _store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awaitable[IngestReport]]:
+def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awaitable[IngestReport]]:
     """Runs the pipeline into the stores the engine's lanes read, with the engine's embedder.
 
     The writers share the engine's resources: in local mode the Qdrant store and the vector lane use one
@@ -216,24 +233,59 @@ def _store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awai
     return run
 
 
-def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Application:
-    """The service app; it opens ``engine`` and the ingestion worker on start-up and closes them on clean-up.
+def default_guard(engine: Engine, limits: LimitConfig | None = None) -> Guard:
+    """The guard of the engine's home: keys from ``<home>/keys.sqlite``, per-tenant limits and metrics."""
+    return Guard(
+        KeyStore(engine.settings.home), TenantLimits(limits or LimitConfig()), TenantMetrics(engine.metrics.registry)
+    )
+
+
+def ingest_tasks(engine: Engine) -> IngestTasks:
+    """The ingestion task queue writing into the engine's stores (not started).
 
     Raises:
         ConfigError: ``ingest.allowed_root`` is set but is not a folder.
     """
     ingest_cfg = engine.settings.ingest
-    app = web.Application(middlewares=[_errors], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes))
-    app[ENGINE_KEY] = engine
-    app[_SEARCH_LIMIT_KEY] = max_body_bytes
-    tasks = IngestTasks(
+    return IngestTasks(
         ingest_cfg,
         home=engine.settings.home,
-        runner=_store_runner(engine),
+        runner=store_runner(engine),
         root=resolve_root(ingest_cfg),
         registry=engine.metrics.registry,
     )
+
+
+def create_app(
+    engine: Engine,
+    *,
+    max_body_bytes: int = 64 * 1024,
+    guard: Guard | None = None,
+    mcp: bool = True,
+    host: str = "127.0.0.1",
+) -> web.Application:
+    """The service app; it opens ``engine`` and the ingestion worker on start-up and closes them on clean-up.
+
+    Args:
+        engine: the engine to serve (opened at start-up).
+        max_body_bytes: body cap of ``POST /v1/search``.
+        guard: the request guard (API keys, roles, per-tenant limits: :mod:`fabric.auth`) of every route but the
+            probes, ``/mcp`` included; default :func:`default_guard` (the keys of the engine's home).
+        mcp: whether to mount the MCP streamable HTTP transport at ``/mcp``.
+        host: the address the service binds (the MCP transport's DNS rebinding protection is on for loopback).
+
+    Raises:
+        ConfigError: ``ingest.allowed_root`` is set but is not a folder.
+    """
+    ingest_cfg = engine.settings.ingest
+    app = web.Application(
+        middlewares=[_errors, request_marks], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes)
+    )
+    app[ENGINE_KEY] = engine
+    app[_SEARCH_LIMIT_KEY] = max_body_bytes
+    tasks = ingest_tasks(engine)
     app[TASKS_KEY] = tasks
+    install_guard(app, guard or default_guard(engine))
 
     async def on_startup(_app: web.Application) -> None:
         await engine.open()
@@ -255,4 +307,9 @@ def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Applic
     app.router.add_get("/metrics", _metrics)
     app.router.add_post("/v1/ingest", _ingest)
     app.router.add_get("/v1/ingest/{task_id}", _ingest_status)
+    if mcp:
+        from fabric.mcp_http import mount_mcp
+        from fabric.mcp_server import build_server
+
+        mount_mcp(app, build_server(engine, tasks), host=host)
     return app
