@@ -5,5 +5,7 @@ wall-clock assertions in tests.
 
 __all__ = ["BENCHES"]
 
-BENCHES = ("budget", "fusion", "load", "adapters", "ingest_http", "instructions", "mcp", "tenants")
+BENCHES = (
+    "budget", "fusion", "load", "adapters", "ingest_http", "instructions", "mcp", "tenants", "scale", "vector_stores",
+)  # fmt: skip
 """Benchmark module names under :mod:`bench`."""

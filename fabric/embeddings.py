@@ -16,16 +16,22 @@ Every embedder is wrapped in :class:`CachedEmbedder`: vectors are keyed by ``sha
 SQLite file under ``cache_dir/embeddings/<model>/``, so one corpus is embedded once per machine (or CI run)
 and reused by every scratch home. :func:`build_embedder` never raises for an unavailable backend: it logs
 and returns None, and callers fall back to lexical retrieval.
+
+Query encoding (:func:`encode_query`) goes through a :class:`QueryBatcher` per embedder and event loop: queries
+arriving within ``window_s`` of each other, or while a batch is being encoded, share one model call in a worker
+thread, so concurrent queries do not each pay a forward pass and never block the event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import importlib.util
 import os
 import re
 import sqlite3
 import threading
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -43,8 +49,11 @@ __all__ = [
     "EmbeddingCache",
     "MiniLMEmbedder",
     "OpenAIEmbedder",
+    "QueryBatcher",
     "build_embedder",
     "cache_key",
+    "encode_query",
+    "query_batcher",
 ]
 
 log = structlog.get_logger(__name__)
@@ -135,8 +144,12 @@ class MiniLMEmbedder:
             return self._model
 
     def warm(self) -> None:
-        """Load the model now (the first query then pays no load time)."""
-        self._load()
+        """Load the model and run one forward pass now: the first query then pays neither the load nor torch's
+        first-call set-up (about 3 s on a busy 2-core machine, enough to time a vector lane out)."""
+        first = self._model is None
+        model = self._load()
+        if first:
+            model.encode(["warm-up"], batch_size=1, convert_to_numpy=True, show_progress_bar=False)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed ``texts`` in length-sorted batches; vectors are unit length."""
@@ -274,3 +287,76 @@ def build_embedder(config: EmbeddingsConfig, cache_dir: Path) -> Embedder | None
     else:
         raise ConfigError(f"unknown backend {config.backend!r}; valid: minilm, openai, none", key="embeddings.backend")
     return CachedEmbedder(inner, EmbeddingCache(cache_dir, config.model))
+
+
+class QueryBatcher:
+    """Micro-batches query encodings of one embedder on one event loop (see the module docstring).
+
+    Args:
+        embedder: the (cached) embedder; its ``embed`` runs in a worker thread.
+        window_s: how long the first query of a batch waits for others.
+        max_batch: most texts per model call.
+    """
+
+    def __init__(self, embedder: Embedder, *, window_s: float = 0.0015, max_batch: int = 32) -> None:
+        self.embedder = embedder
+        self.window_s = window_s
+        self.max_batch = max_batch
+        self.batches = 0
+        """Model calls made (``texts / batches`` is the mean batch size)."""
+        self.texts = 0
+        self._pending: list[tuple[str, asyncio.Future[list[float]]]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def encode(self, text: str) -> list[float]:
+        """The vector of ``text``, encoded together with the queries arriving alongside it."""
+        future: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
+        self._pending.append((text, future))
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        await asyncio.sleep(self.window_s)
+        while self._pending:  # what arrived during a batch forms the next one, without waiting again
+            batch = self._pending[: self.max_batch]
+            del self._pending[: self.max_batch]
+            live = [(t, f) for t, f in batch if not f.done()]  # a cancelled caller is not encoded
+            if not live:
+                continue
+            self.batches += 1
+            self.texts += len(live)
+            try:
+                vectors = await asyncio.to_thread(self.embedder.embed, [t for t, _ in live])
+            except Exception as exc:  # every waiter gets the embedder's error
+                for _, f in live:
+                    if not f.done():
+                        f.set_exception(exc)
+                continue
+            for (_, f), vector in zip(live, vectors, strict=True):
+                if not f.done():
+                    f.set_result(vector)
+
+
+_BATCHERS: weakref.WeakKeyDictionary[Any, dict[asyncio.AbstractEventLoop, QueryBatcher]] = weakref.WeakKeyDictionary()
+
+
+def query_batcher(embedder: Embedder) -> QueryBatcher:
+    """The batcher of ``embedder`` on the running event loop (created on first use)."""
+    loop = asyncio.get_running_loop()
+    per_loop = _BATCHERS.setdefault(embedder, {})
+    batcher = per_loop.get(loop)
+    if batcher is None:
+        for old in [lp for lp in per_loop if lp.is_closed()]:
+            del per_loop[old]
+        batcher = per_loop[loop] = QueryBatcher(embedder)
+    return batcher
+
+
+async def encode_query(embedder: Embedder, text: str) -> list[float]:
+    """Encode one query off the event loop, micro-batched with concurrent queries of the same embedder.
+
+    Raises:
+        LaneUnavailable: the model cannot be loaded or the endpoint failed (whatever ``embed`` raises).
+    """
+    return await query_batcher(embedder).encode(text)

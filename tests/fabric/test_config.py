@@ -44,7 +44,8 @@ class TestLoadSettings:
 
     def test_service_url_env_applies_to_backend(self) -> None:
         """FABRIC_QDRANT_URL lands in the options of lanes using the qdrant backend."""
-        s = load_settings(env={"FABRIC_QDRANT_URL": "http://127.0.0.1:6333"})
+        env = {"FABRIC_QDRANT_URL": "http://127.0.0.1:6333", "FABRIC__lanes__vector__backend": "qdrant"}
+        s = load_settings(env=env)
         assert s.lanes["vector"].options["url"] == "http://127.0.0.1:6333"
 
     def test_home_from_env(self) -> None:

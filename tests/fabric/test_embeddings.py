@@ -13,7 +13,17 @@ from aiohttp import web
 
 import fabric.embeddings as mod
 from fabric.config import EmbeddingsConfig
-from fabric.embeddings import CachedEmbedder, EmbeddingCache, MiniLMEmbedder, OpenAIEmbedder, build_embedder, cache_key
+from fabric.embeddings import (
+    CachedEmbedder,
+    EmbeddingCache,
+    MiniLMEmbedder,
+    OpenAIEmbedder,
+    QueryBatcher,
+    build_embedder,
+    cache_key,
+    encode_query,
+    query_batcher,
+)
 from fabric.errors import ConfigError, LaneBadResponse, LaneRejected, LaneUnavailable
 from tests.support.embedded import BagEmbedder
 from tests.support.http import recording, redirector, serve
@@ -173,6 +183,14 @@ def minilm() -> MiniLMEmbedder:
 
 
 class TestMiniLM:
+    def test_warm_loads_the_model_once(self, minilm: MiniLMEmbedder) -> None:
+        """warm() loads the model (and runs its first pass); a second call keeps the same model."""
+        minilm.warm()
+        model = minilm._model
+        minilm.warm()
+        assert model is not None
+        assert minilm._model is model
+
     def test_real_model_embeds_unit_vectors(self, minilm: MiniLMEmbedder) -> None:
         """MiniLM gives 384-d unit vectors, and paraphrases are closer than unrelated text."""
         a, b, c = minilm.embed(["How do I roll back a release?", "deployment revert procedure", "banana bread"])
@@ -182,8 +200,84 @@ class TestMiniLM:
         assert dot(a, b) > dot(a, c)
 
 
+class SlowBag(BagEmbedder):
+    """A bag embedder whose calls take a while (in the worker thread) and record their batches."""
+
+    def __init__(self, delay_s: float = 0.05, fail: bool = False) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+        self.fail = fail
+        self.batches: list[list[str]] = []
+
+    def embed(self, texts):  # type: ignore[no-untyped-def]
+        import time
+
+        self.batches.append(list(texts))
+        time.sleep(self.delay_s)
+        if self.fail:
+            raise LaneUnavailable("model down")
+        return super().embed(texts)
+
+
+class TestQueryBatcher:
+    async def test_concurrent_queries_share_one_call(self) -> None:
+        """Queries arriving together are encoded in one model call, each getting its own vector."""
+        emb = SlowBag()
+        texts = [f"query {i}" for i in range(5)]
+        got = await asyncio.gather(*(encode_query(emb, t) for t in texts))
+        assert emb.batches == [texts]
+        assert got == BagEmbedder().embed(texts)
+        assert (query_batcher(emb).batches, query_batcher(emb).texts) == (1, 5)
+
+    async def test_arrivals_during_a_batch_form_the_next_one(self) -> None:
+        """Queries arriving while a batch runs are batched together right after it."""
+        emb = SlowBag(delay_s=0.1)
+        first = asyncio.ensure_future(encode_query(emb, "a"))
+        await asyncio.sleep(0.03)  # the first batch is in the model now
+        later = await asyncio.gather(*(encode_query(emb, t) for t in ("b", "c", "d")))
+        await first
+        assert emb.batches == [["a"], ["b", "c", "d"]]
+        assert len(later) == 3
+
+    async def test_batch_size_is_capped(self) -> None:
+        """No model call gets more than max_batch texts."""
+        emb = SlowBag(delay_s=0.0)
+        batcher = QueryBatcher(emb, max_batch=2)
+        await asyncio.gather(*(batcher.encode(str(i)) for i in range(5)))
+        assert [len(b) for b in emb.batches] == [2, 2, 1]
+
+    async def test_errors_reach_every_waiter(self) -> None:
+        """When the model fails, every query of the batch gets the error; the next batch runs again."""
+        emb = SlowBag(delay_s=0.0, fail=True)
+        batcher = QueryBatcher(emb)
+        results = await asyncio.gather(batcher.encode("a"), batcher.encode("b"), return_exceptions=True)
+        assert all(isinstance(r, LaneUnavailable) for r in results)
+        emb.fail = False
+        assert await batcher.encode("c") == BagEmbedder().embed(["c"])[0]
+
+    async def test_a_cancelled_query_is_not_encoded(self) -> None:
+        """A caller cancelled while waiting for the window drops out of the batch."""
+        emb = SlowBag(delay_s=0.0)
+        batcher = QueryBatcher(emb, window_s=0.05)
+        gone = asyncio.ensure_future(batcher.encode("gone"))
+        kept = asyncio.ensure_future(batcher.encode("kept"))
+        await asyncio.sleep(0.01)
+        gone.cancel()
+        await kept
+        assert emb.batches == [["kept"]]
+
+    async def test_one_batcher_per_embedder(self) -> None:
+        """Each embedder gets its own batcher on the running loop."""
+        a, b = BagEmbedder(), BagEmbedder()
+        assert query_batcher(a) is query_batcher(a)
+        assert query_batcher(a) is not query_batcher(b)
+
+
 def test_public_api() -> None:
     """The module's public names."""
     assert sorted(mod.__all__) == sorted(
-        ["CachedEmbedder", "EmbeddingCache", "MiniLMEmbedder", "OpenAIEmbedder", "build_embedder", "cache_key"]
-    )
+        [
+            "CachedEmbedder", "EmbeddingCache", "MiniLMEmbedder", "OpenAIEmbedder", "QueryBatcher",
+            "build_embedder", "cache_key", "encode_query", "query_batcher",
+        ]
+    )  # fmt: skip

@@ -75,7 +75,7 @@ class TestSubmitAsync:
         done = await _finished(client, body["task_id"])
         assert done["status"] == "succeeded", done
         assert (done["report"]["docs"], done["report"]["created"], done["error"]) == (20, 20, None)
-        assert done["report"]["stores"] == {"sqlite_fts": "ok", "qdrant": "ok", "sqlite_graph": "ok"}
+        assert done["report"]["stores"] == {"sqlite_fts": "ok", "numpy_flat": "ok", "sqlite_graph": "ok"}
 
     async def test_progress_counts_every_stage(self, client: TestClient) -> None:
         """A finished task reports done/total per stage: load, chunk, embed, write (3 stores)."""

@@ -60,7 +60,9 @@ class TestDescriptors:
 class TestDerived:
     def test_writers(self) -> None:
         """The backends ingestion writes to are the ones whose declaration names a writer."""
-        assert set(mod.writers()) == set(WRITERS) == {"sqlite_fts", "qdrant", "sqlite_graph", "meilisearch", "arango"}
+        assert set(mod.writers()) == set(WRITERS) == {
+            "sqlite_fts", "qdrant", "numpy_flat", "sqlite_graph", "meilisearch", "arango",
+        }  # fmt: skip
 
     def test_environment_variables(self) -> None:
         """ENV_URLS is derived from the declarations and keeps the documented names."""

@@ -1,0 +1,131 @@
+"""Vector lane over the flat vector store (provider ``numpy_flat``): exact cosine search, filters before top-k.
+
+The embedded default (docs/vector-store.md says why: at 50K entries Qdrant local mode wrote for minutes and
+searched in ~100 ms, an ANN index costs a build and recall). The store (:mod:`lanes.vector.numpy_flat_writer`) is one
+SQLite file per embedding model; :class:`~lanes.vector.numpy_flat_index.FlatIndex` mirrors it in numpy and follows
+ingestion incrementally, even from another process. Every filter the lane knows — the date range (a chunk passes
+when a year it mentions falls in the range's years, seed 004), ``site:`` domains with their sub-domains, and the
+lane's ``trust`` option — is a row mask computed before the top-k, so a filtered search fills ``top_k`` whenever
+enough rows pass.
+
+The query is encoded through :func:`fabric.embeddings.encode_query` (micro-batched with concurrent queries, off
+the event loop); without an embedder the lane raises :class:`~fabric.errors.LaneUnavailable` and the executor
+falls back to the keyword lane.
+
+Options (``lanes.toml``)::
+
+    [lanes.vector]
+    kind = "vector"
+    backend = "numpy_flat"
+    options = { path = ".fabric/vectors/all_minilm_l6_v2.sqlite", trust = "" }
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from datetime import UTC, datetime
+from typing import Any
+
+from fabric.embeddings import encode_query
+from fabric.errors import LaneBadResponse, LaneUnavailable
+from fabric.ingest.model import from_stored_simhash
+from fabric.models import BoundConstraints, Hit, LaneRequest, SourceKind, Trust
+from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
+from lanes.vector.numpy_flat_index import FlatIndex, VectorFilter
+from lanes.vector.numpy_flat_writer import TRUST_CODES, FlatVectorWriter, store_path
+
+__all__ = ["BACKEND", "FlatVectorLane", "vector_filter"]
+
+
+def vector_filter(c: BoundConstraints, trust: str | None) -> VectorFilter:
+    """The row filter of a request's constraints and the lane's trust option."""
+    return VectorFilter(
+        year_from=c.date_from.year if c.date_from else None,
+        year_to=c.date_to.year if c.date_to else None,
+        trust=TRUST_CODES[trust] if trust else None,
+        sites=tuple(c.sites),
+    )
+
+
+def _hit(p: dict[str, Any], rank: int, score: float) -> Hit:
+    ts = p.get("published_ts")
+    return Hit(
+        id=str(p["id"]), rank=rank, score=score, title=str(p.get("title", "")), text=str(p.get("text", "")),
+        url=str(p.get("url", "")), domain=str(p.get("domain", "")),
+        published_at=datetime.fromtimestamp(ts, UTC) if ts is not None else None,
+        source_kind=SourceKind(p.get("source_kind", "import")), source_ref=str(p.get("source_ref", "")),
+        trust=Trust(p.get("trust", "untrusted")), doc_id=str(p.get("doc_id", "")), quality=p.get("quality"),
+        simhash=from_stored_simhash(p.get("simhash")),
+        url_key=p["url_key"] if isinstance(p.get("url_key"), str) else None,
+        title_key=p["title_key"] if isinstance(p.get("title_key"), str) else None,
+        metadata={**(p.get("metadata") or {}), "years": p.get("years", [])},
+    )  # fmt: skip
+
+
+class FlatVectorLane(BaseLane):
+    """Exact cosine nearest neighbours over the flat store, with filters applied before the top-k."""
+
+    provider = "numpy_flat"
+
+    def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
+        super().__init__(spec, resources)
+        trust = str(spec.options.get("trust", "")) or None
+        if trust is not None and trust not in TRUST_CODES:
+            from fabric.errors import ConfigError
+
+            raise ConfigError(f"unknown trust {trust!r}; valid: {', '.join(TRUST_CODES)}", key="options.trust")
+        self.trust = trust
+        self._index: FlatIndex | None = None
+
+    def _index_of(self) -> FlatIndex:
+        if self._index is None:
+            model = self.resources.embedder.name if self.resources.embedder else "none"
+            self._index = FlatIndex(store_path(self.spec, self.resources, model))
+        return self._index
+
+    async def open(self) -> None:
+        """Load the store's vectors and the embedding model off the event loop."""
+        index = self._index_of()
+        try:
+            await asyncio.to_thread(index.snapshot)
+        except sqlite3.Error as exc:
+            raise LaneUnavailable(f"vector store unreadable: {exc}", lane=self.name, provider=self.provider) from exc
+        warm = getattr(self.resources.embedder, "warm", None)
+        if callable(warm):
+            await asyncio.to_thread(warm)
+
+    def _search(self, vector: list[float], request: LaneRequest) -> list[Hit]:
+        index = self._index_of()
+        try:
+            ranked = index.search(vector, request.top_k, vector_filter(request.constraints, self.trust))
+            payloads = index.payloads([rid for rid, _ in ranked])
+        except sqlite3.Error as exc:
+            raise LaneUnavailable(f"vector store unreadable: {exc}", lane=self.name, provider=self.provider) from exc
+        except ValueError as exc:  # the query's dimension is not the store's
+            raise LaneBadResponse(str(exc), lane=self.name, provider=self.provider) from exc
+        hits: list[Hit] = []
+        for rid, score in ranked:
+            if rid in payloads:
+                hits.append(_hit(payloads[rid], len(hits) + 1, score))
+        return hits
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        """Nearest chunks to the encoded query that pass the request's filters, best first (ties by id)."""
+        embedder = self.resources.embedder
+        if embedder is None:
+            raise LaneUnavailable("no embedder configured or available", lane=self.name, provider=self.provider)
+        if request.top_k <= 0 or not request.query.strip():
+            return []
+        vector = await encode_query(embedder, request.query)
+        return await asyncio.to_thread(self._search, vector, request)
+
+    async def aclose(self) -> None:
+        """Close the store connection."""
+        if self._index is not None:
+            index, self._index = self._index, None
+            await asyncio.to_thread(index.close)
+
+
+BACKEND = Backend(name="numpy_flat", lane=FlatVectorLane, writer=FlatVectorWriter)
+"""Exact vector search over one SQLite file per embedding model (the embedded default; docs/vector-store.md)."""

@@ -1,0 +1,44 @@
+"""Tests of ``fabric bench scale`` on a tiny generated SciFact-like folder (embeddings off, real stores)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import bench.scale as mod
+from fabric.cli import main
+
+
+def test_bench_ingests_passages_and_times_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bench builds the passages, ingests them (stage times), runs judged queries and reports percentiles."""
+    monkeypatch.setenv("FABRIC__embeddings__backend", "none")
+    monkeypatch.setenv("FABRIC_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "src"
+    (src / "qrels").mkdir(parents=True)
+    docs = [
+        {"_id": "d1", "title": "Folder locks", "text": "Qdrant local mode locks its folder. A second process fails."},
+        {"_id": "d2", "title": "Ranking", "text": "SQLite FTS5 ranks with BM25. It is fast."},
+    ]
+    (src / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (src / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "qdrant folder lock"}) + "\n")
+    (src / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    keep = tmp_path / "work"
+    assert main(["bench", "scale", "--dataset", str(src), "--keep", str(keep), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["entries"], out["abstracts"], out["queries"]) == (6, 2, 1)
+    assert set(out["ingest_seconds"]) >= {"load", "chunk", "embed", "write"}
+    assert out["write_s"] == out["ingest_seconds"]["write"]
+    assert out["c1_p95_ms"] >= out["c1_p50_ms"] > 0
+    assert out["ndcg_at_10_passages"] > 0
+    assert out["empty_answers"] == 0
+    assert "encode_p50_ms" not in out  # no model without embeddings
+    assert (keep / "dataset" / "corpus.jsonl").is_file()
+
+
+def test_public_api() -> None:
+    """The bench module's entry points."""
+    assert mod.__all__ == ["add_arguments", "run"]
