@@ -27,6 +27,7 @@ from typing import Any
 
 from fabric.errors import ConfigError
 from fabric.models import FusionMode, LaneKind, Mode
+from fabric.router.config import RouterConfig, validate_router_config
 
 __all__ = [
     "CONFIG_FILES",
@@ -50,7 +51,7 @@ __all__ = [
 ]
 
 SCHEMA = 1
-CONFIG_FILES = ("modes.toml", "lanes.toml", "fusion.toml", "authority.toml", "engine.toml")
+CONFIG_FILES = ("modes.toml", "lanes.toml", "fusion.toml", "authority.toml", "engine.toml", "router.toml")
 
 ENV_URLS: Mapping[str, tuple[str, str]] = {
     "FABRIC_QDRANT_URL": ("qdrant", "url"),
@@ -234,6 +235,8 @@ class Settings:
     penalties: PenaltyConfig = field(default_factory=PenaltyConfig)
     embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
+    router: RouterConfig = field(default_factory=RouterConfig)
+    """The query router of seed 004 (``config/router.toml``, :mod:`fabric.router.config`)."""
     sources: tuple[str, ...] = ()
     """Files the settings were read from, in order."""
 
@@ -426,6 +429,7 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         "penalties",
         "embeddings",
         "ingest",
+        "router",
         "home",
     }
     unknown = sorted(set(data) - known)
@@ -509,5 +513,8 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         penalties=_build(PenaltyConfig, data.get("penalties", {}), src, "penalties"),
         embeddings=_build(EmbeddingsConfig, data.get("embeddings", {}), src, "embeddings"),
         ingest=ingest,
+        router=validate_router_config(
+            _build(RouterConfig, data.get("router", {}), src, "router"), lanes if "router" in data else {}, src
+        ),
         sources=sources,
     )

@@ -43,6 +43,8 @@ from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, S
 from fabric.penalties import ProviderPenalties
 from fabric.preflight import LoopLagMonitor, Preflight
 from fabric.resources import close_resources, open_resources
+from fabric.router.planner import Router
+from fabric.router.strategies import RouteRecord
 from fabric.stages import run_stage2
 from fusion.cursor import decode_cursor, encode_cursor, fingerprint
 from fusion.pipeline import FusionContext, FusionOutput, fuse
@@ -85,6 +87,7 @@ class Engine:
         self.executor = LaneExecutor({}, penalties=self.penalties, metrics=self.metrics)
         self.preflight = Preflight(settings.preflight, clock=clock)
         self.loop_lag = LoopLagMonitor()
+        self.router = Router(settings.router, executor=self.executor, home=settings.home)
         self._secret = b""
         self._unopened: set[str] = set()
         self._inflight = 0
@@ -241,6 +244,7 @@ class Engine:
                 "fusion": (request.fusion or self.settings.fusion.mode).value,
                 "lanes": names,
                 "top_k": request.top_k,
+                "route": request.route,
             }
         )
 
@@ -312,6 +316,14 @@ class Engine:
         bound = bind_constraints(request.constraints, now=now, preflight=pf)
         lane_top_k = s.engine.lane_top_k if bound.max_results is None else min(s.engine.lane_top_k, bound.max_results)
         lane_request = LaneRequest(query=pf.refined_query, top_k=lane_top_k, constraints=bound, trace_id=trace_id)
+        routed = None  # seed 004: the router picks the strategy's lanes (and reuses its probe) unless route=all
+        if request.route != "all":
+            embedder = self.resources.embedder if self.resources is not None else None
+            routed = await self.router.plan(
+                request, pf, plan, lane_request, now=now, deadline=deadline, embedder=embedder
+            )
+            plan, lane_request = routed.plan, routed.lane_request
+        done = dict(routed.done) if routed is not None else {}
         ctx = FusionContext(
             config=s.fusion,
             now=now,
@@ -323,8 +335,8 @@ class Engine:
 
         t_lanes = time.perf_counter()
         waited = RunStats()
-        outcomes = await self.executor.run(
-            [p for p in plan if p.stage == 1], lane_request, deadline=deadline, stats=waited
+        outcomes = done | await self.executor.run(
+            [p for p in plan if p.stage == 1 and p.name not in done], lane_request, deadline=deadline, stats=waited
         )
         stage1_ms = (time.perf_counter() - t_lanes) * 1000.0
         lanes_ms = waited.wait_ms
@@ -395,6 +407,7 @@ class Engine:
             },
             stages=stages,
             fusion_mode=request.fusion or s.fusion.mode,
+            route=(routed.record if routed is not None else RouteRecord.federation(list(ordered))).to_dict(),
         )
 
     def _observe(

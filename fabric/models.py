@@ -410,6 +410,9 @@ class SearchRequest:
     """Restrict to these lanes; None runs every enabled lane."""
     preflight: bool = True
     """Whether pre-flight refinement may run."""
+    route: str = "all"
+    """``all`` (every planned lane), ``auto`` (the router of seed 004 decides) or a strategy: ``dense``,
+    ``temporal``, ``graph`` (see :mod:`fabric.router`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -463,6 +466,8 @@ class SearchResult:
     timings: Mapping[str, float] = field(default_factory=lambda: EMPTY_MAPPING)
     stages: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
     fusion_mode: FusionMode = FusionMode.RRF
+    route: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
+    """How the query was routed (``fabric.router.strategies.RouteRecord.to_dict``)."""
 
     def receipt(self, per_lane: int = 10) -> dict[str, Any]:
         """Per-lane top-k ids with native scores, and the fused ranking with totals (seed 002 receipts)."""
@@ -488,6 +493,7 @@ class SearchResult:
             "dedup": dict(self.dedup),
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "stages": dict(self.stages),
+            "route": dict(self.route),
             "receipt": self.receipt(),
         }
 

@@ -4,7 +4,7 @@ Every rejection is a :class:`~fabric.errors.QueryError` naming the field and, fo
 valid values, so callers (CLI, HTTP, Python) can show one clear line instead of a traceback.
 
 Accepted keys: ``query`` (required), ``mode``, ``top_k``, ``cursor``, ``constraints``, ``budget_ms``,
-``strict``, ``fusion``, ``lanes``, ``preflight``. ``offset`` is refused on purpose: pages are addressed by
+``strict``, ``fusion``, ``lanes``, ``preflight``, ``route``. ``offset`` is refused on purpose: pages are addressed by
 the opaque ``cursor`` only.
 """
 
@@ -16,6 +16,7 @@ from typing import Any
 from fabric.config import Settings
 from fabric.errors import QueryError
 from fabric.models import Constraints, FusionMode, Mode, SearchRequest
+from fabric.router.strategies import ROUTE_ALL, ROUTES
 
 __all__ = ["KNOWN_KEYS", "MAX_BUDGET_MS", "parse_request"]
 
@@ -30,6 +31,7 @@ KNOWN_KEYS = (
     "fusion",
     "lanes",
     "preflight",
+    "route",
 )
 """Top-level request keys."""
 
@@ -189,4 +191,5 @@ def parse_request(data: Mapping[str, Any], settings: Settings) -> SearchRequest:
         fusion=fusion,
         lanes=_lanes(data.get("lanes"), settings),
         preflight=True if data.get("preflight") is None else _bool(data["preflight"], "preflight"),
+        route=ROUTE_ALL if data.get("route") is None else _choice(data["route"], "route", ROUTES),
     )
