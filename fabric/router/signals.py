@@ -2,7 +2,8 @@
 
 ``skewness`` is the biased Fisher-Pearson coefficient that ``scipy.stats.skew(scores)`` returns by default
 (``bias=True``): ``m3 / m2 ** 1.5`` with central moments over ``n``. Where scipy returns NaN
-(``m2 <= (eps * mean) ** 2``: all scores equal, or a single score) this returns 0.0: a flat list is symmetric,
+(``m2 <= (eps * mean) ** 2``: all scores equal, or a single score; or a spread so small that ``m2 ** 1.5``
+underflows) this returns 0.0: a flat list is symmetric,
 and a NaN would poison the classifier's batch norm and every threshold comparison.
 Computed with numpy; the tests compare it with scipy.
 """
@@ -56,7 +57,8 @@ def skewness(scores: Sequence[float]) -> float:
     if m2 <= (float(np.finfo(np.float64).eps) * mean) ** 2:
         return 0.0
     m3 = float(np.mean(d**3))
-    return float(m3 / m2**1.5)
+    scale = m2**1.5
+    return float(m3 / scale) if scale > 0.0 else 0.0  # scale underflows for spreads near 1e-100
 
 
 def semantic_distance(query: Sequence[float], docs: Sequence[Sequence[float]]) -> float:
