@@ -33,7 +33,7 @@ def _examples(n: int) -> list[Example]:
     rows = []
     for i in range(n):
         k = i % 3
-        text = [1.0 if j == k else 0.0 for j in range(8)]
+        text = [3.0 if j == k else 0.0 for j in range(8)]
         text = [v + rng.gauss(0, 0.05) for v in text]
         scores = {s.value: (0.9 if idx == k else 0.2) for idx, s in enumerate(STRATEGY_ORDER)}
         rows.append(
@@ -50,7 +50,7 @@ def _examples(n: int) -> list[Example]:
 
 def test_training_learns_a_separable_rule(tmp_path: Path) -> None:
     """On separable data the dev split is classified (far) better than the majority class."""
-    model, report = train_classifier(_examples(120), epochs=15)
+    model, report = train_classifier(_examples(120), epochs=30)
     assert report.dev_size > 10
     assert report.train_size + report.dev_size == 120
     assert report.dev_accuracy >= 0.9
