@@ -162,9 +162,25 @@ def run_train(args: argparse.Namespace) -> int:
         labels=[str(f) for f in files],
     )
     out = {"artifact": str(path), "files": [str(f) for f in files], **report.to_dict()}
+    out["heuristic_thresholds"] = _threshold_report(files, settings)
     out["wall_time_s"] = round(time.perf_counter() - started, 1)
     _print(out, args.json)
     return 0
+
+
+def _threshold_report(files: list[Path], settings: Any) -> dict[str, Any]:
+    """The heuristic's thresholds replayed on the dev split of the label files: the configured pair and the best."""
+    from fabric.router.classifier import dev_split
+    from fabric.router.tuning import replay_heuristic, threshold_grid
+
+    rows = [json.loads(line) for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    dev = [r for r in rows if dev_split(str(r["key"]))]
+    cfg = settings.router
+    return {
+        "dev_queries": len(dev),
+        "configured": {"skew_max": cfg.skew_max, "max_score_min": cfg.max_score_min, **replay_heuristic(dev, cfg)},
+        "best": threshold_grid(dev, cfg)[:5],
+    }
 
 
 def run_eval(args: argparse.Namespace) -> int:
