@@ -42,7 +42,9 @@ def register(sub: Any) -> None:
     group = parser.add_subparsers(dest="router_command", metavar="ACTION", required=True)
     label = group.add_parser("label", help="oracle labels: every strategy per query, select_gold_label")
     _common(label)
-    label.add_argument("--out", type=Path, help="label file (default <home>/router/labels/<dataset>.jsonl)")
+    label.add_argument(
+        "--out", dest="labels_out", type=Path, help="label file (default <home>/router/labels/<dataset>.jsonl)"
+    )
     label.add_argument("--json", action="store_true", help="print the summary as JSON")
     label.set_defaults(func=run_label)
     train = group.add_parser("train", help="train the late-fusion classifier from label files (CPU)")
@@ -54,6 +56,8 @@ def register(sub: Any) -> None:
     ev = group.add_parser("eval", help="quality against cost of all-lanes, Dense, heuristic, classifier, oracle")
     _common(ev)
     ev.add_argument("--out", type=Path, help="also write the report (JSON) here")
+    ev.add_argument("--dev-only", action="store_true", help="only the dev-split queries (the classifier's test set)")
+    ev.add_argument("--write-labels", action="store_true", help="also write the label file, as `label` does")
     ev.add_argument("--json", action="store_true", help="print the report as JSON")
     ev.set_defaults(func=run_eval)
 
@@ -62,8 +66,13 @@ def _cli_home(args: argparse.Namespace, settings: Any) -> Path:
     return Path(args.home) if getattr(args, "home", None) else Path(settings.home)
 
 
-def _run_passes(args: argparse.Namespace, *, label: bool) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
-    """Ingest (or reuse) the dataset's scratch home, open the engine, run the router passes (and probes)."""
+def _run_passes(
+    args: argparse.Namespace, *, label: bool, probes_too: bool = False
+) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
+    """Ingest (or reuse) the dataset's scratch home, open the engine, run the router passes (and probes).
+
+    ``label``: only the three forced strategies (and the probes). ``probes_too``: every router pass and the probes.
+    """
     from fabric.commands.eval import load_cli_settings
     from fabric.eval import harness
     from fabric.eval.dataset import load_dataset
@@ -72,6 +81,12 @@ def _run_passes(args: argparse.Namespace, *, label: bool) -> tuple[Any, Any, dic
 
     dataset = load_dataset(args.dataset, args.split).limited(args.limit)
     settings = load_cli_settings(args)
+    if getattr(args, "dev_only", False):
+        from fabric.router.classifier import dev_split
+        from fabric.router.labels import query_key
+
+        dev = tuple(q for q in dataset.queries if dev_split(query_key(dataset.name, q.id)))
+        dataset = dataclasses.replace(dataset, queries=dev)
     lanes = harness.check_lanes(settings, _split(args.lanes) or harness.default_lanes(settings))
     classifier = None if label else _load_classifier(_cli_home(args, settings), settings)
     specs = (
@@ -89,7 +104,7 @@ def _run_passes(args: argparse.Namespace, *, label: bool) -> tuple[Any, Any, dic
             eng.router.classifier = classifier
             await harness.prewarm_embeddings(engine, [q.text for q in dataset.queries])
             passes = await run_routes(eng, dataset, specs, lanes=lanes, mode=Mode.from_str(args.mode), top_k=args.top_k)
-            probes = await collect_probes(eng, dataset) if label else {}
+            probes = await collect_probes(eng, dataset) if label or probes_too else {}
         return passes, probes
 
     passes, probes = asyncio.run(go())
@@ -110,22 +125,30 @@ def _load_classifier(home: Path, settings: Any) -> Any:
         return None
 
 
+def _write_label_file(args: argparse.Namespace, dataset: Any, settings: Any, passes: Any, probes: Any) -> Path:
+    from fabric.router.evaluation import strategy_scores
+    from fabric.router.labels import label_rows, write_labels
+
+    rows = label_rows(dataset, strategy_scores(dataset, passes), probes, delta=settings.router.delta)
+    out: Path = getattr(args, "labels_out", None) or _cli_home(args, settings) / "router" / "labels"
+    out = out / f"{dataset.name}.jsonl" if out.suffix != ".jsonl" else out
+    write_labels(out, rows)
+    return out
+
+
 def run_label(args: argparse.Namespace) -> int:
     """Write the label file and print label counts and the δ ablation."""
     from fabric.router.evaluation import strategy_scores
-    from fabric.router.labels import label_rows, write_labels
     from fabric.router.oracle import ABLATION_DELTAS, ablation
 
     started = time.perf_counter()
     dataset, settings, passes, probes = _run_passes(args, label=True)
     scores = strategy_scores(dataset, passes)
-    rows = label_rows(dataset, scores, probes, delta=settings.router.delta)
-    out = args.out or _cli_home(args, settings) / "router" / "labels" / f"{dataset.name}.jsonl"
-    written = write_labels(out, rows)
+    out = _write_label_file(args, dataset, settings, passes, probes)
     summary = {
         "dataset": dataset.name,
         "queries": len(dataset.queries),
-        "labelled": written,
+        "labelled": len(out.read_text(encoding="utf-8").splitlines()),
         "labels_file": str(out),
         "delta": settings.router.delta,
         "labels": ablation(scores.values(), (settings.router.delta,))[f"{settings.router.delta:.2f}"],
@@ -189,8 +212,14 @@ def run_eval(args: argparse.Namespace) -> int:
     from fabric.router.evaluation import router_report
     from fabric.router.labels import query_key
 
+    if args.dev_only and args.write_labels:
+        from fabric.errors import ConfigError
+
+        raise ConfigError(
+            "--write-labels with --dev-only would drop the training queries' labels", source="router eval"
+        )
     started = time.perf_counter()
-    dataset, settings, passes, _ = _run_passes(args, label=False)
+    dataset, settings, passes, probes = _run_passes(args, label=False, probes_too=args.write_labels)
     report: dict[str, Any] = {"dataset": dataset.name, "split": dataset.split, "queries": len(dataset.queries)}
     report.update(router_report(dataset, passes, delta=settings.router.delta))
     if "classifier" in passes:
@@ -200,6 +229,8 @@ def run_eval(args: argparse.Namespace) -> int:
             report["dev_split"] = {"queries": len(dev), **router_report(sub, passes, delta=settings.router.delta)}
     else:
         report["classifier"] = "not trained: run `fabric router label` and `fabric router train` (row omitted)"
+    if args.write_labels:
+        report["labels_file"] = str(_write_label_file(args, dataset, settings, passes, probes))
     report["config"] = {"top_k": args.top_k, "mode": args.mode, "router": dataclasses.asdict(settings.router)}
     report["wall_time_s"] = round(time.perf_counter() - started, 1)
     if args.out:

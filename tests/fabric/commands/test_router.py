@@ -35,8 +35,12 @@ def test_label_train_eval_on_the_routing_set(home: Path, capsys: pytest.CaptureF
     assert report["train_size"] + report["dev_size"] == 12
     assert (home / "router" / "classifier.pt").is_file()
 
-    assert main(["router", "eval", str(ROUTING), "--limit", "12", "--json"]) == 0
+    labels = home / "router" / "labels" / "routing.jsonl"
+    labels.unlink()
+    assert main(["router", "eval", str(ROUTING), "--limit", "12", "--json", "--write-labels"]) == 0
     out = json.loads(capsys.readouterr().out)
+    assert out["labels_file"] == str(labels)
+    assert len(labels.read_text(encoding="utf-8").splitlines()) == 12
     rows = out["routers"]
     assert list(rows) == ["all", "dense", "heuristic", "classifier", "oracle"]
     for row in rows.values():
@@ -50,6 +54,12 @@ def test_train_without_labels_exits_2(home: Path, capsys: pytest.CaptureFixture[
     """No label files: a clear message, no traceback."""
     assert main(["router", "train"]) == 2
     assert "fabric router label" in capsys.readouterr().err
+
+
+def test_dev_only_with_write_labels_exits_2(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Writing labels from the dev split alone would lose the training labels: refused."""
+    assert main(["router", "eval", str(ROUTING), "--dev-only", "--write-labels"]) == 2
+    assert "--dev-only" in capsys.readouterr().err
 
 
 def test_eval_bad_dataset_exits_2(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
