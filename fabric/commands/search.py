@@ -1,7 +1,7 @@
 """``fabric search "QUERY"``: run one query through the engine and print a table or the result JSON.
 
 Options mirror the request fields (:mod:`fabric.validation`): ``--mode``, ``--top-k``, ``--cursor``,
-``--budget-ms``, ``--strict``, ``--lanes a,b``, ``--fusion``, ``--constraint key=value`` (repeatable),
+``--budget-ms``, ``--strict``, ``--lanes a,b``, ``--fusion``, ``--route``, ``--constraint key=value`` (repeatable),
 ``--no-preflight``. ``--json`` prints ``SearchResult.to_dict()`` (the DESIGN.md shape); ``--explain`` adds,
 per item, every score component and the item's rank in each lane. Bad input exits 2 with one line.
 """
@@ -37,6 +37,7 @@ def register(sub: Any) -> None:
     p.add_argument("--strict", action="store_true", help="fail instead of returning a partial answer")
     p.add_argument("--lanes", help="comma-separated lanes to run (default: every enabled lane)")
     p.add_argument("--fusion", help="rrf | append_fill | score_minmax | score_dbsf")
+    p.add_argument("--route", help="all (default) | auto | dense | temporal | graph (docs/router.md)")
     p.add_argument(
         "--constraint",
         action="append",
@@ -72,7 +73,7 @@ def parse_constraints(pairs: list[str]) -> dict[str, str]:
 
 def _request_data(args: argparse.Namespace) -> dict[str, Any]:
     data: dict[str, Any] = {"query": args.query}
-    for key in ("mode", "top_k", "cursor", "budget_ms", "lanes", "fusion"):
+    for key in ("mode", "top_k", "cursor", "budget_ms", "lanes", "fusion", "route"):
         value = getattr(args, key)
         if value is not None:
             data[key] = value
