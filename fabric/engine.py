@@ -339,7 +339,7 @@ class Engine:
             [p for p in plan if p.stage == 1 and p.name not in done], lane_request, deadline=deadline, stats=waited
         )
         stage1_ms = (time.perf_counter() - t_lanes) * 1000.0
-        lanes_ms = waited.wait_ms
+        lanes_ms = waited.wait_ms + (routed.wait_ms if routed is not None else 0.0)
         stage2 = [p for p in plan if p.stage == 2]
         stages: dict[str, Any] = {
             "stage2_should_trigger": False,

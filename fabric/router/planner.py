@@ -30,7 +30,7 @@ import structlog
 
 from fabric.constraints import bind_constraints
 from fabric.errors import ConfigError
-from fabric.executor import LaneExecutor, PlannedLane
+from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.models import Embedder, Hit, LaneOutcome, LaneRequest, LaneStatus, PreflightResult, SearchRequest
 from fabric.router.config import RouterConfig
 from fabric.router.heuristic import Decision, decide_signals, decide_text
@@ -56,6 +56,8 @@ class RoutedPlan:
     done: Mapping[str, LaneOutcome]
     """Outcomes already known (the reused probe); the engine does not run these lanes again."""
     record: RouteRecord
+    wait_ms: float = 0.0
+    """Time spent waiting on the probe lane (lane time, not the engine's overhead)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +67,7 @@ class Probe:
     outcome: LaneOutcome
     signals: ProbeSignals | None
     query_vector: Sequence[float] | None
+    wait_ms: float = 0.0
 
 
 def filter_years(hits: Sequence[Hit], years: tuple[int, int]) -> list[Hit]:
@@ -166,9 +169,10 @@ class Router:
         planned = available.get(self.config.probe_lane)
         if planned is None:
             return None
-        outcome = (await self.executor.run([planned], request, deadline=deadline))[planned.name]
+        stats = RunStats()
+        outcome = (await self.executor.run([planned], request, deadline=deadline, stats=stats))[planned.name]
         if outcome.status is not LaneStatus.SUCCESS:
-            return Probe(outcome=outcome, signals=None, query_vector=None)
+            return Probe(outcome=outcome, signals=None, query_vector=None, wait_ms=stats.wait_ms)
         top = outcome.hits[: self.config.probe_k]
         query_vector: list[float] | None = None
         docs: list[list[float]] = []
@@ -180,7 +184,7 @@ class Router:
             except Exception as exc:  # the distance signal is then 1.0; routing goes on
                 log.warning("router_probe_embed_failed", error=f"{type(exc).__name__}: {exc}")
         signals = compute_signals([h.score for h in top], query_vector, docs)
-        return Probe(outcome=outcome, signals=signals, query_vector=query_vector)
+        return Probe(outcome=outcome, signals=signals, query_vector=query_vector, wait_ms=stats.wait_ms)
 
     def _classifier(self) -> RouterClassifier | None:
         if self.classifier is None and self._classifier_error is None:
@@ -250,4 +254,5 @@ class Router:
             year_filter=years if lane_request is filtered and years is not None else None,
             extra=extra,
         )
-        return RoutedPlan(plan=lanes, lane_request=lane_request, done=done, record=record)
+        wait_ms = probe.wait_ms if probe is not None else 0.0
+        return RoutedPlan(plan=lanes, lane_request=lane_request, done=done, record=record, wait_ms=wait_ms)

@@ -215,3 +215,13 @@ class _Always:
         from fabric.router.strategies import STRATEGY_ORDER
 
         return {s: 1.0 if s.value == self.name else 0.0 for s in STRATEGY_ORDER}
+
+
+async def test_probe_time_counts_as_lane_time(tmp_path: Path) -> None:
+    """The probe's wait is lane time in the timings, not the engine's overhead."""
+    fakes = lanes(vec_hits(PEAKED))
+    fakes["vector"].delay_ms = 20.0
+    res = await run(tmp_path, fakes, route="auto")
+    assert res.route["strategy"] == "dense"
+    assert res.timings["lanes_ms"] >= 15.0
+    assert res.timings["overhead_ms"] < res.timings["total_ms"] - 15.0
