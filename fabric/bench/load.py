@@ -52,11 +52,8 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="fabric-load-") as tmp:
         settings = Settings(
             home=Path(tmp),
-            modes={
-                Mode.TECHNICAL: ModeConfig(
-                    total_budget_ms=args.budget_ms, lanes=dict.fromkeys((n for n, _ in _LANES), args.budget_ms)
-                )
-            },
+            modes={Mode.TECHNICAL: ModeConfig(total_budget_ms=args.budget_ms,
+                                              lanes=dict.fromkeys((n for n, _ in _LANES), args.budget_ms))},
             lanes={n: LaneConfig(name=n, kind=k, backend="fake") for n, k in _LANES},
             preflight=PreflightConfig(enabled=False),
         )

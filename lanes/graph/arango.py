@@ -140,14 +140,8 @@ class ArangoGraphLane(BaseLane):
             return []
         c = request.constraints
         bind = {
-            "@entities": "entities",
-            "@relations": "relations",
-            "@mentions": "mentions",
-            "chunks": "chunks",
-            "terms": terms,
-            "max_seeds": self.max_seeds,
-            "depth": max(0, c.search_depth),
-            "top_k": request.top_k,
+            "@entities": "entities", "@relations": "relations", "@mentions": "mentions", "chunks": "chunks",
+            "terms": terms, "max_seeds": self.max_seeds, "depth": max(0, c.search_depth), "top_k": request.top_k,
             "date_from": int(c.date_from.timestamp()) if c.date_from else None,
             "date_to": int(c.date_to.timestamp()) if c.date_to else None,
             "sites": [s.lower() for s in c.sites],
@@ -165,24 +159,16 @@ class ArangoGraphLane(BaseLane):
         doc = row.get("doc") or {}
         ts = doc.get("published_ts")
         return Hit(
-            id=str(doc.get("chunk_id") or doc.get("_key")),
-            rank=rank,
-            score=float(row.get("score") or 0.0),
-            title=str(doc.get("title") or ""),
-            text=str(doc.get("text") or ""),
-            url=str(doc.get("url") or ""),
+            id=str(doc.get("chunk_id") or doc.get("_key")), rank=rank, score=float(row.get("score") or 0.0),
+            title=str(doc.get("title") or ""), text=str(doc.get("text") or ""), url=str(doc.get("url") or ""),
             domain=str(doc.get("domain") or ""),
             published_at=datetime.fromtimestamp(ts, UTC) if isinstance(ts, int | float) else None,
-            source_kind=SourceKind(doc["source_kind"])
-            if doc.get("source_kind") in SourceKind._value2member_map_
+            source_kind=SourceKind(doc["source_kind"]) if doc.get("source_kind") in SourceKind._value2member_map_
             else SourceKind.IMPORT,
             source_ref=str(doc.get("source_ref") or "arango:chunks"),
             trust=Trust.TRUSTED if doc.get("trust") == "trusted" else Trust.UNTRUSTED,
-            doc_id=str(doc.get("doc_id") or ""),
-            graph_hops=int(row.get("hops") or 0),
-            simhash=simhash_of(doc),
-            url_key=_key(doc, "url_key"),
-            title_key=_key(doc, "title_key"),
+            doc_id=str(doc.get("doc_id") or ""), graph_hops=int(row.get("hops") or 0),
+            simhash=simhash_of(doc), url_key=_key(doc, "url_key"), title_key=_key(doc, "title_key"),
         )
 
     async def aclose(self) -> None:

@@ -38,33 +38,8 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _DELETE_MENTIONS = "FOR m IN @@c FILTER m._to IN @t REMOVE m IN @@c"
 _DELETE_RELATIONS = "FOR r IN @@c FILTER r.chunk_key IN @k REMOVE r IN @@c"
 _STOP = frozenset(
-    {
-        "the",
-        "a",
-        "an",
-        "this",
-        "these",
-        "those",
-        "we",
-        "in",
-        "on",
-        "it",
-        "our",
-        "of",
-        "for",
-        "to",
-        "and",
-        "then",
-        "however",
-        "here",
-        "there",
-        "when",
-        "while",
-        "after",
-        "before",
-        "its",
-        "their",
-    }
+    {"the", "a", "an", "this", "these", "those", "we", "in", "on", "it", "our", "of", "for", "to", "and", "then",
+     "however", "here", "there", "when", "while", "after", "before", "its", "their"}
 )
 
 
@@ -161,27 +136,16 @@ class ArangoGraphStore:
                 entities[ek] = {"_key": ek, "name_norm": name}
                 mk = uuid.uuid5(ID_NAMESPACE, f"mention\x1f{ek}\x1f{key}").hex
                 mentions[mk] = {
-                    "_key": mk,
-                    "_from": f"entities/{ek}",
-                    "_to": f"chunks/{key}",
-                    "chunk_id": rec["chunk_id"],
+                    "_key": mk, "_from": f"entities/{ek}", "_to": f"chunks/{key}", "chunk_id": rec["chunk_id"],
                 }
             for head, kind, tail in rels:
                 rk = uuid.uuid5(ID_NAMESPACE, f"rel\x1f{head}\x1f{kind}\x1f{tail}\x1f{key}").hex
                 relations[rk] = {
-                    "_key": rk,
-                    "_from": f"entities/{entity_key(head)}",
-                    "_to": f"entities/{entity_key(tail)}",
-                    "type": kind,
-                    "chunk_id": rec["chunk_id"],
-                    "chunk_key": key,
+                    "_key": rk, "_from": f"entities/{entity_key(head)}", "_to": f"entities/{entity_key(tail)}",
+                    "type": kind, "chunk_id": rec["chunk_id"], "chunk_key": key,
                 }
-        for name, rows in (
-            ("chunks", docs),
-            ("entities", list(entities.values())),
-            ("relations", list(relations.values())),
-            ("mentions", list(mentions.values())),
-        ):
+        for name, rows in (("chunks", docs), ("entities", list(entities.values())),
+                           ("relations", list(relations.values())), ("mentions", list(mentions.values()))):
             if rows:
                 db.collection(name).insert_many(rows, overwrite_mode="replace", silent=True)
         return len(docs)

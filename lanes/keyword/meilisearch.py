@@ -37,19 +37,8 @@ from lanes.base import BaseLane, LaneResources, LaneSpec
 
 __all__ = ["MeilisearchKeywordLane", "build_filter", "quote_value"]
 
-_FIELDS = [
-    "chunk_id",
-    "doc_id",
-    "title",
-    "text",
-    "url",
-    "domain",
-    "published_ts",
-    "source_kind",
-    "source_ref",
-    "trust",
-    "quality",
-]
+_FIELDS = ["chunk_id", "doc_id", "title", "text", "url", "domain", "published_ts", "source_kind", "source_ref",
+           "trust", "quality"]
 
 
 def quote_value(value: str) -> str:
@@ -90,12 +79,8 @@ class MeilisearchKeywordLane(BaseLane):
         for phrase in request.constraints.phrases:
             if f'"{phrase}"' not in q:
                 q += ' "' + phrase.replace('"', " ") + '"'
-        body: dict[str, Any] = {
-            "q": q,
-            "limit": request.top_k,
-            "showRankingScore": True,
-            "attributesToRetrieve": _FIELDS,
-        }
+        body: dict[str, Any] = {"q": q, "limit": request.top_k, "showRankingScore": True,
+                                "attributesToRetrieve": _FIELDS}
         flt = build_filter(request.constraints, keep_undated=self.keep_undated)
         if flt:
             body["filter"] = flt
@@ -104,20 +89,12 @@ class MeilisearchKeywordLane(BaseLane):
     async def search(self, request: LaneRequest) -> list[Hit]:
         """``POST /indexes/{index}/search`` and convert the hits."""
         resp = await fetch(
-            self.resources.http,
-            "POST",
-            f"{self.url}/indexes/{self.index}/search",
-            json_body=self._body(request),
-            headers=self.headers,
-            timeout_s=self.timeout_s,
-            lane=self.name,
-            provider=self.provider,
-            check_status=False,
+            self.resources.http, "POST", f"{self.url}/indexes/{self.index}/search", json_body=self._body(request),
+            headers=self.headers, timeout_s=self.timeout_s, lane=self.name, provider=self.provider, check_status=False,
         )
         if resp.status == 404:
-            raise LaneUnavailable(
-                f"index {self.index!r} not found (nothing ingested?)", lane=self.name, provider=self.provider
-            )
+            raise LaneUnavailable(f"index {self.index!r} not found (nothing ingested?)", lane=self.name,
+                                  provider=self.provider)
         detail = ""
         if resp.status >= 400 and resp.body.startswith(b"{"):
             err = resp.json()
@@ -133,22 +110,16 @@ class MeilisearchKeywordLane(BaseLane):
         ts = doc.get("published_ts")
         score = doc.get("_rankingScore")
         return Hit(
-            id=str(doc.get("chunk_id") or doc.get("id")),
-            rank=rank,
+            id=str(doc.get("chunk_id") or doc.get("id")), rank=rank,
             score=float(score) if isinstance(score, int | float) else 0.0,
-            title=str(doc.get("title") or ""),
-            text=str(doc.get("text") or ""),
-            url=str(doc.get("url") or ""),
+            title=str(doc.get("title") or ""), text=str(doc.get("text") or ""), url=str(doc.get("url") or ""),
             domain=str(doc.get("domain") or ""),
             published_at=datetime.fromtimestamp(ts, UTC) if isinstance(ts, int | float) else None,
             source_kind=_enum(SourceKind, doc.get("source_kind"), SourceKind.IMPORT),
             source_ref=str(doc.get("source_ref") or f"meilisearch:{self.index}"),
-            trust=_enum(Trust, doc.get("trust"), Trust.UNTRUSTED),
-            doc_id=str(doc.get("doc_id") or ""),
+            trust=_enum(Trust, doc.get("trust"), Trust.UNTRUSTED), doc_id=str(doc.get("doc_id") or ""),
             quality=float(doc["quality"]) if isinstance(doc.get("quality"), int | float) else None,
-            simhash=simhash_of(doc),
-            url_key=_key(doc, "url_key"),
-            title_key=_key(doc, "title_key"),
+            simhash=simhash_of(doc), url_key=_key(doc, "url_key"), title_key=_key(doc, "title_key"),
         )
 
 

@@ -60,13 +60,8 @@ class MeilisearchStore:
     async def _call(self, method: str, path: str, body: Any = None) -> Any:
         try:
             resp = await fetch(
-                self.session,
-                method,
-                self.url + path,
-                json_body=body,
-                headers=self.headers,
-                timeout_s=self.timeout_s,
-                provider="meilisearch",
+                self.session, method, self.url + path, json_body=body, headers=self.headers,
+                timeout_s=self.timeout_s, provider="meilisearch",
             )
             return resp.json(provider="meilisearch") if resp.body else {}
         except LaneError as exc:

@@ -49,14 +49,9 @@ class MdnWebLane(BaseLane):
         if not site_allowed(self.domain, request.constraints):
             return []
         resp = await fetch(
-            self.resources.http,
-            "GET",
-            f"{self.url}/api/v1/search",
+            self.resources.http, "GET", f"{self.url}/api/v1/search",
             params={"q": request.query, "locale": self.locale, "size": str(min(request.top_k, 100))},
-            timeout_s=self.timeout_s,
-            lane=self.name,
-            provider=self.provider,
-            max_bytes=self.max_bytes,
+            timeout_s=self.timeout_s, lane=self.name, provider=self.provider, max_bytes=self.max_bytes,
             check_status=False,
         )
         payload = resp.json(lane=self.name, provider=self.provider) if resp.body else None
@@ -82,15 +77,10 @@ class MdnWebLane(BaseLane):
             score = raw.get("score")
             hits.append(
                 Hit(
-                    id=url,
-                    rank=len(hits) + 1,
+                    id=url, rank=len(hits) + 1,
                     score=float(score) if isinstance(score, int | float) else 1.0 / (len(hits) + 1),
-                    title=clean_html(str(raw.get("title") or "")),
-                    text=text,
-                    url=url,
-                    domain=self.domain,
-                    source_kind=SourceKind.WEB,
-                    source_ref=f"mdn:{raw.get('slug', raw['mdn_url'])}",
+                    title=clean_html(str(raw.get("title") or "")), text=text, url=url, domain=self.domain,
+                    source_kind=SourceKind.WEB, source_ref=f"mdn:{raw.get('slug', raw['mdn_url'])}",
                     metadata={"keyless": True, "locale": raw.get("locale"), "popularity": raw.get("popularity")},
                 )
             )

@@ -55,14 +55,8 @@ class SearxngWebLane(BaseLane):
     async def search(self, request: LaneRequest) -> list[Hit]:
         """Query SearXNG and convert its results."""
         resp = await fetch(
-            self.resources.http,
-            "GET",
-            f"{self.url}/search",
-            params=self._params(request),
-            timeout_s=self.timeout_s,
-            lane=self.name,
-            provider=self.provider,
-            max_bytes=self.max_bytes,
+            self.resources.http, "GET", f"{self.url}/search", params=self._params(request), timeout_s=self.timeout_s,
+            lane=self.name, provider=self.provider, max_bytes=self.max_bytes,
         )
         payload = resp.json(lane=self.name, provider=self.provider)
         results = payload.get("results") if isinstance(payload, dict) else None
@@ -89,15 +83,10 @@ class SearxngWebLane(BaseLane):
             score = raw.get("score")
             hits.append(
                 Hit(
-                    id=hit_id,
-                    rank=len(hits) + 1,
+                    id=hit_id, rank=len(hits) + 1,
                     score=float(score) if isinstance(score, int | float) else 1.0 / (len(hits) + 1),
-                    title=clean_html(str(raw.get("title") or "")),
-                    text=clean_html(str(raw.get("content") or "")),
-                    url=raw["url"],
-                    domain=domain,
-                    published_at=published,
-                    source_kind=SourceKind.WEB,
+                    title=clean_html(str(raw.get("title") or "")), text=clean_html(str(raw.get("content") or "")),
+                    url=raw["url"], domain=domain, published_at=published, source_kind=SourceKind.WEB,
                     source_ref=f"searxng:{','.join(map(str, raw.get('engines') or [raw.get('engine', '')]))}",
                     metadata={"engines": list(raw.get("engines") or [])},
                 )

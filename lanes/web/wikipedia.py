@@ -52,24 +52,12 @@ class WikipediaWebLane(BaseLane):
         if not site_allowed(self.domain, request.constraints):
             return []
         params = {
-            "action": "query",
-            "list": "search",
-            "srsearch": request.query,
-            "srlimit": str(min(request.top_k, 50)),
-            "srprop": "snippet|timestamp|wordcount",
-            "format": "json",
-            "formatversion": "2",
-            "utf8": "1",
+            "action": "query", "list": "search", "srsearch": request.query, "srlimit": str(min(request.top_k, 50)),
+            "srprop": "snippet|timestamp|wordcount", "format": "json", "formatversion": "2", "utf8": "1",
         }
         resp = await fetch(
-            self.resources.http,
-            "GET",
-            f"{self.url}/w/api.php",
-            params=params,
-            timeout_s=self.timeout_s,
-            lane=self.name,
-            provider=self.provider,
-            max_bytes=self.max_bytes,
+            self.resources.http, "GET", f"{self.url}/w/api.php", params=params, timeout_s=self.timeout_s,
+            lane=self.name, provider=self.provider, max_bytes=self.max_bytes,
         )
         payload = resp.json(lane=self.name, provider=self.provider)
         hits = self._convert(payload)
@@ -98,15 +86,9 @@ class WikipediaWebLane(BaseLane):
             url = f"{self.url}/wiki/{quote(title.replace(' ', '_'), safe='/:()_,')}"
             hits.append(
                 Hit(
-                    id=url,
-                    rank=len(hits) + 1,
-                    score=1.0 / (len(hits) + 1),
-                    title=title,
-                    text=clean_html(str(raw.get("snippet") or "")),
-                    url=url,
-                    domain=self.domain,
-                    source_kind=SourceKind.WEB,
-                    source_ref=f"wikipedia:{raw.get('pageid', '')}",
+                    id=url, rank=len(hits) + 1, score=1.0 / (len(hits) + 1), title=title,
+                    text=clean_html(str(raw.get("snippet") or "")), url=url, domain=self.domain,
+                    source_kind=SourceKind.WEB, source_ref=f"wikipedia:{raw.get('pageid', '')}",
                     metadata={
                         "keyless": True,
                         "modified_at": parse_time(raw.get("timestamp")),

@@ -197,6 +197,7 @@ class TestFallbacks:
         assert out["h"].status is LaneStatus.TIMEOUT
         assert lanes["b"].calls == 0
 
+
     async def test_reserve_leaves_a_timed_out_lane_time_for_its_fallback(self) -> None:
         """With a fallback reserve, a hung lane is cut early and its fallback answers inside the lane's budget."""
         lanes = {"h": FakeLane(name="h", hang=True), "b": FakeLane(name="b")}
@@ -215,7 +216,6 @@ class TestFallbacks:
         out = await run(LaneExecutor(lanes), p)
         assert out["s"].status is LaneStatus.SUCCESS
         assert lanes["b"].calls == 0
-
     async def test_suspended_lane_uses_fallback(self) -> None:
         """A suspended provider's lane is served by its fallback."""
         pen = ProviderPenalties()

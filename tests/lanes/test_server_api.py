@@ -17,11 +17,7 @@ class TestPublicApi:
         """The store modules export their writer classes and constants."""
         assert set(lanes.keyword.meilisearch_store.__all__) == {"INDEX_SETTINGS", "MeilisearchStore"}
         assert set(lanes.graph.arango_store.__all__) == {
-            "COLLECTIONS",
-            "ArangoGraphStore",
-            "entity_key",
-            "extract_entities",
-        }
+            "COLLECTIONS", "ArangoGraphStore", "entity_key", "extract_entities"}
 
     def test_helpers(self) -> None:
         """Helper modules export their documented names."""
@@ -33,12 +29,10 @@ class TestPublicApi:
         """Both server stores are StoreWriters (checked at runtime) and need no vectors."""
         meili = lanes.keyword.meilisearch_store.MeilisearchStore(
             LaneSpec(name="keyword", kind=LaneKind.KEYWORD, backend="meilisearch", options={"url": "http://m:7700"}),
-            LaneResources(),
-        )
+            LaneResources())
         arango = lanes.graph.arango_store.ArangoGraphStore(
             LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango", options={"url": "http://a:8529"}),
-            LaneResources(),
-        )
+            LaneResources())
         assert all(isinstance(s, StoreWriter) and not s.needs_vectors for s in (meili, arango))
 
 

@@ -38,17 +38,8 @@ class TestRun:
     def test_prints_every_documented_figure(self) -> None:
         """A short run prints the figures the issue names, each consistent with the others."""
         figures = fusion.run(argparse.Namespace(repeat=20))
-        for key in (
-            "p50_us_6x50",
-            "p99_us_6x50",
-            "p50_us_2x50",
-            "floor_p50_us_6x50",
-            "dedup_2000_ms",
-            "ratio_to_floor_6x50",
-            "p50_us_6x50_no_dedup",
-            "p50_us_6x50_cold",
-            "dedup_2000_cold_ms",
-        ):
+        for key in ("p50_us_6x50", "p99_us_6x50", "p50_us_2x50", "floor_p50_us_6x50", "dedup_2000_ms",
+                    "ratio_to_floor_6x50", "p50_us_6x50_no_dedup", "p50_us_6x50_cold", "dedup_2000_cold_ms"):
             assert figures[key] > 0, key
         assert figures["p99_us_6x50"] >= figures["p50_us_6x50"]
         assert figures["ratio_to_floor_6x50"] == round(figures["p50_us_6x50"] / figures["floor_p50_us_6x50"], 2)

@@ -18,40 +18,23 @@ from tests.httpfakes import serve
 from tests.lanes.graph.fake_arango import FakeArango
 
 CHUNKS = [
-    {
-        "id": "d1#0",
-        "doc_id": "d1",
-        "title": "Insulin",
-        "text": "Insulin regulates Glucose uptake.",
-        "domain": "a.org",
-        "published_at": datetime(2024, 1, 1, tzinfo=UTC),
-    },
-    {
-        "id": "d2#0",
-        "doc_id": "d2",
-        "title": "Glucose",
-        "text": "Glucose fuels the Brain.",
-        "domain": "b.org",
-        "published_at": datetime(2010, 1, 1, tzinfo=UTC),
-    },
+    {"id": "d1#0", "doc_id": "d1", "title": "Insulin", "text": "Insulin regulates Glucose uptake.", "domain": "a.org",
+     "published_at": datetime(2024, 1, 1, tzinfo=UTC)},
+    {"id": "d2#0", "doc_id": "d2", "title": "Glucose", "text": "Glucose fuels the Brain.", "domain": "b.org",
+     "published_at": datetime(2010, 1, 1, tzinfo=UTC)},
     {"id": "d3#0", "doc_id": "d3", "title": "Neurons", "text": "The Brain contains Neurons.", "domain": "c.org"},
 ]
 
 
 def _lane(port: int, **opts: Any) -> ArangoGraphLane:
-    spec = LaneSpec(
-        name="graph", kind=LaneKind.GRAPH, backend="arango", options={"url": f"http://127.0.0.1:{port}", **opts}
-    )
+    spec = LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango",
+                    options={"url": f"http://127.0.0.1:{port}", **opts})
     return ArangoGraphLane(spec, LaneResources())
 
 
 async def _ingest(port: int, password: str = "") -> ArangoGraphStore:
-    spec = LaneSpec(
-        name="graph",
-        kind=LaneKind.GRAPH,
-        backend="arango",
-        options={"url": f"http://127.0.0.1:{port}", "password": password, "write_timeout_s": 5},
-    )
+    spec = LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango",
+                    options={"url": f"http://127.0.0.1:{port}", "password": password, "write_timeout_s": 5})
     writer = ArangoGraphStore(spec, LaneResources())
     await writer.open()
     await writer.upsert(CHUNKS)
@@ -66,10 +49,7 @@ class TestHelpers:
     def test_extract_entities(self) -> None:
         """Capitalised phrases and acronyms are entities, tagged with their sentence."""
         assert extract_entities("Insulin binds the IR. Then Glucose Transporter moves.") == [
-            ("insulin", 0),
-            ("ir", 0),
-            ("glucose transporter", 1),
-        ]
+            ("insulin", 0), ("ir", 0), ("glucose transporter", 1)]
 
 
 class TestArangoGraphStore:
@@ -79,11 +59,7 @@ class TestArangoGraphStore:
         async with serve(fake.app()) as srv:
             await _ingest(srv.port)
         assert {n: c["type"] for n, c in fake.collections.items()} == {
-            "chunks": 2,
-            "entities": 2,
-            "relations": 3,
-            "mentions": 3,
-        }
+            "chunks": 2, "entities": 2, "relations": 3, "mentions": 3}
 
     async def test_database_created_once(self) -> None:
         """A missing database is created through _system, and not again on the next open."""
@@ -130,8 +106,7 @@ class TestArangoGraphLane:
         async with serve(fake.app()) as srv:
             await _ingest(srv.port)
             hits = await _lane(srv.port).search(
-                LaneRequest(query="insulin", constraints=BoundConstraints(search_depth=2))
-            )
+                LaneRequest(query="insulin", constraints=BoundConstraints(search_depth=2)))
         assert [h.id for h in hits] == ["d1#0", "d2#0", "d3#0"]
 
     async def test_bind_variables_only_and_max_runtime(self) -> None:

@@ -20,47 +20,23 @@ from tests.httpfakes import guarded, serve
 from tests.lanes.keyword.fake_meili import FakeMeili
 
 CHUNKS = [
-    Chunk(
-        id="d1#0",
-        doc_id="d1",
-        chunk_id="0",
-        title="Reciprocal rank fusion",
-        text="RRF fuses rankings by rank.",
-        url="https://a.org/rrf",
-        domain="a.org",
-        published_at=datetime(2024, 1, 1, tzinfo=UTC),
-    ),
-    Chunk(
-        id="d2#0",
-        doc_id="d2",
-        chunk_id="0",
-        title="BM25",
-        text="Okapi BM25 ranks documents by term frequency.",
-        url="https://b.org/bm25",
-        domain="b.org",
-        published_at=datetime(2015, 1, 1, tzinfo=UTC),
-    ),
+    Chunk(id="d1#0", doc_id="d1", chunk_id="0", title="Reciprocal rank fusion", text="RRF fuses rankings by rank.",
+          url="https://a.org/rrf", domain="a.org", published_at=datetime(2024, 1, 1, tzinfo=UTC)),
+    Chunk(id="d2#0", doc_id="d2", chunk_id="0", title="BM25", text="Okapi BM25 ranks documents by term frequency.",
+          url="https://b.org/bm25", domain="b.org", published_at=datetime(2015, 1, 1, tzinfo=UTC)),
     Chunk(id="d3#0", doc_id="d3", chunk_id="0", title="Undated rank note", text="rank without a date", domain="c.org"),
 ]
 
 
 def _lane(port: int, session: Any, **opts: Any) -> MeilisearchKeywordLane:
-    spec = LaneSpec(
-        name="keyword",
-        kind=LaneKind.KEYWORD,
-        backend="meilisearch",
-        options={"url": f"http://meilisearch.test:{port}", **opts},
-    )
+    spec = LaneSpec(name="keyword", kind=LaneKind.KEYWORD, backend="meilisearch",
+                    options={"url": f"http://meilisearch.test:{port}", **opts})
     return MeilisearchKeywordLane(spec, LaneResources(http=session))
 
 
 def _store(port: int, session: Any, **opts: Any) -> MeilisearchStore:
-    spec = LaneSpec(
-        name="keyword",
-        kind=LaneKind.KEYWORD,
-        backend="meilisearch",
-        options={"url": f"http://meilisearch.test:{port}", "task_timeout_s": 5, **opts},
-    )
+    spec = LaneSpec(name="keyword", kind=LaneKind.KEYWORD, backend="meilisearch",
+                    options={"url": f"http://meilisearch.test:{port}", "task_timeout_s": 5, **opts})
     return MeilisearchStore(spec, LaneResources(http=session))
 
 

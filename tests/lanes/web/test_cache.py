@@ -27,10 +27,7 @@ class TestCachedWebLane:
         cache.remember("q", "wikipedia", [_hit("w"), _hit("a")])
         hits = await _lane(cache).search(LaneRequest(query=" Q "))
         assert [(h.id, h.rank, h.metadata["cached_from"]) for h in hits] == [
-            ("w", 1, "wikipedia"),
-            ("a", 2, "searxng"),
-            ("b", 3, "searxng"),
-        ]
+            ("w", 1, "wikipedia"), ("a", 2, "searxng"), ("b", 3, "searxng")]
 
     async def test_miss_is_empty(self) -> None:
         """A query never answered gives no hits."""

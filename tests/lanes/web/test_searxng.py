@@ -18,28 +18,12 @@ from lanes.web.searxng import SearxngWebLane
 from tests.httpfakes import guarded, serve
 
 RESULTS = [
-    {
-        "url": "https://www.example.org/a?utm_source=x",
-        "title": "Alpha <b>result</b>",
-        "content": "About alpha.",
-        "engine": "duckduckgo",
-        "engines": ["duckduckgo", "brave"],
-        "score": 4.0,
-        "category": "general",
-        "publishedDate": "2024-05-01T00:00:00",
-        "parsed_url": ["https", "www.example.org", "/a", "", "", ""],
-        "positions": [1, 2],
-    },
-    {
-        "url": "https://docs.python.org/3/library/asyncio.html",
-        "title": "asyncio",
-        "content": "Async I/O.",
-        "engine": "brave",
-        "engines": ["brave"],
-        "score": 2.0,
-        "category": "general",
-        "publishedDate": None,
-    },
+    {"url": "https://www.example.org/a?utm_source=x", "title": "Alpha <b>result</b>", "content": "About alpha.",
+     "engine": "duckduckgo", "engines": ["duckduckgo", "brave"], "score": 4.0, "category": "general",
+     "publishedDate": "2024-05-01T00:00:00", "parsed_url": ["https", "www.example.org", "/a", "", "", ""],
+     "positions": [1, 2]},
+    {"url": "https://docs.python.org/3/library/asyncio.html", "title": "asyncio", "content": "Async I/O.",
+     "engine": "brave", "engines": ["brave"], "score": 2.0, "category": "general", "publishedDate": None},
     {"url": "https://example.org/a", "title": "dup", "content": "", "engines": ["x"], "score": 1.0},
     {"title": "no url"},
 ]
@@ -63,18 +47,10 @@ def searxng_app(state: dict[str, Any]) -> web.Application:
             return web.Response(text="<html>captcha</html>", content_type="text/html")
         if req.query.get("format") != "json" or not state.get("json_enabled", True):
             return web.Response(status=403, text="Forbidden")
-        return web.json_response(
-            {
-                "query": req.query["q"],
-                "number_of_results": 0,
-                "results": RESULTS,
-                "answers": [],
-                "corrections": [],
-                "infoboxes": [],
-                "suggestions": [],
-                "unresponsive_engines": [],
-            }
-        )
+        return web.json_response({
+            "query": req.query["q"], "number_of_results": 0, "results": RESULTS, "answers": [], "corrections": [],
+            "infoboxes": [], "suggestions": [], "unresponsive_engines": [],
+        })
 
     app = web.Application()
     app.router.add_get("/search", search)
@@ -82,9 +58,8 @@ def searxng_app(state: dict[str, Any]) -> web.Application:
 
 
 def _lane(port: int, session: Any, cache: WebCache | None = None, **opts: Any) -> SearxngWebLane:
-    spec = LaneSpec(
-        name="web", kind=LaneKind.WEB, backend="searxng", options={"url": f"http://searxng.test:{port}", **opts}
-    )
+    spec = LaneSpec(name="web", kind=LaneKind.WEB, backend="searxng",
+                    options={"url": f"http://searxng.test:{port}", **opts})
     extras = {WEB_CACHE_KEY: cache} if cache is not None else {}
     return SearxngWebLane(spec, LaneResources(http=session, extras=extras))
 
@@ -98,12 +73,7 @@ class TestSearxngWebLane:
         assert [h.id for h in hits] == ["https://example.org/a", "https://docs.python.org/3/library/asyncio.html"]
         first = hits[0]
         assert (first.rank, first.domain, first.title, first.text, first.score) == (
-            1,
-            "example.org",
-            "Alpha result",
-            "About alpha.",
-            4.0,
-        )
+            1, "example.org", "Alpha result", "About alpha.", 4.0)
         assert first.published_at == datetime(2024, 5, 1, tzinfo=UTC)
         assert first.source_kind is SourceKind.WEB
 
@@ -112,13 +82,8 @@ class TestSearxngWebLane:
         state: dict[str, Any] = {}
         async with serve(searxng_app(state)) as srv, guarded(["searxng.test"]) as session:
             await _lane(srv.port, session, categories="general", language="en").search(LaneRequest(query="q1"))
-        assert state["params"][0] == {
-            "q": "q1",
-            "format": "json",
-            "pageno": "1",
-            "categories": "general",
-            "language": "en",
-        }
+        assert state["params"][0] == {"q": "q1", "format": "json", "pageno": "1", "categories": "general",
+                                      "language": "en"}
 
     async def test_site_constraint_filters(self) -> None:
         """A site: constraint is sent to SearXNG and enforced on the results."""
