@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import os
 import tomllib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ __all__ = [
     "CONFIG_FILES",
     "ENV_URLS",
     "SCHEMA",
+    "SELF_HOSTED_BACKENDS",
     "AuthorityEntry",
     "DedupConfig",
     "EmbeddingsConfig",
@@ -53,16 +56,55 @@ __all__ = [
 SCHEMA = 1
 CONFIG_FILES = ("modes.toml", "lanes.toml", "fusion.toml", "authority.toml", "engine.toml", "router.toml")
 
-ENV_URLS: Mapping[str, tuple[str, str]] = {
-    "FABRIC_QDRANT_URL": ("qdrant", "url"),
-    "FABRIC_QDRANT_API_KEY": ("qdrant", "api_key"),
-    "FABRIC_MEILI_URL": ("meilisearch", "url"),
-    "FABRIC_MEILI_KEY": ("meilisearch", "api_key"),
-    "FABRIC_ARANGO_URL": ("arango", "url"),
-    "FABRIC_ARANGO_PASSWORD": ("arango", "password"),
-    "FABRIC_SEARXNG_URL": ("searxng", "url"),
-}
-"""Environment variable → (backend, option) applied to every lane using that backend."""
+
+
+class _EnvUrls(Mapping[str, tuple[str, str]]):
+    """Environment variable → (backend, option), derived from the backends' declarations on first use."""
+
+    @staticmethod
+    @functools.cache
+    def _table() -> dict[str, tuple[str, str]]:
+        from lanes.registry import env_options  # deferred: settings do not import the lanes until asked
+
+        return env_options()
+
+    def __getitem__(self, key: str) -> tuple[str, str]:
+        return self._table()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+class _SelfHosted(AbstractSet[str]):
+    """Names of the self-hosted backends, derived from the backends' declarations on first use."""
+
+    @staticmethod
+    @functools.cache
+    def _names() -> frozenset[str]:
+        from lanes.registry import self_hosted
+
+        return self_hosted()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self._names()))
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+
+ENV_URLS: Mapping[str, tuple[str, str]] = _EnvUrls()
+"""Environment variable → (backend, option) applied to every lane using that backend (service URLs and secrets,
+as each backend declares them: :attr:`lanes.base.Backend.env`)."""
+
+SELF_HOSTED_BACKENDS: AbstractSet[str] = _SelfHosted()
+"""Backends that run next to the fabric (the compose stack), whose hosts may resolve to private addresses
+(:attr:`lanes.base.Backend.self_hosted`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -108,6 +108,7 @@ class Engine:
             else:
                 self._build_lanes(self.resources)
             self.executor.lanes = dict(self.lanes)
+            self.executor.web_cache = self.resources.web_cache
             self.executor.unavailable = dict(self.build_errors)
             for lc in self.settings.lanes.values():
                 if lc.name not in self.lanes and lc.name not in self.build_errors:

@@ -13,7 +13,10 @@ the bulkhead a hung provider would starve every other lane that uses ``asyncio.t
 Every lane ends as a :class:`~fabric.models.LaneOutcome` (success, timeout, error, skipped, suspended,
 fallback). Provider penalties decide admission (suspended / half-open probe) and the weight factor. Failed or
 suspended lanes run their configured fallback inside their own remaining budget; a fallback target already
-planned in the same query is not run twice: its answer is reused (counted once, under its own name).
+planned in the same query is not run twice: its answer is reused (counted once, under its own name), and a
+fallback already run for the same trace id (in stage 1, say) is shared, not run again.
+After every successful call of a web-kind lane the executor writes the answer to the web response cache
+(:class:`~fabric.webcache.WebCache`), which the ``web_cache`` fallback lane reads: web lanes only call and parse.
 Retries (:mod:`fabric.retries`) happen only on ``LaneUnavailable``, only while budget is left and only
 within the provider's retry budget; ``except Exception`` appears only in :meth:`LaneExecutor._call`.
 """
@@ -21,6 +24,7 @@ within the provider's retry budget; ``except Exception`` appears only in :meth:`
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -29,57 +33,17 @@ import structlog
 
 from fabric.bulkhead import Bulkhead, reserve_threads
 from fabric.errors import LaneError, LaneRejected
+from fabric.lane_plan import PlannedLane, RunStats
 from fabric.metrics import EngineMetrics
 from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, make_lane_outcome
 from fabric.penalties import ProviderPenalties
 from fabric.retries import search_with_retries
+from fabric.webcache import WEB_CACHE_PROVIDER, WebCache
 from lanes.base import Lane
 
 __all__ = ["LaneExecutor", "PlannedLane", "RunStats"]
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlannedLane:
-    """One lane the planner decided to run for this query."""
-
-    name: str
-    """Lane name (result key)."""
-    budget_ms: float
-    """Lane budget, already scaled by the cost multiplier."""
-    weight: float = 1.0
-    """Configured fusion weight."""
-    fallback: str | None = None
-    """Lane run in this lane's remaining budget when it fails."""
-    fallback_reserve_ms: float = 0.0
-    """The lane's own call is cut this much before its budget ends (at most a quarter of the budget), so that its
-    fallback still has time after a timeout."""
-    stage: int = 1
-    """1 must-first, 2 fill."""
-
-
-@dataclass(slots=True)
-class RunStats:
-    """The window (loop time) in which one :meth:`LaneExecutor.run` waited on lane calls.
-
-    Everything outside it (planning, task setup, outcome building, fusion) is the engine's own overhead.
-    """
-
-    wait_start: float | None = None
-    wait_end: float | None = None
-
-    def mark(self, start: float, end: float) -> None:
-        """Widen the window to include ``[start, end]``."""
-        self.wait_start = start if self.wait_start is None else min(self.wait_start, start)
-        self.wait_end = end if self.wait_end is None else max(self.wait_end, end)
-
-    @property
-    def wait_ms(self) -> float:
-        """Length of the window in milliseconds (0 when no lane was called)."""
-        if self.wait_start is None or self.wait_end is None:
-            return 0.0
-        return (self.wait_end - self.wait_start) * 1000.0
 
 
 @dataclass(slots=True)
@@ -110,6 +74,7 @@ class LaneExecutor:
         max_abandoned_per_provider: bulkhead: abandoned calls still running before a provider is skipped.
         unproven_concurrency: calls in flight to a provider whose last outcome was not a success.
         lane_threads: worker threads :meth:`reserve_threads` guarantees for ``asyncio.to_thread`` lanes.
+        web_cache: written after every successful web-kind call (None: nothing is cached).
     """
 
     def __init__(
@@ -123,6 +88,7 @@ class LaneExecutor:
         max_abandoned_per_provider: int = 2,
         unproven_concurrency: int = 4,
         lane_threads: int = 64,
+        web_cache: WebCache | None = None,
     ) -> None:
         if max_attempts < 1 or cancel_grace_ms < 0 or max_abandoned_per_provider < 1 or lane_threads < 1:
             raise ValueError("max_attempts >= 1, cancel_grace_ms >= 0 and max_abandoned_per_provider >= 1 required")
@@ -139,6 +105,8 @@ class LaneExecutor:
         )
         self.unavailable: dict[str, str] = {}
         """Lane name → why it could not be built (reported as status ``error``)."""
+        self.web_cache = web_cache
+        self._fallbacks: OrderedDict[str, dict[str, asyncio.Future[tuple[str, bool]]]] = OrderedDict()
 
     # ------------------------------------------------------------------ public
 
@@ -161,6 +129,11 @@ class LaneExecutor:
         loop = asyncio.get_running_loop()
         tasks: dict[str, asyncio.Task[LaneOutcome]] = {}
         state = _Run(tasks=tasks, failed=set(), stats=stats if stats is not None else RunStats())
+        if request.trace_id:  # fallbacks are shared by every run of one trace (stage 1 and stage 2)
+            state.fallbacks = self._fallbacks.setdefault(request.trace_id, state.fallbacks)
+            self._fallbacks.move_to_end(request.trace_id)
+            while len(self._fallbacks) > 1024:
+                self._fallbacks.popitem(last=False)
         refused: dict[str, LaneOutcome] = {}
         for p in plan:
             outcome = self._refused_now(p, loop.time(), deadline)
@@ -306,6 +279,8 @@ class LaneExecutor:
         latency_ms = (loop.time() - t0) * 1000.0
         if call.hits is not None:
             self.penalties.record_success(provider, latency_ms)
+            if self.web_cache is not None and lane.kind is LaneKind.WEB and provider != WEB_CACHE_PROVIDER:
+                self.web_cache.remember(request.query, provider, call.hits)
             return call.hits, None
         if call.timed_out:
             self.penalties.record_failure(provider, "timeout", latency_ms=latency_ms)

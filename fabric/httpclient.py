@@ -37,6 +37,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
+from fabric.config import SELF_HOSTED_BACKENDS
 from fabric.errors import LaneBadResponse, LaneError, LaneRejected, LaneTimeout, LaneUnavailable
 
 __all__ = [
@@ -58,8 +59,6 @@ __all__ = [
 DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 """Response size cap unless a caller asks for another (4 MiB)."""
 
-SELF_HOSTED_BACKENDS = frozenset({"searxng", "meilisearch", "arango", "qdrant"})
-"""Backends that run next to us (compose stack): their hosts may resolve to private addresses."""
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _URL_OPTION_KEYS = ("url", "base_url", "url_template")

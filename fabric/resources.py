@@ -1,4 +1,4 @@
-"""Shared resources the engine owns and injects into lanes: one aiohttp session and the embedder.
+"""Shared resources the engine owns and injects into lanes: one aiohttp session, the embedder, the web cache.
 
 The session has explicit limits and timeouts: aiohttp's defaults are a 300 s total timeout and no per-host
 connection limit, both wrong for lanes that live under sub-second budgets (the executor cuts every call at
@@ -14,7 +14,7 @@ import structlog
 
 from fabric.config import Settings
 from fabric.httpclient import allowlist_from_lanes, create_session
-from fabric.webcache import WEB_CACHE_KEY, WebCache
+from fabric.webcache import WebCache
 from lanes.base import LaneResources
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ async def open_resources(settings: Settings, *, embedder: bool = True) -> LaneRe
         home=settings.home,
         http=http,
         embedder=_build_embedder(settings) if embedder else None,
-        extras={WEB_CACHE_KEY: WebCache()},
+        web_cache=WebCache(),
     )
 
 

@@ -1,9 +1,10 @@
 """The web lanes' response cache: the seed's "cached results" fallback of the web lane.
 
-A TTL cache keyed by the normalised query (NFKC, case-folded, whitespace collapsed). Every successful web lane
-call writes its hits (``remember``), per provider; the ``web_cache`` backend (:class:`lanes.web.cache.CachedWebLane`)
-reads them when the live lane fails or runs out of budget. The app owns one instance and injects it as
-``resources.extras["web_cache"]`` (:data:`WEB_CACHE_KEY`); with no instance, web lanes simply do not cache.
+A TTL cache keyed by the normalised query (NFKC, case-folded, whitespace collapsed). The executor writes the hits
+of every successful web-kind lane call (``remember``), per provider; the ``web_cache`` backend
+(:class:`lanes.web.cache.CachedWebLane`, provider :data:`WEB_CACHE_PROVIDER`) reads them when the live lane fails
+or runs out of budget. The app owns one instance and injects it as ``LaneResources.web_cache``; with no instance,
+nothing is cached.
 
 Bounded: at most ``max_entries`` queries (least recently written evicted first). Time comes from an injectable
 monotonic clock, so tests never sleep.
@@ -19,10 +20,10 @@ from dataclasses import dataclass
 
 from fabric.models import Hit
 
-__all__ = ["WEB_CACHE_KEY", "CachedHits", "WebCache"]
+__all__ = ["WEB_CACHE_PROVIDER", "CachedHits", "WebCache"]
 
-WEB_CACHE_KEY = "web_cache"
-"""Key of the shared :class:`WebCache` in ``LaneResources.extras``."""
+WEB_CACHE_PROVIDER = "web_cache"
+"""Backend and provider name of the lane that serves this cache (its answers are never written back)."""
 
 
 @dataclass(frozen=True, slots=True)

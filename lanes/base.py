@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
+from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
 from fabric.models import Embedder, Hit, LaneKind, LaneRequest
@@ -41,7 +41,10 @@ from fabric.models import Embedder, Hit, LaneKind, LaneRequest
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["BaseLane", "Lane", "LaneFactory", "LaneResources", "LaneSpec"]
+    from fabric.webcache import WebCache
+    from fabric.writers.model import StoreWriter
+
+__all__ = ["Backend", "BaseLane", "Lane", "LaneFactory", "LaneResources", "LaneSpec", "WriterFactory"]
 
 
 @runtime_checkable
@@ -75,8 +78,9 @@ class LaneResources:
     """The app's one shared aiohttp session for HTTP lanes."""
     embedder: Embedder | None = None
     """Embedder shared by the vector lane and ingestion; None when embeddings are unavailable."""
-    extras: Mapping[str, Any] = field(default_factory=dict)
-    """Other shared objects keyed by name (e.g. an open store handle)."""
+    web_cache: WebCache | None = None
+    """The web response cache: the executor writes every successful web-kind answer to it, the ``web_cache``
+    backend reads it; None disables both."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +95,34 @@ class LaneSpec:
 
 LaneFactory = Callable[[LaneSpec, LaneResources], Lane]
 """Builds a lane from its spec and the shared resources (usually the lane class itself)."""
+
+WriterFactory = Callable[[LaneSpec, LaneResources], "StoreWriter"]
+"""Builds a backend's store writer from the same spec and resources as its lane (usually the writer class)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backend:
+    """What one backend declares about itself, once, in its own module (as ``BACKEND``).
+
+    :mod:`lanes.registry` derives everything else from these declarations: the lane factories, the store
+    writers ingestion uses, the environment variables the settings apply (:data:`fabric.config.ENV_URLS`) and the
+    backends whose hosts may be private (:data:`fabric.config.SELF_HOSTED_BACKENDS`).
+    """
+
+    name: str
+    """The ``backend`` value in ``config/lanes.toml``."""
+    lane: LaneFactory
+    """Builds the lane (the lane class)."""
+    writer: WriterFactory | None = None
+    """Builds the store writer ingestion fills; None for backends nothing is written to (web, feeds)."""
+    options: Callable[[LaneSpec], object] | None = None
+    """Parses and validates ``[lanes.<name>.options]`` (the one parser the lane and its writer share)."""
+    env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Environment variable → option it sets on every lane of this backend (service URLs and secrets)."""
+    secrets: frozenset[str] = frozenset()
+    """Options that hold secrets: set only through :attr:`env`, never written in TOML."""
+    self_hosted: bool = False
+    """Runs next to the fabric (the compose stack): its hosts may resolve to private addresses."""
 
 
 class BaseLane:

@@ -23,9 +23,9 @@ from collections.abc import Sequence
 
 from fabric.errors import LaneError
 from fabric.models import Hit, LaneKind, LaneRequest
-from lanes.base import BaseLane, LaneResources, LaneSpec
+from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 
-__all__ = ["FakeLane", "synthetic_hits"]
+__all__ = ["BACKEND", "FakeLane", "synthetic_hits"]
 
 
 def synthetic_hits(prefix: str, count: int) -> list[Hit]:
@@ -91,3 +91,7 @@ class FakeLane(BaseLane):
     async def aclose(self) -> None:
         """Mark closed."""
         self.closed = True
+
+
+BACKEND = Backend(name="fake", lane=FakeLane)
+"""The in-memory test lane (scripted hits, delays and failures)."""

@@ -1,55 +1,144 @@
-"""Backend name → lane class. Imports are lazy so that building one lane never imports another's SDK.
+"""Backend name → its declaration (:class:`~lanes.base.Backend`), read lazily from the backend's own module.
 
-Adding a lane touches four files: its module, one line here, its ``config/lanes.toml`` entry, and its
-test module.
+Each backend module declares ``BACKEND = Backend(...)`` (lane class, writer class, options parser, environment
+variables, self-hosted or not). A backend named ``x`` lives in ``lanes/<kind folder>/x.py`` (found by its file
+name, without importing anything else) unless :data:`MODULES` names another module. A module is imported the
+first time its backend is asked for, so building one lane never imports another's SDK. :data:`BACKENDS`, the
+store writers, the environment variables and the self-hosted set are derived from the declarations (which
+imports every backend module, once).
+
+Adding a lane touches its module (with its ``BACKEND``), its test, one ``config/lanes.toml`` entry and one row
+in ``docs/lanes.md``; nothing here.
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
+from collections.abc import Iterator, Mapping
+from functools import cache
+from pathlib import Path
 
 from fabric.errors import ConfigError
-from lanes.base import Lane, LaneFactory, LaneResources, LaneSpec
+from lanes.base import Backend, Lane, LaneFactory, LaneResources, LaneSpec
 
-__all__ = ["BACKENDS", "build_lane", "resolve"]
+__all__ = [
+    "BACKENDS",
+    "MODULES",
+    "build_lane",
+    "descriptor",
+    "descriptors",
+    "env_options",
+    "resolve",
+    "self_hosted",
+    "writers",
+]
 
-BACKENDS: dict[str, str] = {
-    "fake": "lanes.fake:FakeLane",
-    "sqlite_fts": "lanes.keyword.sqlite_fts:SqliteFtsKeywordLane",
-    "meilisearch": "lanes.keyword.meilisearch:MeilisearchKeywordLane",
-    "qdrant": "lanes.vector.qdrant:QdrantVectorLane",
-    "sqlite_graph": "lanes.graph.sqlite:SqliteGraphLane",
-    "arango": "lanes.graph.arango:ArangoGraphLane",
-    "searxng": "lanes.web.searxng:SearxngWebLane",
-    "wikipedia": "lanes.web.wikipedia:WikipediaWebLane",
-    "mdn": "lanes.web.mdn:MdnWebLane",
-    "web_cache": "lanes.web.cache:CachedWebLane",
-    "rss": "lanes.feeds.rss:RssNewsLane",
-    "quotes": "lanes.feeds.quotes:QuotesMarketsLane",
+MODULES: Mapping[str, str] = {
+    "fake": "lanes.fake",
+    "sqlite_graph": "lanes.graph.sqlite",
+    "web_cache": "lanes.web.cache",
 }
-"""``backend`` value in ``config/lanes.toml`` → ``module:Class``."""
+"""Backends whose module is not ``lanes.<kind folder>.<backend>``."""
+
+_ROOT = Path(__file__).parent
+_NOT_BACKENDS = frozenset({"base", "registry"})
 
 
-def resolve(backend: str) -> LaneFactory:
-    """Import and return the factory for ``backend``.
+def _candidates() -> Iterator[str]:
+    """Every module under ``lanes`` that may declare a backend (listed from the files, nothing imported)."""
+    for folder in pkgutil.iter_modules([str(_ROOT)]):
+        if folder.ispkg:
+            for mod in pkgutil.iter_modules([str(_ROOT / folder.name)]):
+                if not mod.ispkg and not mod.name.startswith("_"):
+                    yield f"lanes.{folder.name}.{mod.name}"
+        elif not folder.name.startswith("_") and folder.name not in _NOT_BACKENDS:
+            yield f"lanes.{folder.name}"
+
+
+def _module_of(backend: str) -> str | None:
+    if backend in MODULES:
+        return MODULES[backend]
+    return next((m for m in _candidates() if m.rsplit(".", 1)[-1] == backend), None)
+
+
+class _Backends(Mapping[str, str]):
+    """Backend name → declaring module, derived on first use (imports every backend module)."""
+
+    @staticmethod
+    @cache
+    def _table() -> dict[str, str]:
+        table: dict[str, str] = {}
+        for module_name in _candidates():
+            declared = getattr(importlib.import_module(module_name), "BACKEND", None)
+            if isinstance(declared, Backend):
+                table[declared.name] = module_name
+        return dict(sorted(table.items()))
+
+    def __getitem__(self, key: str) -> str:
+        return self._table()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+BACKENDS: Mapping[str, str] = _Backends()
+"""``backend`` value in ``config/lanes.toml`` → the module that declares it (derived from the declarations)."""
+
+
+def descriptor(backend: str) -> Backend:
+    """The declaration of ``backend``, importing its module on first use.
 
     Raises:
-        ConfigError: unknown backend name.
+        ConfigError: unknown backend name, or its module cannot be imported or declares another backend.
     """
-    try:
-        target = BACKENDS[backend]
-    except KeyError:
-        valid = ", ".join(sorted(BACKENDS))
-        raise ConfigError(f"unknown backend {backend!r}; valid: {valid}", key="backend") from None
-    module_name, _, attr = target.partition(":")
+    module_name = _module_of(backend)
+    if module_name is None:
+        valid = ", ".join(BACKENDS)
+        raise ConfigError(f"unknown backend {backend!r}; valid: {valid}", key="backend")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
         raise ConfigError(f"backend {backend!r} cannot be loaded: {exc}", key="backend") from None
-    factory: LaneFactory = getattr(module, attr)
-    return factory
+    declared = getattr(module, "BACKEND", None)
+    if not isinstance(declared, Backend) or declared.name != backend:
+        valid = ", ".join(BACKENDS)
+        raise ConfigError(f"unknown backend {backend!r} ({module_name} declares none); valid: {valid}", key="backend")
+    return declared
+
+
+def descriptors() -> list[Backend]:
+    """Every backend's declaration (imports every backend module)."""
+    return [descriptor(name) for name in BACKENDS]
+
+
+def resolve(backend: str) -> LaneFactory:
+    """The lane factory of ``backend``.
+
+    Raises:
+        ConfigError: unknown backend name.
+    """
+    return descriptor(backend).lane
 
 
 def build_lane(spec: LaneSpec, resources: LaneResources) -> Lane:
     """Build the lane described by ``spec`` with the shared ``resources``."""
     return resolve(spec.backend)(spec, resources)
+
+
+def writers() -> dict[str, Backend]:
+    """Backend name → declaration, for the backends ingestion writes to."""
+    return {d.name: d for d in descriptors() if d.writer is not None}
+
+
+def env_options() -> dict[str, tuple[str, str]]:
+    """Environment variable → (backend, option) over every declaration."""
+    return {var: (d.name, option) for d in descriptors() for var, option in d.env.items()}
+
+
+def self_hosted() -> frozenset[str]:
+    """Backends that run next to the fabric (their hosts may resolve to private addresses)."""
+    return frozenset(d.name for d in descriptors() if d.self_hosted)

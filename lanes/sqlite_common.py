@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fabric.ingest.model import Chunk, from_stored_simhash, to_stored_simhash
 from fabric.models import BoundConstraints, Hit, SourceKind, Trust
+from fabric.writers.model import Chunk, from_stored_simhash, to_stored_simhash
 
 __all__ = ["CHUNKS_DDL", "CHUNK_COLUMNS", "N_CHUNK_COLUMNS", "SqliteDb", "chunk_row", "filter_sql", "row_hit"]
 

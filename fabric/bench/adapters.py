@@ -35,7 +35,7 @@ from fabric.config import LaneConfig, ModeConfig, PenaltyConfig, PreflightConfig
 from fabric.httpclient import AllowList, HostRule, StaticResolver, create_session
 from fabric.logs import configure_logging
 from fabric.models import LaneKind, LaneRequest, LaneStatus, Mode, SearchRequest
-from fabric.webcache import WEB_CACHE_KEY, WebCache
+from fabric.webcache import WebCache
 from lanes.base import Lane, LaneResources, LaneSpec
 from lanes.fake import FakeLane
 
@@ -116,10 +116,10 @@ def _pct(values: list[float], q: float) -> float:
 
 def _lanes(port: int, resources: LaneResources) -> dict[str, tuple[Lane, str, str, dict[str, Any] | None]]:
     """adapter → (lane, raw method, raw URL, raw JSON body)."""
-    from lanes.feeds.quotes import QuotesMarketsLane
     from lanes.feeds.rss import RssNewsLane
     from lanes.graph.arango import ArangoGraphLane
     from lanes.keyword.meilisearch import MeilisearchKeywordLane
+    from lanes.markets.quotes import QuotesMarketsLane
     from lanes.web.mdn import MdnWebLane
     from lanes.web.searxng import SearxngWebLane
     from lanes.web.wikipedia import WikipediaWebLane
@@ -188,12 +188,13 @@ async def _overheads(port: int, resources: LaneResources, iterations: int) -> di
     return out
 
 
-async def _hung(port: int, resources: LaneResources, args: argparse.Namespace) -> dict[str, Any]:
+async def _hung(
+    port: int, resources: LaneResources, state: dict[str, bool], args: argparse.Namespace
+) -> dict[str, Any]:
     from fabric.engine import Engine
     from lanes.web.cache import CachedWebLane
     from lanes.web.searxng import SearxngWebLane
 
-    state = resources.extras["state"]
     web_spec = LaneSpec(name="web", kind=LaneKind.WEB, backend="searxng",
                         options={"url": f"http://searxng.bench:{port}", "timeout_s": 5.0})
     lanes: dict[str, Lane] = {
@@ -242,11 +243,12 @@ _ROUTE_OF = {"searxng": "searx", "wikipedia": "wiki", "mdn": "mdn", "meilisearch
              "rss": "rss", "quotes": "quote"}
 
 
-async def _hung_each(port: int, resources: LaneResources, args: argparse.Namespace) -> dict[str, Any]:
+async def _hung_each(
+    port: int, resources: LaneResources, state: dict[str, bool], args: argparse.Namespace
+) -> dict[str, Any]:
     """Every adapter against a hung server, through the engine: latency against budget, status, provider health."""
     from fabric.engine import Engine
 
-    state = resources.extras["state"]
     out: dict[str, Any] = {}
     for name, (lane, _m, _u, _b) in _lanes(port, resources).items():
         state[f"hang_{_ROUTE_OF[name]}"] = True
@@ -289,12 +291,12 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     allow = AllowList.of(HostRule(h, private_ok=True) for h in _HOSTS)
     session = create_session(allow, resolver=StaticResolver(dict.fromkeys(_HOSTS, "127.0.0.1")))
     try:
-        resources = LaneResources(http=session, extras={WEB_CACHE_KEY: WebCache(), "state": state})
+        resources = LaneResources(http=session, web_cache=WebCache())
         port = server.port
         assert port is not None
         overheads = await _overheads(port, resources, args.iterations)
-        hung = await _hung(port, resources, args)
-        hung_each = await _hung_each(port, resources, args)
+        hung = await _hung(port, resources, state, args)
+        hung_each = await _hung_each(port, resources, state, args)
     finally:
         await session.close()
         await server.close()

@@ -11,7 +11,11 @@ import argparse
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from fabric.config import Settings
+    from fabric.ingest.pipeline import IngestReport, Progress
 
 __all__ = ["register", "run_ingest"]
 
@@ -26,7 +30,7 @@ def register(sub: Any) -> None:
 
 
 class _RichProgress:
-    """Progress bars per stage on stderr (rich)."""
+    """Progress bars per stage on stderr (rich); the same methods as :class:`fabric.ingest.pipeline.Progress`."""
 
     def __init__(self) -> None:
         from rich.console import Console
@@ -48,7 +52,9 @@ class _RichProgress:
         self.bar.advance(self.tasks[name], n)
 
 
-async def run_ingest(settings: Any, path: Path, fmt: str | None, progress: Any = None) -> Any:
+async def run_ingest(
+    settings: Settings, path: Path, fmt: str | None, progress: Progress | None = None
+) -> IngestReport:
     """Ingest ``path`` with the settings' embedder and enabled stores; returns the report."""
     from fabric.embeddings import build_embedder
     from fabric.ingest.pipeline import ingest
@@ -82,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     progress = _RichProgress()
     with progress.bar:
-        report = asyncio.run(run_ingest(settings, path, fmt, progress))
+        report = asyncio.run(run_ingest(settings, path, fmt, cast("Progress", progress)))
     d = report.to_dict()
     print(f"ingested {d['source']} ({d['format']}) into {settings.home}")
     print(

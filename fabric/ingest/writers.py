@@ -1,4 +1,5 @@
-"""Lane backend name → store writer class, lazily imported (like :mod:`lanes.registry` for lanes).
+"""Lane backend → store writer, as each backend declares it (:class:`lanes.base.Backend`, read through
+:mod:`lanes.registry`).
 
 A writer is built from the same :class:`~lanes.base.LaneSpec` and :class:`~lanes.base.LaneResources` as its lane,
 so both read one ``[lanes.<name>.options]`` table. Backends without a writer (web, feeds) are simply not written.
@@ -6,53 +7,60 @@ so both read one ``[lanes.<name>.options]`` table. Backends without a writer (we
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from collections.abc import Iterator, Mapping
 
+from fabric.config import Settings
 from fabric.errors import ConfigError
-from fabric.ingest.model import StoreWriter
+from fabric.writers.model import StoreWriter
+from lanes.base import LaneResources, LaneSpec, WriterFactory
+from lanes.registry import descriptor, writers
 
 __all__ = ["WRITERS", "build_writer", "build_writers", "has_writer"]
 
-WRITERS: dict[str, str] = {
-    "sqlite_fts": "lanes.keyword.sqlite_fts_store:SqliteFtsStore",
-    "qdrant": "lanes.vector.qdrant_store:QdrantStore",
-    "sqlite_graph": "lanes.graph.sqlite_store:SqliteGraphStore",
-    "meilisearch": "lanes.keyword.meilisearch_store:MeilisearchStore",
-    "arango": "lanes.graph.arango_store:ArangoGraphStore",
-}
-"""``backend`` value in ``config/lanes.toml`` → ``module:Class`` of its writer."""
+
+class _Writers(Mapping[str, WriterFactory]):
+    """Backend name → writer factory, derived from the backend declarations on first use."""
+
+    def _table(self) -> dict[str, WriterFactory]:
+        return {name: d.writer for name, d in writers().items() if d.writer is not None}
+
+    def __getitem__(self, key: str) -> WriterFactory:
+        return self._table()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+
+WRITERS: Mapping[str, WriterFactory] = _Writers()
+"""``backend`` value in ``config/lanes.toml`` → its writer factory (imports every backend module on first use)."""
 
 
 def has_writer(backend: str) -> bool:
-    """Whether ingestion writes to ``backend``."""
-    return backend in WRITERS
+    """Whether ingestion writes to ``backend`` (an unknown backend has no writer)."""
+    try:
+        return descriptor(backend).writer is not None
+    except ConfigError:
+        return False
 
 
-def build_writer(spec: Any, resources: Any) -> StoreWriter:
-    """Build the writer of ``spec.backend`` (a :class:`~lanes.base.LaneSpec`) with the shared ``resources``.
+def build_writer(spec: LaneSpec, resources: LaneResources) -> StoreWriter:
+    """Build the writer of ``spec.backend`` with the shared ``resources``.
 
     Raises:
-        ConfigError: the backend has no writer, or its module cannot be imported.
+        ConfigError: the backend is unknown or has no writer, or its module cannot be imported.
     """
-    try:
-        target = WRITERS[spec.backend]
-    except KeyError:
-        valid = ", ".join(sorted(WRITERS))
-        raise ConfigError(f"backend {spec.backend!r} has no store writer; valid: {valid}") from None
-    module_name, _, attr = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        raise ConfigError(f"store writer {spec.backend!r} cannot be loaded: {exc}", key="backend") from None
-    writer: StoreWriter = getattr(module, attr)(spec, resources)
-    return writer
+    factory = descriptor(spec.backend).writer
+    if factory is None:
+        valid = ", ".join(WRITERS)
+        raise ConfigError(f"backend {spec.backend!r} has no store writer; valid: {valid}")
+    return factory(spec, resources)
 
 
-def build_writers(settings: Any, resources: Any) -> list[StoreWriter]:
+def build_writers(settings: Settings, resources: LaneResources) -> list[StoreWriter]:
     """Writers of every enabled lane of ``settings`` whose backend has one, in lane order."""
-    from lanes.base import LaneSpec
-
     return [
         build_writer(LaneSpec(name=lc.name, kind=lc.kind, backend=lc.backend, options=lc.options), resources)
         for lc in settings.enabled_lanes()

@@ -1,13 +1,14 @@
-"""Shared helpers of the server store writers (Meilisearch and ArangoDB, under ``lanes/*/*_store.py``).
+"""Shared helpers of the server store writers (Meilisearch and ArangoDB, under ``lanes/*/*_writer.py``).
 
-They implement :class:`fabric.ingest.model.StoreWriter` and share its idempotency rule: every
+They implement :class:`fabric.writers.model.StoreWriter` and share its idempotency rule: every
 record's id is derived deterministically from the chunk (UUIDv5 of doc id and chunk id, plus the model for
 vectors), never generated randomly, so a retried or repeated ingest overwrites instead of duplicating.
 
 Chunks are read by attribute (``id``, ``doc_id``, ``title``, ``text``, ``url``, ``domain``,
 ``published_at``, ``source_kind``, ``source_ref``, ``trust``, ``quality`` and the dedup features ``simhash``,
 ``url_key``, ``title_key``), so any chunk type with those fields works; :func:`chunk_record` is the one place
-that does it, and :func:`simhash_of` reads the SimHash back.
+that does it, and :func:`record_hit` reads a record back as a :class:`~fabric.models.Hit` (the lanes of these
+servers share it; :func:`simhash_of` reads the SimHash).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-__all__ = ["ID_NAMESPACE", "chunk_key", "chunk_record", "simhash_of"]
+from fabric.models import Hit, SourceKind, Trust
+
+__all__ = ["ID_NAMESPACE", "chunk_key", "chunk_record", "record_hit", "simhash_of"]
 
 ID_NAMESPACE = uuid.UUID("6f1c2a3e-8d4b-5e6f-9a0b-1c2d3e4f5a6b")
 """UUIDv5 namespace of the fabric's deterministic store ids."""
@@ -27,7 +30,7 @@ ID_NAMESPACE = uuid.UUID("6f1c2a3e-8d4b-5e6f-9a0b-1c2d3e4f5a6b")
 def chunk_key(chunk_id: str, model: str = "") -> str:
     """Deterministic, store-safe id of a chunk (32 hex chars: a valid Meilisearch id and ArangoDB ``_key``).
 
-    ``chunk_id`` is the store-wide :attr:`fabric.ingest.model.Chunk.id` (``doc_id#chunk_id``), so the key is a
+    ``chunk_id`` is the store-wide :attr:`fabric.writers.model.Chunk.id` (``doc_id#chunk_id``), so the key is a
     UUIDv5 of doc id and chunk id (plus the embedding model for vector stores); ``delete(ids)`` derives the same
     key from the id alone.
     """
@@ -83,3 +86,35 @@ def chunk_record(chunk: Any) -> dict[str, Any]:
         value = _get(chunk, name, default)
         record[name] = value.value if isinstance(value, Enum) else str(value)
     return record
+
+
+def _text(record: Mapping[str, Any], name: str) -> str | None:
+    value = record.get(name)
+    return value if isinstance(value, str) else None
+
+
+def record_hit(record: Mapping[str, Any], *, rank: int, score: float, source_ref: str, **extra: Any) -> Hit:
+    """The hit of a record :func:`chunk_record` wrote (``source_ref`` when the record names none; ``extra``:
+    further :class:`~fabric.models.Hit` fields such as ``graph_hops``)."""
+    ts = record.get("published_ts")
+    kind = str(record.get("source_kind"))
+    quality = record.get("quality")
+    return Hit(
+        id=str(record.get("chunk_id") or record.get("id") or record.get("_key")),
+        rank=rank,
+        score=score,
+        title=str(record.get("title") or ""),
+        text=str(record.get("text") or ""),
+        url=str(record.get("url") or ""),
+        domain=str(record.get("domain") or ""),
+        published_at=datetime.fromtimestamp(ts, UTC) if isinstance(ts, int | float) else None,
+        source_kind=SourceKind(kind) if kind in SourceKind._value2member_map_ else SourceKind.IMPORT,
+        source_ref=str(record.get("source_ref") or source_ref),
+        trust=Trust.TRUSTED if record.get("trust") == Trust.TRUSTED.value else Trust.UNTRUSTED,
+        doc_id=str(record.get("doc_id") or ""),
+        quality=float(quality) if isinstance(quality, int | float) and not isinstance(quality, bool) else None,
+        simhash=simhash_of(record),
+        url_key=_text(record, "url_key"),
+        title_key=_text(record, "title_key"),
+        **extra,
+    )

@@ -37,18 +37,36 @@ from fabric.errors import ConfigError, LaneError
 from fabric.httpclient import fetch
 from fabric.models import Hit, LaneRequest, SourceKind
 from lanes._options import LaneOptions
-from lanes.base import BaseLane, LaneResources, LaneSpec
+from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.web._common import clean_html, domain_of, in_date_bounds, normalise_url, site_allowed
 
-__all__ = ["RssNewsLane", "match_score"]
+__all__ = ["BACKEND", "RssNewsLane", "match_score"]
 
 log = structlog.get_logger(__name__)
 
 _WORD = re.compile(r"\w{2,}")
-_STOP = frozenset({
-    "the", "and", "for", "with", "from", "that", "this", "what", "are", "was", "were", "how", "why", "who", "when",
-    "which", "into", "about",
-})
+_STOP = frozenset(
+    {
+        "the",
+        "and",
+        "for",
+        "with",
+        "from",
+        "that",
+        "this",
+        "what",
+        "are",
+        "was",
+        "were",
+        "how",
+        "why",
+        "who",
+        "when",
+        "which",
+        "into",
+        "about",
+    }
+)
 
 
 def _terms(text: str) -> set[str]:
@@ -89,8 +107,14 @@ def _parse(body: bytes, url: str) -> tuple[str, list[dict[str, Any]]]:
         link = str(entry.get("link") or "")
         if not link.startswith(("http://", "https://")):
             continue
-        items.append({"title": clean_html(str(entry.get("title") or "")), "link": link,
-                      "summary": clean_html(str(entry.get("summary") or "")), "published_at": _when(entry)})
+        items.append(
+            {
+                "title": clean_html(str(entry.get("title") or "")),
+                "link": link,
+                "summary": clean_html(str(entry.get("summary") or "")),
+                "published_at": _when(entry),
+            }
+        )
     return title, items
 
 
@@ -119,8 +143,16 @@ class RssNewsLane(BaseLane):
             headers["If-None-Match"] = feed.etag
         if feed.last_modified:
             headers["If-Modified-Since"] = feed.last_modified
-        resp = await fetch(self.resources.http, "GET", feed.url, headers=headers, timeout_s=self.timeout_s,
-                           lane=self.name, provider=self.provider, max_bytes=self.max_bytes)
+        resp = await fetch(
+            self.resources.http,
+            "GET",
+            feed.url,
+            headers=headers,
+            timeout_s=self.timeout_s,
+            lane=self.name,
+            provider=self.provider,
+            max_bytes=self.max_bytes,
+        )
         feed.fetched_at = time.monotonic()
         if resp.status == 304:
             return
@@ -157,9 +189,19 @@ class RssNewsLane(BaseLane):
                     continue
                 if not in_date_bounds(item["published_at"], request.constraints):
                     continue
-                hit = Hit(id=normalise_url(item["link"]), rank=0, score=score, title=item["title"],
-                          text=item["summary"], url=item["link"], domain=domain, published_at=item["published_at"],
-                          source_kind=SourceKind.WEB, source_ref=f"rss:{feed.url}", metadata={"feed": feed.name})
+                hit = Hit(
+                    id=normalise_url(item["link"]),
+                    rank=0,
+                    score=score,
+                    title=item["title"],
+                    text=item["summary"],
+                    url=item["link"],
+                    domain=domain,
+                    published_at=item["published_at"],
+                    source_kind=SourceKind.WEB,
+                    source_ref=f"rss:{feed.url}",
+                    metadata={"feed": feed.name},
+                )
                 scored.append((score, item["published_at"] or datetime.min.replace(tzinfo=UTC), hit))
         scored.sort(key=lambda t: (-t[0], -t[1].timestamp(), t[2].id))
         out: list[Hit] = []
@@ -173,3 +215,7 @@ class RssNewsLane(BaseLane):
 
 def _fields(hit: Hit) -> dict[str, Any]:
     return {name: getattr(hit, name) for name in Hit.__dataclass_fields__}
+
+
+BACKEND = Backend(name="rss", lane=RssNewsLane)
+"""RSS/Atom feeds read with feedparser."""

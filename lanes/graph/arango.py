@@ -1,6 +1,6 @@
 """Graph lane over ArangoDB with the official ``python-arango`` driver, run off the event loop.
 
-Model (created on ingest by :class:`fabric.writers.arango.ArangoWriter`): document collections ``entities``
+Model (created on ingest by :class:`lanes.graph.arango_writer.ArangoGraphWriter`): document collections ``entities``
 (``name_norm``) and ``chunks`` (the passages), edge collections ``relations`` (entity → entity, with the chunk
 that evidences it) and ``mentions`` (entity → chunk: provenance). A query's terms (1- to 3-grams, normalised)
 select seed entities; the AQL traversal walks ``0..depth`` relation hops (depth from the bound ``search_depth``)
@@ -22,23 +22,23 @@ Options (``lanes.toml``)::
     options = { url = "http://arangodb:8529", database = "fabric", username = "root", timeout_s = 3.0 }
 
 ``url`` (required; ``FABRIC_ARANGO_URL``), ``database`` (``fabric``), ``username`` (``root``), ``password``
-(``FABRIC_ARANGO_PASSWORD``), ``timeout_s`` (default 5), ``max_runtime_s`` (default 2), ``max_seeds`` (20).
+(``FABRIC_ARANGO_PASSWORD``), ``timeout_s`` (default 5), ``max_runtime_s`` (default 2), ``max_seeds`` (20), and the
+writer's ``write_timeout_s`` (30): :class:`~lanes.graph.arango_writer.ArangoOptions`, the one parser the lane and
+writer share, as they share the driver set-up and :func:`~lanes.graph.arango_writer.map_arango_error`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from datetime import UTC, datetime
 from typing import Any
 
-from fabric.errors import LaneBadResponse, LaneError, LaneRejected, LaneTimeout, LaneUnavailable
-from fabric.models import Hit, LaneRequest, SourceKind, Trust
-from fabric.writers import simhash_of
-from lanes._options import LaneOptions
-from lanes.base import BaseLane, LaneResources, LaneSpec
+from fabric.models import Hit, LaneRequest
+from fabric.writers import record_hit
+from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
+from lanes.graph.arango_writer import ArangoGraphWriter, ArangoOptions, connect, map_arango_error
 
-__all__ = ["SEARCH_AQL", "ArangoGraphLane", "map_arango_error", "query_terms"]
+__all__ = ["BACKEND", "SEARCH_AQL", "ArangoGraphLane", "query_terms"]
 
 SEARCH_AQL = """
 FOR s IN @@entities
@@ -68,30 +68,6 @@ def query_terms(text: str, max_n: int = 3) -> list[str]:
     return sorted(grams)
 
 
-def map_arango_error(exc: BaseException, lane: str, provider: str) -> LaneError:
-    """Driver / transport exception → lane error, most specific first."""
-    import requests
-    from arango.exceptions import ArangoServerError
-
-    if isinstance(exc, requests.exceptions.Timeout):
-        return LaneTimeout(f"ArangoDB request timed out: {exc}", lane=lane, provider=provider)
-    if isinstance(exc, requests.exceptions.RequestException | ConnectionAbortedError):
-        return LaneUnavailable(f"cannot reach ArangoDB: {exc}", lane=lane, provider=provider)
-    if isinstance(exc, ArangoServerError):
-        code, num, msg = exc.http_code, exc.error_code, exc.error_message
-        text = f"ArangoDB {code}/{num}: {msg}"
-        if code in (401, 403):
-            return LaneRejected(text, lane=lane, provider=provider, failure="forbidden")
-        if code == 429:
-            return LaneRejected(text, lane=lane, provider=provider)
-        if num == 1500 or code == 410:  # query killed (max_runtime reached)
-            return LaneTimeout(text, lane=lane, provider=provider)
-        if (code is not None and code >= 500) or num == 1203:  # 1203: collection not found (nothing ingested)
-            return LaneUnavailable(text, lane=lane, provider=provider)
-        return LaneBadResponse(text, lane=lane, provider=provider)
-    return LaneBadResponse(f"unexpected ArangoDB failure: {exc!r}", lane=lane, provider=provider)
-
-
 class ArangoGraphLane(BaseLane):
     """AQL traversal from query entities to the chunks that mention them."""
 
@@ -99,27 +75,13 @@ class ArangoGraphLane(BaseLane):
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
         super().__init__(spec, resources)
-        opts = LaneOptions(spec)
-        self.url = opts.text("url")
-        self.database = opts.text("database", "fabric")
-        self.username = opts.text("username", "root")
-        self.password = opts.text("password", "")
-        self.timeout_s = opts.number("timeout_s", 5.0)
-        self.max_runtime_s = opts.number("max_runtime_s", 2.0)
-        self.max_seeds = opts.integer("max_seeds", 20)
+        self.opts = ArangoOptions.parse(spec)
         self._client: Any = None
         self._db: Any = None
 
     def _connect(self) -> Any:
         if self._db is None:
-            from arango.client import ArangoClient
-            from arango.http import DefaultHTTPClient
-
-            http = DefaultHTTPClient(request_timeout=self.timeout_s, retry_attempts=0)
-            self._client = ArangoClient(
-                hosts=self.url, http_client=http, request_timeout=self.timeout_s, resolver_max_tries=1
-            )
-            self._db = self._client.db(self.database, username=self.username, password=self.password)
+            self._client, self._db = connect(self.opts, self.opts.timeout_s)
         return self._db
 
     async def open(self) -> None:
@@ -129,7 +91,11 @@ class ArangoGraphLane(BaseLane):
     def _run(self, bind: dict[str, Any]) -> list[Any]:
         db = self._connect()
         cursor = db.aql.execute(
-            SEARCH_AQL, bind_vars=bind, batch_size=max(1, bind["top_k"]), max_runtime=self.max_runtime_s, count=False
+            SEARCH_AQL,
+            bind_vars=bind,
+            batch_size=max(1, bind["top_k"]),
+            max_runtime=self.opts.max_runtime_s,
+            count=False,
         )
         return list(cursor)
 
@@ -140,8 +106,14 @@ class ArangoGraphLane(BaseLane):
             return []
         c = request.constraints
         bind = {
-            "@entities": "entities", "@relations": "relations", "@mentions": "mentions", "chunks": "chunks",
-            "terms": terms, "max_seeds": self.max_seeds, "depth": max(0, c.search_depth), "top_k": request.top_k,
+            "@entities": "entities",
+            "@relations": "relations",
+            "@mentions": "mentions",
+            "chunks": "chunks",
+            "terms": terms,
+            "max_seeds": self.opts.max_seeds,
+            "depth": max(0, c.search_depth),
+            "top_k": request.top_k,
             "date_from": int(c.date_from.timestamp()) if c.date_from else None,
             "date_to": int(c.date_to.timestamp()) if c.date_to else None,
             "sites": [s.lower() for s in c.sites],
@@ -153,23 +125,14 @@ class ArangoGraphLane(BaseLane):
             rows = await asyncio.to_thread(self._run, bind)
         except (ArangoError, requests.exceptions.RequestException, ConnectionAbortedError) as exc:
             raise map_arango_error(exc, self.name, self.provider) from None
-        return [self._hit(row, i + 1) for i, row in enumerate(rows) if isinstance(row, dict)]
-
-    def _hit(self, row: dict[str, Any], rank: int) -> Hit:
-        doc = row.get("doc") or {}
-        ts = doc.get("published_ts")
-        return Hit(
-            id=str(doc.get("chunk_id") or doc.get("_key")), rank=rank, score=float(row.get("score") or 0.0),
-            title=str(doc.get("title") or ""), text=str(doc.get("text") or ""), url=str(doc.get("url") or ""),
-            domain=str(doc.get("domain") or ""),
-            published_at=datetime.fromtimestamp(ts, UTC) if isinstance(ts, int | float) else None,
-            source_kind=SourceKind(doc["source_kind"]) if doc.get("source_kind") in SourceKind._value2member_map_
-            else SourceKind.IMPORT,
-            source_ref=str(doc.get("source_ref") or "arango:chunks"),
-            trust=Trust.TRUSTED if doc.get("trust") == "trusted" else Trust.UNTRUSTED,
-            doc_id=str(doc.get("doc_id") or ""), graph_hops=int(row.get("hops") or 0),
-            simhash=simhash_of(doc), url_key=_key(doc, "url_key"), title_key=_key(doc, "title_key"),
-        )
+        return [
+            record_hit(
+                row.get("doc") or {}, rank=i + 1, score=float(row.get("score") or 0.0), source_ref="arango:chunks",
+                graph_hops=int(row.get("hops") or 0),
+            )
+            for i, row in enumerate(rows)
+            if isinstance(row, dict)
+        ]  # fmt: skip
 
     async def aclose(self) -> None:
         """Close the driver's HTTP sessions."""
@@ -178,6 +141,13 @@ class ArangoGraphLane(BaseLane):
             self._client = self._db = None
 
 
-def _key(doc: dict[str, Any], name: str) -> str | None:
-    value = doc.get(name)
-    return value if isinstance(value, str) else None
+BACKEND = Backend(
+    name="arango",
+    lane=ArangoGraphLane,
+    writer=ArangoGraphWriter,
+    options=ArangoOptions.parse,
+    env={"FABRIC_ARANGO_URL": "url", "FABRIC_ARANGO_PASSWORD": "password"},
+    secrets=frozenset({"password"}),
+    self_hosted=True,
+)
+"""The ArangoDB backend: graph lane and graph writer over one database."""

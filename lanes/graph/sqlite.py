@@ -25,12 +25,12 @@ import structlog
 
 from fabric.errors import LaneUnavailable
 from fabric.models import Hit, LaneRequest
-from lanes.base import BaseLane, LaneResources, LaneSpec
+from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.graph.extract import EntityExtractor, RuleExtractor, normalize_entity, query_ngrams
-from lanes.graph.sqlite_store import GRAPH_SCHEMA, graph_path, load_aliases
+from lanes.graph.sqlite_writer import GRAPH_SCHEMA, SqliteGraphWriter, graph_path, load_aliases
 from lanes.sqlite_common import CHUNK_COLUMNS, SqliteDb, filter_sql, row_hit
 
-__all__ = ["SqliteGraphLane"]
+__all__ = ["BACKEND", "SqliteGraphLane"]
 
 log = structlog.get_logger(__name__)
 
@@ -149,3 +149,7 @@ class SqliteGraphLane(BaseLane):
     async def aclose(self) -> None:
         """Close the connections."""
         self.db.close()
+
+
+BACKEND = Backend(name="sqlite_graph", lane=SqliteGraphLane, writer=SqliteGraphWriter)
+"""The embedded entity graph: SQLite tables under the fabric home."""

@@ -10,7 +10,7 @@ and allow-list, and needs no thread pool sized for the worst case. The wire form
 The request asks ``showRankingScore`` and surfaces ``_rankingScore`` (0..1) as the hit's lexical score. Filters
 come from :class:`~fabric.models.BoundConstraints`, built as Meilisearch filter expressions with every string
 value quoted and escaped (never spliced raw); quoted phrases are passed as Meilisearch phrase search. Index
-settings are applied on ingest by :class:`fabric.writers.meilisearch.MeilisearchWriter`.
+settings are applied on ingest by :class:`lanes.keyword.meilisearch_writer.MeilisearchWriter`.
 
 Options (``lanes.toml``)::
 
@@ -20,25 +20,36 @@ Options (``lanes.toml``)::
     options = { url = "http://meilisearch:7700", index = "chunks", timeout_s = 2.0 }
 
 ``url`` (required; ``FABRIC_MEILI_URL``), ``api_key`` (``FABRIC_MEILI_KEY``), ``index`` (default ``chunks``),
-``timeout_s`` (default 5), ``keep_undated`` (default true: a date bound keeps documents without a date).
+``timeout_s`` (default 5), ``keep_undated`` (default true: a date bound keeps documents without a date); the
+writer's ``write_timeout_s``, ``task_timeout_s`` and ``batch_size``. One parser reads them for the lane and the
+writer: :class:`~lanes.keyword.meilisearch_writer.MeiliOptions`.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from fabric.errors import LaneBadResponse, LaneUnavailable
-from fabric.httpclient import fetch, raise_for_status
-from fabric.models import BoundConstraints, Hit, LaneRequest, SourceKind, Trust
-from fabric.writers import simhash_of
-from lanes._options import LaneOptions
-from lanes.base import BaseLane, LaneResources, LaneSpec
+from fabric.errors import LaneBadResponse
+from fabric.models import BoundConstraints, Hit, LaneRequest
+from fabric.writers import record_hit
+from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
+from lanes.keyword.meilisearch_writer import MeiliOptions, MeilisearchWriter, meili_request
 
-__all__ = ["MeilisearchKeywordLane", "build_filter", "quote_value"]
+__all__ = ["BACKEND", "MeilisearchKeywordLane", "build_filter", "quote_value"]
 
-_FIELDS = ["chunk_id", "doc_id", "title", "text", "url", "domain", "published_ts", "source_kind", "source_ref",
-           "trust", "quality"]
+_FIELDS = [
+    "chunk_id",
+    "doc_id",
+    "title",
+    "text",
+    "url",
+    "domain",
+    "published_ts",
+    "source_kind",
+    "source_ref",
+    "trust",
+    "quality",
+]
 
 
 def quote_value(value: str) -> str:
@@ -66,73 +77,58 @@ class MeilisearchKeywordLane(BaseLane):
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
         super().__init__(spec, resources)
-        opts = LaneOptions(spec)
-        self.url = opts.text("url").rstrip("/")
-        self.index = opts.text("index", "chunks")
-        api_key = opts.text("api_key", "")
-        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.timeout_s = opts.number("timeout_s", 5.0)
-        self.keep_undated = opts.flag("keep_undated", True)
+        self.opts = MeiliOptions.parse(spec)
+        self.index = self.opts.index
 
     def _body(self, request: LaneRequest) -> dict[str, Any]:
         q = request.query
         for phrase in request.constraints.phrases:
             if f'"{phrase}"' not in q:
                 q += ' "' + phrase.replace('"', " ") + '"'
-        body: dict[str, Any] = {"q": q, "limit": request.top_k, "showRankingScore": True,
-                                "attributesToRetrieve": _FIELDS}
-        flt = build_filter(request.constraints, keep_undated=self.keep_undated)
+        body: dict[str, Any] = {
+            "q": q,
+            "limit": request.top_k,
+            "showRankingScore": True,
+            "attributesToRetrieve": _FIELDS,
+        }
+        flt = build_filter(request.constraints, keep_undated=self.opts.keep_undated)
         if flt:
             body["filter"] = flt
         return body
 
     async def search(self, request: LaneRequest) -> list[Hit]:
         """``POST /indexes/{index}/search`` and convert the hits."""
-        resp = await fetch(
-            self.resources.http, "POST", f"{self.url}/indexes/{self.index}/search", json_body=self._body(request),
-            headers=self.headers, timeout_s=self.timeout_s, lane=self.name, provider=self.provider, check_status=False,
+        payload = await meili_request(
+            self.resources.http,
+            self.opts,
+            "POST",
+            f"/indexes/{self.index}/search",
+            self._body(request),
+            timeout_s=self.opts.timeout_s,
+            lane=self.name,
         )
-        if resp.status == 404:
-            raise LaneUnavailable(f"index {self.index!r} not found (nothing ingested?)", lane=self.name,
-                                  provider=self.provider)
-        detail = ""
-        if resp.status >= 400 and resp.body.startswith(b"{"):
-            err = resp.json()
-            detail = f"{err.get('code')}: {err.get('message')}" if isinstance(err, dict) else ""
-        raise_for_status(resp, lane=self.name, provider=self.provider, detail=detail)
-        payload = resp.json(lane=self.name, provider=self.provider)
         raw_hits = payload.get("hits") if isinstance(payload, dict) else None
         if not isinstance(raw_hits, list):
             raise LaneBadResponse("Meilisearch answer has no 'hits' list", lane=self.name, provider=self.provider)
-        return [self._hit(doc, i + 1) for i, doc in enumerate(raw_hits[: request.top_k]) if isinstance(doc, dict)]
-
-    def _hit(self, doc: dict[str, Any], rank: int) -> Hit:
-        ts = doc.get("published_ts")
-        score = doc.get("_rankingScore")
-        return Hit(
-            id=str(doc.get("chunk_id") or doc.get("id")), rank=rank,
-            score=float(score) if isinstance(score, int | float) else 0.0,
-            title=str(doc.get("title") or ""), text=str(doc.get("text") or ""), url=str(doc.get("url") or ""),
-            domain=str(doc.get("domain") or ""),
-            published_at=datetime.fromtimestamp(ts, UTC) if isinstance(ts, int | float) else None,
-            source_kind=_enum(SourceKind, doc.get("source_kind"), SourceKind.IMPORT),
-            source_ref=str(doc.get("source_ref") or f"meilisearch:{self.index}"),
-            trust=_enum(Trust, doc.get("trust"), Trust.UNTRUSTED), doc_id=str(doc.get("doc_id") or ""),
-            quality=float(doc["quality"]) if isinstance(doc.get("quality"), int | float) else None,
-            simhash=simhash_of(doc), url_key=_key(doc, "url_key"), title_key=_key(doc, "title_key"),
-        )
+        return [
+            record_hit(doc, rank=i + 1, score=_score(doc), source_ref=f"meilisearch:{self.index}")
+            for i, doc in enumerate(raw_hits[: request.top_k])
+            if isinstance(doc, dict)
+        ]
 
 
-def _key(doc: dict[str, Any], name: str) -> str | None:
-    value = doc.get(name)
-    return value if isinstance(value, str) else None
+def _score(doc: dict[str, Any]) -> float:
+    score = doc.get("_rankingScore")
+    return float(score) if isinstance(score, int | float) else 0.0
 
 
-_E = TypeVar("_E", SourceKind, Trust)
-
-
-def _enum(cls: type[_E], value: Any, default: _E) -> _E:
-    try:
-        return cls(value)
-    except ValueError:
-        return default
+BACKEND = Backend(
+    name="meilisearch",
+    lane=MeilisearchKeywordLane,
+    writer=MeilisearchWriter,
+    options=MeiliOptions.parse,
+    env={"FABRIC_MEILI_URL": "url", "FABRIC_MEILI_KEY": "api_key"},
+    secrets=frozenset({"api_key"}),
+    self_hosted=True,
+)
+"""The Meilisearch backend: keyword lane and index writer over one server."""

@@ -21,11 +21,11 @@ from typing import Any
 
 from fabric.errors import LaneBadResponse, LaneUnavailable
 from fabric.models import Hit, LaneRequest
-from lanes.base import BaseLane, LaneResources, LaneSpec
-from lanes.keyword.sqlite_fts_store import FTS_SCHEMA, fts_path
+from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
+from lanes.keyword.sqlite_fts_writer import FTS_SCHEMA, SqliteFtsWriter, fts_path
 from lanes.sqlite_common import CHUNK_COLUMNS, N_CHUNK_COLUMNS, SqliteDb, filter_sql, row_hit
 
-__all__ = ["SqliteFtsKeywordLane", "match_expression"]
+__all__ = ["BACKEND", "SqliteFtsKeywordLane", "match_expression"]
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _MAX_TERMS = 64
@@ -104,3 +104,7 @@ class SqliteFtsKeywordLane(BaseLane):
     async def aclose(self) -> None:
         """Close the connections."""
         self.db.close()
+
+
+BACKEND = Backend(name="sqlite_fts", lane=SqliteFtsKeywordLane, writer=SqliteFtsWriter)
+"""The embedded keyword store: SQLite FTS5 under the fabric home."""

@@ -1,7 +1,7 @@
 """Vector lane over Qdrant (provider ``qdrant``): cosine similarity of MiniLM (or endpoint) embeddings.
 
 Local mode on disk by default (``<home>/qdrant``), a Qdrant server when ``options.url`` is set; see
-:mod:`lanes.vector.qdrant_store` for the shared client cache and point layout. The query is embedded with the
+:mod:`lanes.vector.qdrant_writer` for the shared client cache and point layout. The query is embedded with the
 injected ``resources.embedder`` in a worker thread; without an embedder the lane raises
 :class:`~fabric.errors.LaneUnavailable` and the executor falls back to the keyword lane.
 
@@ -23,20 +23,23 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
-from typing import Any
-
-from qdrant_client import AsyncQdrantClient, models
+from typing import TYPE_CHECKING, Any
 
 from fabric.errors import LaneUnavailable
-from fabric.ingest.model import from_stored_simhash
 from fabric.models import BoundConstraints, Hit, LaneRequest, SourceKind, Trust
-from lanes.base import BaseLane, LaneResources, LaneSpec
-from lanes.vector.qdrant_store import acquire_client, collection_name, map_qdrant_error, release_client
+from fabric.writers.model import from_stored_simhash
+from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
+from lanes.vector.qdrant_writer import QdrantWriter, acquire_client, collection_name, map_qdrant_error, release_client
 
-__all__ = ["QdrantVectorLane"]
+if TYPE_CHECKING:
+    from qdrant_client import AsyncQdrantClient, models
+
+__all__ = ["BACKEND", "QdrantVectorLane"]
 
 
 def _native_filter(c: BoundConstraints, trust: str | None) -> models.Filter | None:
+    from qdrant_client import models  # deferred: the SDK takes seconds to import
+
     must: list[Any] = []
     if c.date_from or c.date_to:
         rng = models.Range(gte=c.date_from.year if c.date_from else None, lte=c.date_to.year if c.date_to else None)
@@ -133,3 +136,14 @@ class QdrantVectorLane(BaseLane):
             key, client = self._client
             self._client = None
             await release_client(key, client)
+
+
+BACKEND = Backend(
+    name="qdrant",
+    lane=QdrantVectorLane,
+    writer=QdrantWriter,
+    env={"FABRIC_QDRANT_URL": "url", "FABRIC_QDRANT_API_KEY": "api_key"},
+    secrets=frozenset({"api_key"}),
+    self_hosted=True,
+)
+"""Qdrant, embedded on disk by default or a server when ``url`` is set."""

@@ -1,18 +1,32 @@
-"""Helpers shared by the web lanes: URL normalisation, domains, dates, snippets, and the web cache write."""
+"""What the HTTP web lanes share: one base class (options, the shared session, one GET), URL normalisation,
+domains, dates and snippets.
+
+A web lane is request → parse → map errors: the executor writes the web response cache after each successful
+web-kind call (:mod:`fabric.executor`), retries, budgets and penalties are its business too.
+"""
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from fabric.models import BoundConstraints, Hit
-from fabric.webcache import WEB_CACHE_KEY, WebCache
-from lanes.base import LaneResources
+from fabric.httpclient import DEFAULT_MAX_BYTES, HttpResponse, fetch
+from fabric.models import BoundConstraints
+from lanes._options import LaneOptions
+from lanes.base import BaseLane, LaneResources, LaneSpec
 
-__all__ = ["clean_html", "domain_of", "in_date_bounds", "normalise_url", "parse_time", "remember", "site_allowed"]
+__all__ = [
+    "HttpLane",
+    "clean_html",
+    "domain_of",
+    "in_date_bounds",
+    "normalise_url",
+    "parse_time",
+    "site_allowed",
+]
 
 _TAG = re.compile(r"<[^>]+>")
 _TRACKING = ("utm_", "fbclid", "gclid")
@@ -69,8 +83,42 @@ def in_date_bounds(published: datetime | None, constraints: BoundConstraints) ->
     return not (constraints.date_to and published > constraints.date_to)
 
 
-def remember(resources: LaneResources, query: str, provider: str, hits: Sequence[Hit]) -> None:
-    """Write a successful answer to the shared web cache, when the app injected one."""
-    cache = resources.extras.get(WEB_CACHE_KEY)
-    if isinstance(cache, WebCache):
-        cache.remember(query, provider, hits)
+class HttpLane(BaseLane):
+    """Base of the lanes that GET one JSON API through the app's shared session.
+
+    Reads the options every such lane has: ``url`` (:attr:`default_url` when the lane has one, else required),
+    ``timeout_s`` (per request, default 5) and ``max_bytes`` (response cap); :attr:`opts` reads the rest.
+    """
+
+    default_url: str | None = None
+    """The public service's URL, or None when ``url`` is required (a self-hosted service)."""
+
+    def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
+        super().__init__(spec, resources)
+        self.opts = LaneOptions(spec)
+        self.url = self.opts.text("url", self.default_url).rstrip("/")
+        self.timeout_s = self.opts.number("timeout_s", 5.0)
+        self.max_bytes = self.opts.integer("max_bytes", DEFAULT_MAX_BYTES)
+        self.domain = domain_of(self.url)
+
+    async def get(
+        self,
+        path: str,
+        params: Mapping[str, str],
+        *,
+        headers: Mapping[str, str] | None = None,
+        check_status: bool = True,
+    ) -> HttpResponse:
+        """``GET url + path`` within the lane's timeout and size cap (HTTP failures are lane errors)."""
+        return await fetch(
+            self.resources.http,
+            "GET",
+            self.url + path,
+            params=dict(params),
+            headers=dict(headers or {}),
+            timeout_s=self.timeout_s,
+            lane=self.name,
+            provider=self.provider,
+            max_bytes=self.max_bytes,
+            check_status=check_status,
+        )

@@ -1,13 +1,13 @@
 """The web lane's fallback: answers from the shared web response cache (seed 003, "Cached results").
 
-Reads the :class:`fabric.webcache.WebCache` the app injects as ``resources.extras["web_cache"]``, which every
-successful web lane call (SearXNG, Wikipedia, MDN) fills. It contacts nothing, so it answers within any budget.
+Reads the :class:`fabric.webcache.WebCache` the app injects as ``resources.web_cache``, which the executor fills
+after every successful web-kind lane call (SearXNG, Wikipedia, MDN). It contacts nothing, so it answers within
+any budget.
 Cached answers of several providers are interleaved round-robin (freshest provider first), deduplicated by id
 and re-ranked; each hit's metadata records ``cached_from`` and ``cache_age_s``. A miss is an empty answer.
 
 Several web lanes (SearXNG, Wikipedia, MDN) share this one fallback; when more than one fails in the same query,
-only the first call for a ``trace_id`` is served, so the cached items are fused once instead of once per failed
-lane (which would multiply their RRF contribution).
+the executor runs it once and shares its answer, so the cached items are fused once.
 
 Options (``lanes.toml``): none. The executor builds it for ``fallback = "web_cache"``::
 
@@ -19,41 +19,25 @@ Options (``lanes.toml``): none. The executor builds it for ``fallback = "web_cac
 from __future__ import annotations
 
 import dataclasses
-from collections import OrderedDict
 from itertools import zip_longest
 
 from fabric.models import Hit, LaneRequest
-from fabric.webcache import WEB_CACHE_KEY, WebCache
-from lanes.base import BaseLane, LaneResources, LaneSpec
+from fabric.webcache import WEB_CACHE_PROVIDER
+from lanes.base import Backend, BaseLane
 from lanes.web._common import site_allowed
 
-__all__ = ["CachedWebLane"]
+__all__ = ["BACKEND", "CachedWebLane"]
 
 
 class CachedWebLane(BaseLane):
     """Serves cached web answers for the normalised query."""
 
-    provider = "web_cache"
-
-    def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
-        super().__init__(spec, resources)
-        self._served: OrderedDict[str, None] = OrderedDict()
-
-    def _first_for(self, trace_id: str) -> bool:
-        """True the first time a trace id asks (always true without one); remembers the last 4096."""
-        if not trace_id:
-            return True
-        if trace_id in self._served:
-            return False
-        self._served[trace_id] = None
-        if len(self._served) > 4096:
-            self._served.popitem(last=False)
-        return True
+    provider = WEB_CACHE_PROVIDER
 
     async def search(self, request: LaneRequest) -> list[Hit]:
-        """Interleave fresh cached answers for ``request.query`` (once per query)."""
-        cache = self.resources.extras.get(WEB_CACHE_KEY)
-        if not isinstance(cache, WebCache) or not self._first_for(request.trace_id):
+        """Interleave fresh cached answers for ``request.query``."""
+        cache = self.resources.web_cache
+        if cache is None:
             return []
         entries = cache.lookup(request.query)
         out: list[Hit] = []
@@ -66,3 +50,7 @@ class CachedWebLane(BaseLane):
                 meta = {**hit.metadata, "cached_from": entry.provider, "cache_age_s": round(entry.age_s, 3)}
                 out.append(dataclasses.replace(hit, rank=len(out) + 1, metadata=meta))
         return out[: request.top_k]
+
+
+BACKEND = Backend(name=WEB_CACHE_PROVIDER, lane=CachedWebLane)
+"""The web lanes' cached-results fallback (contacts nothing)."""

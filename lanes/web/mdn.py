@@ -21,47 +21,36 @@ from __future__ import annotations
 from typing import Any
 
 from fabric.errors import LaneBadResponse
-from fabric.httpclient import DEFAULT_MAX_BYTES, fetch, raise_for_status
+from fabric.httpclient import raise_for_status
 from fabric.models import Hit, LaneRequest, SourceKind
-from lanes._options import LaneOptions
-from lanes.base import BaseLane, LaneResources, LaneSpec
-from lanes.web._common import clean_html, domain_of, remember, site_allowed
+from lanes.base import Backend, LaneResources, LaneSpec
+from lanes.web._common import HttpLane, clean_html, site_allowed
 
-__all__ = ["MdnWebLane"]
+__all__ = ["BACKEND", "MdnWebLane"]
 
 
-class MdnWebLane(BaseLane):
+class MdnWebLane(HttpLane):
     """MDN site search → web hits (keyless, high credibility)."""
 
     provider = "mdn"
+    default_url = "https://developer.mozilla.org"
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
         super().__init__(spec, resources)
-        opts = LaneOptions(spec)
-        self.url = opts.text("url", "https://developer.mozilla.org").rstrip("/")
-        self.locale = opts.text("locale", "en-US")
-        self.timeout_s = opts.number("timeout_s", 5.0)
-        self.max_bytes = opts.integer("max_bytes", DEFAULT_MAX_BYTES)
-        self.domain = domain_of(self.url)
+        self.locale = self.opts.text("locale", "en-US")
 
     async def search(self, request: LaneRequest) -> list[Hit]:
         """Query MDN and convert its documents."""
         if not site_allowed(self.domain, request.constraints):
             return []
-        resp = await fetch(
-            self.resources.http, "GET", f"{self.url}/api/v1/search",
-            params={"q": request.query, "locale": self.locale, "size": str(min(request.top_k, 100))},
-            timeout_s=self.timeout_s, lane=self.name, provider=self.provider, max_bytes=self.max_bytes,
-            check_status=False,
-        )
+        params = {"q": request.query, "locale": self.locale, "size": str(min(request.top_k, 100))}
+        resp = await self.get("/api/v1/search", params, check_status=False)
         payload = resp.json(lane=self.name, provider=self.provider) if resp.body else None
         if resp.status == 400 and isinstance(payload, dict) and isinstance(payload.get("errors"), dict):
             detail = "; ".join(f"{k}: {e.get('message')}" for k, errs in payload["errors"].items() for e in errs)
             raise LaneBadResponse(f"MDN rejected the query: {detail}", lane=self.name, provider=self.provider)
         raise_for_status(resp, lane=self.name, provider=self.provider)
-        hits = self._convert(payload)
-        remember(self.resources, request.query, self.provider, hits)
-        return hits
+        return self._convert(payload)
 
     def _convert(self, payload: Any) -> list[Hit]:
         docs = payload.get("documents") if isinstance(payload, dict) else None
@@ -77,11 +66,20 @@ class MdnWebLane(BaseLane):
             score = raw.get("score")
             hits.append(
                 Hit(
-                    id=url, rank=len(hits) + 1,
+                    id=url,
+                    rank=len(hits) + 1,
                     score=float(score) if isinstance(score, int | float) else 1.0 / (len(hits) + 1),
-                    title=clean_html(str(raw.get("title") or "")), text=text, url=url, domain=self.domain,
-                    source_kind=SourceKind.WEB, source_ref=f"mdn:{raw.get('slug', raw['mdn_url'])}",
+                    title=clean_html(str(raw.get("title") or "")),
+                    text=text,
+                    url=url,
+                    domain=self.domain,
+                    source_kind=SourceKind.WEB,
+                    source_ref=f"mdn:{raw.get('slug', raw['mdn_url'])}",
                     metadata={"keyless": True, "locale": raw.get("locale"), "popularity": raw.get("popularity")},
                 )
             )
         return hits
+
+
+BACKEND = Backend(name="mdn", lane=MdnWebLane)
+"""MDN Web Docs' public search API (keyless)."""

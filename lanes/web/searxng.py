@@ -3,7 +3,7 @@
 SearXNG must list ``json`` under ``search.formats`` in its ``settings.yml`` (``deploy/searxng/settings.yml``);
 otherwise it answers 403, which maps to a ``forbidden`` rejection. Each result becomes a :class:`Hit` with the
 normalised URL as id, the domain, title, ``content`` as snippet and ``publishedDate`` when the engine gave one.
-Successful answers are written to the shared web cache (``resources.extras["web_cache"]``).
+The executor writes successful answers to the web response cache (the ``web_cache`` fallback reads it).
 
 Options (``lanes.toml``)::
 
@@ -22,27 +22,21 @@ from __future__ import annotations
 from typing import Any
 
 from fabric.errors import LaneBadResponse
-from fabric.httpclient import DEFAULT_MAX_BYTES, fetch
 from fabric.models import Hit, LaneRequest, SourceKind
-from lanes._options import LaneOptions
-from lanes.base import BaseLane, LaneResources, LaneSpec
-from lanes.web._common import clean_html, domain_of, in_date_bounds, normalise_url, parse_time, remember, site_allowed
+from lanes.base import Backend, LaneResources, LaneSpec
+from lanes.web._common import HttpLane, clean_html, domain_of, in_date_bounds, normalise_url, parse_time, site_allowed
 
-__all__ = ["SearxngWebLane"]
+__all__ = ["BACKEND", "SearxngWebLane"]
 
 
-class SearxngWebLane(BaseLane):
+class SearxngWebLane(HttpLane):
     """SearXNG JSON API → web hits."""
 
     provider = "searxng"
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
         super().__init__(spec, resources)
-        opts = LaneOptions(spec)
-        self.url = opts.text("url").rstrip("/")
-        self.timeout_s = opts.number("timeout_s", 5.0)
-        self.max_bytes = opts.integer("max_bytes", DEFAULT_MAX_BYTES)
-        self.extra = {k: opts.text(k, "") for k in ("categories", "engines", "language")}
+        self.extra = {k: self.opts.text(k, "") for k in ("categories", "engines", "language")}
 
     def _params(self, request: LaneRequest) -> dict[str, str]:
         query = request.query
@@ -54,17 +48,12 @@ class SearxngWebLane(BaseLane):
 
     async def search(self, request: LaneRequest) -> list[Hit]:
         """Query SearXNG and convert its results."""
-        resp = await fetch(
-            self.resources.http, "GET", f"{self.url}/search", params=self._params(request), timeout_s=self.timeout_s,
-            lane=self.name, provider=self.provider, max_bytes=self.max_bytes,
-        )
+        resp = await self.get("/search", self._params(request))
         payload = resp.json(lane=self.name, provider=self.provider)
         results = payload.get("results") if isinstance(payload, dict) else None
         if not isinstance(results, list):
             raise LaneBadResponse("SearXNG answer has no 'results' list", lane=self.name, provider=self.provider)
-        hits = self._convert(results, request)
-        remember(self.resources, request.query, self.provider, hits)
-        return hits
+        return self._convert(results, request)
 
     def _convert(self, results: list[Any], request: LaneRequest) -> list[Hit]:
         hits: list[Hit] = []
@@ -83,10 +72,15 @@ class SearxngWebLane(BaseLane):
             score = raw.get("score")
             hits.append(
                 Hit(
-                    id=hit_id, rank=len(hits) + 1,
+                    id=hit_id,
+                    rank=len(hits) + 1,
                     score=float(score) if isinstance(score, int | float) else 1.0 / (len(hits) + 1),
-                    title=clean_html(str(raw.get("title") or "")), text=clean_html(str(raw.get("content") or "")),
-                    url=raw["url"], domain=domain, published_at=published, source_kind=SourceKind.WEB,
+                    title=clean_html(str(raw.get("title") or "")),
+                    text=clean_html(str(raw.get("content") or "")),
+                    url=raw["url"],
+                    domain=domain,
+                    published_at=published,
+                    source_kind=SourceKind.WEB,
                     source_ref=f"searxng:{','.join(map(str, raw.get('engines') or [raw.get('engine', '')]))}",
                     metadata={"engines": list(raw.get("engines") or [])},
                 )
@@ -94,3 +88,7 @@ class SearxngWebLane(BaseLane):
             if len(hits) >= request.top_k:
                 break
         return hits
+
+
+BACKEND = Backend(name="searxng", lane=SearxngWebLane, env={"FABRIC_SEARXNG_URL": "url"}, self_hosted=True)
+"""A self-hosted SearXNG instance (``url`` required)."""

@@ -23,46 +23,37 @@ from typing import Any
 from urllib.parse import quote
 
 from fabric.errors import LaneBadResponse, LaneRejected
-from fabric.httpclient import DEFAULT_MAX_BYTES, fetch
 from fabric.models import Hit, LaneRequest, SourceKind
-from lanes._options import LaneOptions
-from lanes.base import BaseLane, LaneResources, LaneSpec
-from lanes.web._common import clean_html, domain_of, parse_time, remember, site_allowed
+from lanes.base import Backend
+from lanes.web._common import HttpLane, clean_html, parse_time, site_allowed
 
-__all__ = ["WikipediaWebLane"]
+__all__ = ["BACKEND", "WikipediaWebLane"]
 
 _RATE_CODES = frozenset({"maxlag", "ratelimited", "toomanyvalues"})
 
 
-class WikipediaWebLane(BaseLane):
+class WikipediaWebLane(HttpLane):
     """Wikipedia full-text search → web hits (keyless, high credibility)."""
 
     provider = "wikipedia"
-
-    def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
-        super().__init__(spec, resources)
-        opts = LaneOptions(spec)
-        self.url = opts.text("url", "https://en.wikipedia.org").rstrip("/")
-        self.timeout_s = opts.number("timeout_s", 5.0)
-        self.max_bytes = opts.integer("max_bytes", DEFAULT_MAX_BYTES)
-        self.domain = domain_of(self.url)
+    default_url = "https://en.wikipedia.org"
 
     async def search(self, request: LaneRequest) -> list[Hit]:
         """Run ``list=search`` and convert the matches."""
         if not site_allowed(self.domain, request.constraints):
             return []
         params = {
-            "action": "query", "list": "search", "srsearch": request.query, "srlimit": str(min(request.top_k, 50)),
-            "srprop": "snippet|timestamp|wordcount", "format": "json", "formatversion": "2", "utf8": "1",
+            "action": "query",
+            "list": "search",
+            "srsearch": request.query,
+            "srlimit": str(min(request.top_k, 50)),
+            "srprop": "snippet|timestamp|wordcount",
+            "format": "json",
+            "formatversion": "2",
+            "utf8": "1",
         }
-        resp = await fetch(
-            self.resources.http, "GET", f"{self.url}/w/api.php", params=params, timeout_s=self.timeout_s,
-            lane=self.name, provider=self.provider, max_bytes=self.max_bytes,
-        )
-        payload = resp.json(lane=self.name, provider=self.provider)
-        hits = self._convert(payload)
-        remember(self.resources, request.query, self.provider, hits)
-        return hits
+        resp = await self.get("/w/api.php", params)
+        return self._convert(resp.json(lane=self.name, provider=self.provider))
 
     def _convert(self, payload: Any) -> list[Hit]:
         if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
@@ -86,9 +77,15 @@ class WikipediaWebLane(BaseLane):
             url = f"{self.url}/wiki/{quote(title.replace(' ', '_'), safe='/:()_,')}"
             hits.append(
                 Hit(
-                    id=url, rank=len(hits) + 1, score=1.0 / (len(hits) + 1), title=title,
-                    text=clean_html(str(raw.get("snippet") or "")), url=url, domain=self.domain,
-                    source_kind=SourceKind.WEB, source_ref=f"wikipedia:{raw.get('pageid', '')}",
+                    id=url,
+                    rank=len(hits) + 1,
+                    score=1.0 / (len(hits) + 1),
+                    title=title,
+                    text=clean_html(str(raw.get("snippet") or "")),
+                    url=url,
+                    domain=self.domain,
+                    source_kind=SourceKind.WEB,
+                    source_ref=f"wikipedia:{raw.get('pageid', '')}",
                     metadata={
                         "keyless": True,
                         "modified_at": parse_time(raw.get("timestamp")),
@@ -97,3 +94,7 @@ class WikipediaWebLane(BaseLane):
                 )
             )
         return hits
+
+
+BACKEND = Backend(name="wikipedia", lane=WikipediaWebLane)
+"""Wikipedia's public API (keyless)."""

@@ -11,10 +11,12 @@ from fabric.config import PenaltyConfig
 from fabric.errors import LaneRejected, LaneUnavailable
 from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.metrics import EngineMetrics
-from fabric.models import Hit, LaneOutcome, LaneRequest, LaneStatus
+from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus
 from fabric.penalties import ProviderPenalties
+from fabric.webcache import WebCache
 from lanes.base import BaseLane, LaneResources, LaneSpec
 from lanes.fake import FakeLane, synthetic_hits
+from lanes.web.cache import CachedWebLane
 from tests.fabric.support import quiet_logs  # noqa: F401
 
 REQ = LaneRequest(query="q", top_k=5)
@@ -181,6 +183,23 @@ class TestFallbacks:
         assert lanes["v"].calls == 1
         assert sorted(len(o.hits) for o in out.values()) == [0, 3]
 
+    async def test_fallback_shared_across_runs_of_one_trace(self) -> None:
+        """A fallback a stage-1 lane ran is not run again for a stage-2 lane of the same trace id."""
+        lanes = {
+            "a": FakeLane(name="a", error=RuntimeError("x")),
+            "g": FakeLane(name="g", error=RuntimeError("y")),
+            "v": FakeLane(name="v", provider="pv", hits=3),
+        }
+        ex = LaneExecutor(lanes)
+        loop = asyncio.get_running_loop()
+        request = LaneRequest(query="q", top_k=5, trace_id="t1")
+        first = await ex.run(plan("a", fallback={"a": "v"}), request, deadline=loop.time() + 5.0)
+        second = await ex.run(plan("g", fallback={"g": "v"}), request, deadline=loop.time() + 5.0)
+        other = await ex.run(plan("g", fallback={"g": "v"}), REQ, deadline=loop.time() + 5.0)
+        assert [len(first["a"].hits), len(second["g"].hits), len(other["g"].hits)] == [3, 0, 3]
+        assert second["g"].status is LaneStatus.FALLBACK
+        assert lanes["v"].calls == 2
+
     async def test_fallback_limited_to_remaining_budget(self) -> None:
         """A fallback that would overrun the failed lane's budget is cut; the original failure stays."""
         lanes = {"a": FakeLane(name="a", error=RuntimeError("x")), "slow": FakeLane(name="slow", hang=True)}
@@ -309,3 +328,36 @@ class TestRetriesAndPenalties:
         """Nonsensical executor settings are programmer errors."""
         with pytest.raises(ValueError, match="max_attempts"):
             LaneExecutor({}, max_attempts=0)
+
+
+class TestWebCache:
+    async def test_successful_web_call_is_cached(self) -> None:
+        """The executor writes a web-kind lane's answer to the web cache; other kinds are not written."""
+        cache = WebCache()
+        lanes = {"web": FakeLane(name="web", kind=LaneKind.WEB, provider="searxng", hits=2),
+                 "kw": FakeLane(name="kw", hits=2)}
+        out = await run(LaneExecutor(lanes, web_cache=cache), plan("web", "kw"))
+        entries = cache.lookup("Q")
+        assert [(e.provider, e.hits) for e in entries] == [("searxng", out["web"].hits)]
+
+    async def test_failed_web_lane_is_served_from_the_cache(self) -> None:
+        """After one success, a failing web lane's ``web_cache`` fallback serves the cached hits (not re-cached)."""
+        cache = WebCache()
+        resources = LaneResources(web_cache=cache)
+        fallback = CachedWebLane(LaneSpec(name="web_cache", kind=LaneKind.WEB, backend="web_cache"), resources)
+        live = FakeLane(name="web", kind=LaneKind.WEB, provider="searxng", hits=2)
+        ex = LaneExecutor({"web": live, "web_cache": fallback}, web_cache=cache)
+        await run(ex, plan("web", fallback={"web": "web_cache"}))
+        live.error = LaneUnavailable("down", provider="searxng")
+        ex.max_attempts = 1
+        out = await run(ex, plan("web", fallback={"web": "web_cache"}))
+        assert out["web"].status is LaneStatus.FALLBACK
+        served = [(h.id, h.metadata["cached_from"]) for h in out["web"].hits]
+        assert served == [("web-0", "searxng"), ("web-1", "searxng")]
+        assert [e.provider for e in cache.lookup("q")] == ["searxng"]
+
+    async def test_without_a_cache_nothing_is_written(self) -> None:
+        """An executor without a cache runs web lanes as usual."""
+        lanes = {"web": FakeLane(name="web", kind=LaneKind.WEB, hits=1)}
+        out = await run(LaneExecutor(lanes), plan("web"))
+        assert out["web"].status is LaneStatus.SUCCESS

@@ -46,5 +46,5 @@ class TestWebCache:
 
 
 def test_public_api() -> None:
-    """The module exports the cache, its entry type and the extras key."""
-    assert set(mod.__all__) == {"WEB_CACHE_KEY", "CachedHits", "WebCache"}
+    """The module exports the cache, its entry type and the cache lane's provider name."""
+    assert set(mod.__all__) == {"WEB_CACHE_PROVIDER", "CachedHits", "WebCache"}

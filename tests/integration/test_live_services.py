@@ -53,15 +53,15 @@ async def test_qdrant_ready(session: aiohttp.ClientSession) -> None:
 
 
 async def test_meilisearch_ingest_then_search(session: aiohttp.ClientSession) -> None:
-    """Chunks written by MeilisearchStore are found by MeilisearchKeywordLane with a ranking score."""
+    """Chunks written by MeilisearchWriter are found by MeilisearchKeywordLane with a ranking score."""
     from lanes.keyword.meilisearch import MeilisearchKeywordLane
-    from lanes.keyword.meilisearch_store import MeilisearchStore
+    from lanes.keyword.meilisearch_writer import MeilisearchWriter
 
     options = {"url": _env("FABRIC_MEILI_URL"), "api_key": os.environ.get("FABRIC_MEILI_KEY", ""),
                "index": f"it_{uuid.uuid4().hex[:8]}"}
     spec = LaneSpec(name="keyword", kind=LaneKind.KEYWORD, backend="meilisearch", options=options)
     resources = LaneResources(http=session)
-    store = MeilisearchStore(spec, resources)
+    store = MeilisearchWriter(spec, resources)
     await store.upsert(CHUNKS)
     hits = await MeilisearchKeywordLane(spec, resources).search(LaneRequest(query="insulin"))
     await store.delete([c.id for c in CHUNKS])
@@ -70,14 +70,14 @@ async def test_meilisearch_ingest_then_search(session: aiohttp.ClientSession) ->
 
 
 async def test_arango_ingest_then_traverse() -> None:
-    """Chunks written by ArangoGraphStore are reached by ArangoGraphLane's traversal."""
+    """Chunks written by ArangoGraphWriter are reached by ArangoGraphLane's traversal."""
     from lanes.graph.arango import ArangoGraphLane
-    from lanes.graph.arango_store import ArangoGraphStore
+    from lanes.graph.arango_writer import ArangoGraphWriter
 
     options = {"url": _env("FABRIC_ARANGO_URL"), "password": os.environ.get("FABRIC_ARANGO_PASSWORD", ""),
                "database": "fabric"}
     spec = LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango", options=options)
-    store = ArangoGraphStore(spec, LaneResources())
+    store = ArangoGraphWriter(spec, LaneResources())
     await store.upsert(CHUNKS)
     lane = ArangoGraphLane(spec, LaneResources())
     hits = await lane.search(LaneRequest(query="insulin"))

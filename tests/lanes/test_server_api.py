@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import fabric.writers
 import lanes._options
-import lanes.graph.arango_store
-import lanes.keyword.meilisearch_store
+import lanes.graph.arango_writer
+import lanes.keyword.meilisearch_writer
 import lanes.web._common
 from fabric.ingest.model import StoreWriter
 from fabric.models import LaneKind
@@ -15,24 +15,38 @@ from lanes.base import LaneResources, LaneSpec
 class TestPublicApi:
     def test_store_modules(self) -> None:
         """The store modules export their writer classes and constants."""
-        assert set(lanes.keyword.meilisearch_store.__all__) == {"INDEX_SETTINGS", "MeilisearchStore"}
-        assert set(lanes.graph.arango_store.__all__) == {
-            "COLLECTIONS", "ArangoGraphStore", "entity_key", "extract_entities"}
+        assert set(lanes.keyword.meilisearch_writer.__all__) == {
+            "INDEX_SETTINGS",
+            "MeiliOptions",
+            "MeilisearchWriter",
+            "meili_request",
+        }
+        assert set(lanes.graph.arango_writer.__all__) == {
+            "COLLECTIONS",
+            "ArangoGraphWriter",
+            "ArangoOptions",
+            "connect",
+            "entity_key",
+            "extract_entities",
+            "map_arango_error",
+        }
 
     def test_helpers(self) -> None:
         """Helper modules export their documented names."""
-        assert set(fabric.writers.__all__) == {"ID_NAMESPACE", "chunk_key", "chunk_record", "simhash_of"}
+        assert set(fabric.writers.__all__) == {"ID_NAMESPACE", "chunk_key", "chunk_record", "record_hit", "simhash_of"}
         assert lanes._options.__all__ == ["LaneOptions"]
         assert "normalise_url" in lanes.web._common.__all__
 
     def test_stores_satisfy_protocol(self) -> None:
         """Both server stores are StoreWriters (checked at runtime) and need no vectors."""
-        meili = lanes.keyword.meilisearch_store.MeilisearchStore(
+        meili = lanes.keyword.meilisearch_writer.MeilisearchWriter(
             LaneSpec(name="keyword", kind=LaneKind.KEYWORD, backend="meilisearch", options={"url": "http://m:7700"}),
-            LaneResources())
-        arango = lanes.graph.arango_store.ArangoGraphStore(
+            LaneResources(),
+        )
+        arango = lanes.graph.arango_writer.ArangoGraphWriter(
             LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango", options={"url": "http://a:8529"}),
-            LaneResources())
+            LaneResources(),
+        )
         assert all(isinstance(s, StoreWriter) and not s.needs_vectors for s in (meili, arango))
 
 

@@ -13,18 +13,18 @@ from fabric.ingest.ledger import Ledger
 from fabric.ingest.model import Chunk, StoreWriter
 from fabric.ingest.pipeline import ingest
 from fabric.models import LaneKind
-from lanes.graph.sqlite_store import SqliteGraphStore
-from lanes.keyword.sqlite_fts_store import SqliteFtsStore
-from lanes.vector.qdrant_store import QdrantStore, acquire_client, collection_name, release_client
+from lanes.graph.sqlite_writer import SqliteGraphWriter
+from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
+from lanes.vector.qdrant_writer import QdrantWriter, acquire_client, collection_name, release_client
 from tests.embedded_support import BagEmbedder, resources, spec
 
 
 def _writers(home: Path, embedder) -> list[StoreWriter]:
     res = resources(home, embedder)
     return [
-        SqliteFtsStore(spec(LaneKind.KEYWORD, "sqlite_fts"), res),
-        QdrantStore(spec(LaneKind.VECTOR, "qdrant"), res),
-        SqliteGraphStore(spec(LaneKind.GRAPH, "sqlite_graph"), res),
+        SqliteFtsWriter(spec(LaneKind.KEYWORD, "sqlite_fts"), res),
+        QdrantWriter(spec(LaneKind.VECTOR, "qdrant"), res),
+        SqliteGraphWriter(spec(LaneKind.GRAPH, "sqlite_graph"), res),
     ]
 
 

@@ -47,15 +47,19 @@ def feed_app(state: dict[str, Any]) -> web.Application:
             await asyncio.sleep(30)
         if req.headers.get("If-None-Match") == '"v1"':
             return web.Response(status=304)
-        return web.Response(body=RSS, content_type="application/rss+xml",
-                            headers={"ETag": '"v1"', "Last-Modified": "Wed, 06 Mar 2024 10:00:00 GMT"})
+        return web.Response(
+            body=RSS,
+            content_type="application/rss+xml",
+            headers={"ETag": '"v1"', "Last-Modified": "Wed, 06 Mar 2024 10:00:00 GMT"},
+        )
 
     async def atom(req: web.Request) -> web.Response:
         state.setdefault("atom_headers", []).append(dict(req.headers))
         if req.headers.get("If-Modified-Since") == "Thu, 07 Mar 2024 00:00:00 GMT":
             return web.Response(status=304)
-        return web.Response(body=ATOM, content_type="application/atom+xml",
-                            headers={"Last-Modified": "Thu, 07 Mar 2024 00:00:00 GMT"})
+        return web.Response(
+            body=ATOM, content_type="application/atom+xml", headers={"Last-Modified": "Thu, 07 Mar 2024 00:00:00 GMT"}
+        )
 
     app = web.Application()
     app.router.add_get("/rss.xml", rss)
@@ -78,10 +82,17 @@ class TestRssNewsLane:
         """Items sharing query terms come back with published_at, best overlap then newest first."""
         async with serve(feed_app({})) as srv, guarded(HOSTS) as session:
             hits = await _lane(srv.port, session).search(LaneRequest(query="insulin therapy"))
-        assert [h.id for h in hits] == ["https://news.test/insulin", "https://lab.test/receptor", "https://news.test/old"]
+        assert [h.id for h in hits] == [
+            "https://news.test/insulin",
+            "https://lab.test/receptor",
+            "https://news.test/old",
+        ]
         assert hits[0].published_at == datetime(2024, 3, 5, 10, tzinfo=UTC)
         assert (hits[0].text, hits[0].score, hits[1].metadata["feed"]) == (
-            "Regulators approved an insulin therapy.", 1.0, "Lab")
+            "Regulators approved an insulin therapy.",
+            1.0,
+            "Lab",
+        )
 
     async def test_conditional_get_uses_validators(self) -> None:
         """The second fetch sends If-None-Match / If-Modified-Since, and 304 keeps the items."""
@@ -110,9 +121,14 @@ class TestRssNewsLane:
         """With no items at all, the feed error surfaces."""
         async with serve(feed_app({"rss_mode": "500"})) as srv, guarded(HOSTS) as session:
             spec_lane = RssNewsLane(
-                LaneSpec(name="news", kind=LaneKind.NEWS, backend="rss",
-                         options={"feeds": [f"http://news.test:{srv.port}/rss.xml"]}),
-                LaneResources(http=session))
+                LaneSpec(
+                    name="news",
+                    kind=LaneKind.NEWS,
+                    backend="rss",
+                    options={"feeds": [f"http://news.test:{srv.port}/rss.xml"]},
+                ),
+                LaneResources(http=session),
+            )
             with pytest.raises(LaneUnavailable):
                 await spec_lane.search(LaneRequest(query="insulin"))
 
@@ -120,9 +136,14 @@ class TestRssNewsLane:
         """A hung feed fails at timeout_s."""
         async with serve(feed_app({"rss_mode": "hang"})) as srv, guarded(HOSTS) as session:
             lane = RssNewsLane(
-                LaneSpec(name="news", kind=LaneKind.NEWS, backend="rss",
-                         options={"feeds": [f"http://news.test:{srv.port}/rss.xml"], "timeout_s": 0.2}),
-                LaneResources(http=session))
+                LaneSpec(
+                    name="news",
+                    kind=LaneKind.NEWS,
+                    backend="rss",
+                    options={"feeds": [f"http://news.test:{srv.port}/rss.xml"], "timeout_s": 0.2},
+                ),
+                LaneResources(http=session),
+            )
             with pytest.raises(LaneTimeout):
                 await lane.search(LaneRequest(query="insulin"))
 
@@ -147,4 +168,4 @@ class TestMatchScore:
 
 def test_public_api() -> None:
     """The module exports the lane and the matcher."""
-    assert set(mod.__all__) == {"RssNewsLane", "match_score"}
+    assert set(mod.__all__) == {"BACKEND", "RssNewsLane", "match_score"}

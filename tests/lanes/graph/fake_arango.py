@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from lanes.graph.arango import SEARCH_AQL
-from lanes.graph.arango_store import _DELETE_MENTIONS, _DELETE_RELATIONS
+from lanes.graph.arango_writer import _DELETE_MENTIONS, _DELETE_RELATIONS
 
 __all__ = ["FakeArango"]
 
@@ -67,8 +67,10 @@ class FakeArango:
         return web.json_response({"error": False, "code": 201, "result": True}, status=201)
 
     async def _list(self, _request: web.Request) -> web.Response:
-        result = [{"id": str(i), "name": n, "isSystem": False, "type": c["type"], "status": 3, "globallyUniqueId": n}
-                  for i, (n, c) in enumerate(self.collections.items())]
+        result = [
+            {"id": str(i), "name": n, "isSystem": False, "type": c["type"], "status": 3, "globallyUniqueId": n}
+            for i, (n, c) in enumerate(self.collections.items())
+        ]
         return web.json_response({"error": False, "code": 200, "result": result})
 
     async def _create(self, request: web.Request) -> web.Response:
@@ -77,8 +79,17 @@ class FakeArango:
         if name in self.collections:
             return _err(409, 1207, "duplicate name")
         self.collections[name] = {"type": body.get("type", 2), "docs": {}}
-        return web.json_response({"id": "1", "name": name, "type": body.get("type", 2), "status": 3,
-                                  "isSystem": False, "error": False, "code": 200})
+        return web.json_response(
+            {
+                "id": "1",
+                "name": name,
+                "type": body.get("type", 2),
+                "status": 3,
+                "isSystem": False,
+                "error": False,
+                "code": 200,
+            }
+        )
 
     async def _insert(self, request: web.Request) -> web.Response:
         coll = self.collections.get(request.match_info["coll"])
@@ -128,8 +139,17 @@ class FakeArango:
                 return _err(400, 1501, "syntax error, unexpected query")
         except KeyError as exc:
             return _err(404, 1203, f"AQL: collection or view not found: {exc.args[0]}")
-        return web.json_response({"result": result, "hasMore": False, "cached": False, "error": False, "code": 201,
-                                  "extra": {"warnings": [], "stats": {"executionTime": 0.001}}}, status=201)
+        return web.json_response(
+            {
+                "result": result,
+                "hasMore": False,
+                "cached": False,
+                "error": False,
+                "code": 201,
+                "extra": {"warnings": [], "stats": {"executionTime": 0.001}},
+            },
+            status=201,
+        )
 
     def _search(self, bind: dict[str, Any]) -> list[dict[str, Any]]:
         entities, relations = self._docs(bind["@entities"]), self._docs(bind["@relations"])

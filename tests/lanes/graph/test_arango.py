@@ -10,32 +10,48 @@ import pytest
 import lanes.graph.arango as mod
 from fabric.errors import LaneRejected, LaneTimeout, LaneUnavailable
 from fabric.models import BoundConstraints, LaneKind, LaneRequest
-from fabric.writers import chunk_key
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.arango import SEARCH_AQL, ArangoGraphLane, query_terms
-from lanes.graph.arango_store import ArangoGraphStore, extract_entities
+from lanes.graph.arango_writer import ArangoGraphWriter, extract_entities
 from tests.httpfakes import serve
 from tests.lanes.graph.fake_arango import FakeArango
 
 CHUNKS = [
-    {"id": "d1#0", "doc_id": "d1", "title": "Insulin", "text": "Insulin regulates Glucose uptake.", "domain": "a.org",
-     "published_at": datetime(2024, 1, 1, tzinfo=UTC)},
-    {"id": "d2#0", "doc_id": "d2", "title": "Glucose", "text": "Glucose fuels the Brain.", "domain": "b.org",
-     "published_at": datetime(2010, 1, 1, tzinfo=UTC)},
+    {
+        "id": "d1#0",
+        "doc_id": "d1",
+        "title": "Insulin",
+        "text": "Insulin regulates Glucose uptake.",
+        "domain": "a.org",
+        "published_at": datetime(2024, 1, 1, tzinfo=UTC),
+    },
+    {
+        "id": "d2#0",
+        "doc_id": "d2",
+        "title": "Glucose",
+        "text": "Glucose fuels the Brain.",
+        "domain": "b.org",
+        "published_at": datetime(2010, 1, 1, tzinfo=UTC),
+    },
     {"id": "d3#0", "doc_id": "d3", "title": "Neurons", "text": "The Brain contains Neurons.", "domain": "c.org"},
 ]
 
 
 def _lane(port: int, **opts: Any) -> ArangoGraphLane:
-    spec = LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango",
-                    options={"url": f"http://127.0.0.1:{port}", **opts})
+    spec = LaneSpec(
+        name="graph", kind=LaneKind.GRAPH, backend="arango", options={"url": f"http://127.0.0.1:{port}", **opts}
+    )
     return ArangoGraphLane(spec, LaneResources())
 
 
-async def _ingest(port: int, password: str = "") -> ArangoGraphStore:
-    spec = LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango",
-                    options={"url": f"http://127.0.0.1:{port}", "password": password, "write_timeout_s": 5})
-    writer = ArangoGraphStore(spec, LaneResources())
+async def _ingest(port: int, password: str = "") -> ArangoGraphWriter:
+    spec = LaneSpec(
+        name="graph",
+        kind=LaneKind.GRAPH,
+        backend="arango",
+        options={"url": f"http://127.0.0.1:{port}", "password": password, "write_timeout_s": 5},
+    )
+    writer = ArangoGraphWriter(spec, LaneResources())
     await writer.open()
     await writer.upsert(CHUNKS)
     return writer
@@ -49,45 +65,10 @@ class TestHelpers:
     def test_extract_entities(self) -> None:
         """Capitalised phrases and acronyms are entities, tagged with their sentence."""
         assert extract_entities("Insulin binds the IR. Then Glucose Transporter moves.") == [
-            ("insulin", 0), ("ir", 0), ("glucose transporter", 1)]
-
-
-class TestArangoGraphStore:
-    async def test_collections_created_with_edge_types(self) -> None:
-        """Ingest creates chunks/entities documents and relations/mentions edge collections."""
-        fake = FakeArango()
-        async with serve(fake.app()) as srv:
-            await _ingest(srv.port)
-        assert {n: c["type"] for n, c in fake.collections.items()} == {
-            "chunks": 2, "entities": 2, "relations": 3, "mentions": 3}
-
-    async def test_database_created_once(self) -> None:
-        """A missing database is created through _system, and not again on the next open."""
-        fake = FakeArango()
-        async with serve(fake.app()) as srv:
-            await _ingest(srv.port)
-            await _ingest(srv.port)
-        assert fake.databases == ["_system", "fabric"]
-
-    async def test_repeated_ingest_is_idempotent(self) -> None:
-        """Deterministic keys and replace-on-insert: a second ingest changes no counts."""
-        fake = FakeArango()
-        async with serve(fake.app()) as srv:
-            await _ingest(srv.port)
-            counts = {n: len(c["docs"]) for n, c in fake.collections.items()}
-            await _ingest(srv.port)
-        assert {n: len(c["docs"]) for n, c in fake.collections.items()} == counts
-        assert set(fake.collections["chunks"]["docs"]) == {chunk_key(c["id"]) for c in CHUNKS}
-
-    async def test_delete_removes_chunk_and_its_edges(self) -> None:
-        """Deleting a chunk removes it and the mention edges pointing at it."""
-        fake = FakeArango()
-        async with serve(fake.app()) as srv:
-            writer = await _ingest(srv.port)
-            await writer.delete(["d3#0"])
-        mentions = fake.collections["mentions"]["docs"].values()
-        assert all(not m["_to"].endswith(chunk_key("d3#0")) for m in mentions)
-        assert len(fake.collections["chunks"]["docs"]) == 2
+            ("insulin", 0),
+            ("ir", 0),
+            ("glucose transporter", 1),
+        ]
 
 
 class TestArangoGraphLane:
@@ -106,7 +87,8 @@ class TestArangoGraphLane:
         async with serve(fake.app()) as srv:
             await _ingest(srv.port)
             hits = await _lane(srv.port).search(
-                LaneRequest(query="insulin", constraints=BoundConstraints(search_depth=2)))
+                LaneRequest(query="insulin", constraints=BoundConstraints(search_depth=2))
+            )
         assert [h.id for h in hits] == ["d1#0", "d2#0", "d3#0"]
 
     async def test_bind_variables_only_and_max_runtime(self) -> None:
@@ -174,4 +156,4 @@ class TestArangoGraphLane:
 
 def test_public_api() -> None:
     """The module exports the lane, its query, the term helper and the error mapper."""
-    assert set(mod.__all__) == {"SEARCH_AQL", "ArangoGraphLane", "map_arango_error", "query_terms"}
+    assert set(mod.__all__) == {"BACKEND", "SEARCH_AQL", "ArangoGraphLane", "query_terms"}

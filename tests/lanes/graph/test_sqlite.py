@@ -11,7 +11,7 @@ from fabric.errors import ConfigError
 from fabric.models import BoundConstraints, LaneKind, LaneRequest
 from lanes.graph.extract import Extraction, RuleExtractor, normalize_entity
 from lanes.graph.sqlite import SqliteGraphLane
-from lanes.graph.sqlite_store import SqliteGraphStore
+from lanes.graph.sqlite_writer import SqliteGraphWriter
 from tests.embedded_support import chunk, resources, spec
 
 CORPUS = [
@@ -23,7 +23,7 @@ CORPUS = [
 
 
 async def _store(home: Path, chunks=CORPUS, **options) -> None:
-    store = SqliteGraphStore(spec(LaneKind.GRAPH, "sqlite_graph", **options), resources(home))
+    store = SqliteGraphWriter(spec(LaneKind.GRAPH, "sqlite_graph", **options), resources(home))
     await store.open()
     await store.upsert(chunks)
     await store.aclose()
@@ -109,7 +109,7 @@ class TestLane:
     async def test_delete_removes_edges_and_orphans(self, tmp_path: Path) -> None:
         """Deleting a chunk removes its provenance edges and entities nothing mentions any more."""
         await _store(tmp_path)
-        store = SqliteGraphStore(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path))
+        store = SqliteGraphWriter(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path))
         await store.delete(["c3"])
         left = await store.db.run(
             lambda conn: conn.execute("SELECT COUNT(*) FROM entities WHERE norm = 'apollo'").fetchone()[0]
@@ -126,7 +126,7 @@ class TestLane:
             def extract(self, text: str) -> Extraction:
                 return Extraction(entities={"banana": "banana"} if "anana" in text else {})
 
-        store = SqliteGraphStore(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path), extractor=Fixed())
+        store = SqliteGraphWriter(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path), extractor=Fixed())
         await store.upsert(CORPUS)
         await store.aclose()
         lane = SqliteGraphLane(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path), extractor=Fixed())
@@ -136,4 +136,4 @@ class TestLane:
 
 def test_public_api() -> None:
     """The module exports exactly the lane."""
-    assert mod.__all__ == ["SqliteGraphLane"]
+    assert mod.__all__ == ["BACKEND", "SqliteGraphLane"]

@@ -68,8 +68,14 @@ def _matches(expr: str, doc: dict[str, Any], filterable: set[str]) -> bool:
         i += 3
         if value is None:
             return False
-        return {">=": value >= rhs, "<=": value <= rhs, "=": value == rhs, "!=": value != rhs,
-                ">": value > rhs, "<": value < rhs}[op]
+        return {
+            ">=": value >= rhs,
+            "<=": value <= rhs,
+            "=": value == rhs,
+            "!=": value != rhs,
+            ">": value > rhs,
+            "<": value < rhs,
+        }[op]
 
     result = term()
     while i < len(toks):
@@ -133,8 +139,13 @@ class FakeMeili:
         uid = len(self.tasks)
         self.tasks[uid] = {"uid": uid, "indexUid": index, "type": kind, "polls": 0, "error": error}
         return web.json_response(
-            {"taskUid": uid, "indexUid": index, "status": "enqueued", "type": kind,
-             "enqueuedAt": "2025-01-01T00:00:00Z"},
+            {
+                "taskUid": uid,
+                "indexUid": index,
+                "status": "enqueued",
+                "type": kind,
+                "enqueuedAt": "2025-01-01T00:00:00Z",
+            },
             status=202,
         )
 
@@ -217,5 +228,13 @@ class FakeMeili:
             if body.get("showRankingScore"):
                 out["_rankingScore"] = round(score, 4)
             hits.append(out)
-        return web.json_response({"hits": hits, "query": body.get("q", ""), "processingTimeMs": 0,
-                                  "limit": body.get("limit", 20), "offset": 0, "estimatedTotalHits": len(scored)})
+        return web.json_response(
+            {
+                "hits": hits,
+                "query": body.get("q", ""),
+                "processingTimeMs": 0,
+                "limit": body.get("limit", 20),
+                "offset": 0,
+                "estimatedTotalHits": len(scored),
+            }
+        )

@@ -6,41 +6,63 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 import lanes.keyword.meilisearch as mod
-from fabric.errors import IngestError, LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.errors import LaneRejected, LaneTimeout, LaneUnavailable
 from fabric.ingest.model import Chunk
 from fabric.models import BoundConstraints, LaneKind, LaneRequest
-from fabric.writers import chunk_key
 from lanes.base import LaneResources, LaneSpec
 from lanes.keyword.meilisearch import MeilisearchKeywordLane, build_filter, quote_value
-from lanes.keyword.meilisearch_store import INDEX_SETTINGS, MeilisearchStore
+from lanes.keyword.meilisearch_writer import MeilisearchWriter
 from tests.httpfakes import guarded, serve
 from tests.lanes.keyword.fake_meili import FakeMeili
 
 CHUNKS = [
-    Chunk(id="d1#0", doc_id="d1", chunk_id="0", title="Reciprocal rank fusion", text="RRF fuses rankings by rank.",
-          url="https://a.org/rrf", domain="a.org", published_at=datetime(2024, 1, 1, tzinfo=UTC)),
-    Chunk(id="d2#0", doc_id="d2", chunk_id="0", title="BM25", text="Okapi BM25 ranks documents by term frequency.",
-          url="https://b.org/bm25", domain="b.org", published_at=datetime(2015, 1, 1, tzinfo=UTC)),
+    Chunk(
+        id="d1#0",
+        doc_id="d1",
+        chunk_id="0",
+        title="Reciprocal rank fusion",
+        text="RRF fuses rankings by rank.",
+        url="https://a.org/rrf",
+        domain="a.org",
+        published_at=datetime(2024, 1, 1, tzinfo=UTC),
+    ),
+    Chunk(
+        id="d2#0",
+        doc_id="d2",
+        chunk_id="0",
+        title="BM25",
+        text="Okapi BM25 ranks documents by term frequency.",
+        url="https://b.org/bm25",
+        domain="b.org",
+        published_at=datetime(2015, 1, 1, tzinfo=UTC),
+    ),
     Chunk(id="d3#0", doc_id="d3", chunk_id="0", title="Undated rank note", text="rank without a date", domain="c.org"),
 ]
 
 
 def _lane(port: int, session: Any, **opts: Any) -> MeilisearchKeywordLane:
-    spec = LaneSpec(name="keyword", kind=LaneKind.KEYWORD, backend="meilisearch",
-                    options={"url": f"http://meilisearch.test:{port}", **opts})
+    spec = LaneSpec(
+        name="keyword",
+        kind=LaneKind.KEYWORD,
+        backend="meilisearch",
+        options={"url": f"http://meilisearch.test:{port}", **opts},
+    )
     return MeilisearchKeywordLane(spec, LaneResources(http=session))
 
 
-def _store(port: int, session: Any, **opts: Any) -> MeilisearchStore:
-    spec = LaneSpec(name="keyword", kind=LaneKind.KEYWORD, backend="meilisearch",
-                    options={"url": f"http://meilisearch.test:{port}", "task_timeout_s": 5, **opts})
-    return MeilisearchStore(spec, LaneResources(http=session))
+def _store(port: int, session: Any, **opts: Any) -> MeilisearchWriter:
+    spec = LaneSpec(
+        name="keyword",
+        kind=LaneKind.KEYWORD,
+        backend="meilisearch",
+        options={"url": f"http://meilisearch.test:{port}", "task_timeout_s": 5, **opts},
+    )
+    return MeilisearchWriter(spec, LaneResources(http=session))
 
 
-async def _ingest(port: int, session: Any, key: str = "") -> MeilisearchStore:
+async def _ingest(port: int, session: Any, key: str = "") -> MeilisearchWriter:
     writer = _store(port, session, api_key=key)
     await writer.upsert(CHUNKS)
     return writer
@@ -58,55 +80,6 @@ class TestFilters:
             "published_ts >= 1577836800 OR published_ts IS NULL",
             'domain IN ["a.org", "x\\" or 1=1"]',
         ]
-
-
-class TestMeilisearchStore:
-    async def test_index_created_with_settings_and_safe_ids(self) -> None:
-        """Ingest creates the index, applies settings and stores documents under deterministic safe ids."""
-        fake = FakeMeili()
-        async with serve(fake.app()) as srv, guarded(["meilisearch.test"]) as session:
-            await _ingest(srv.port, session)
-        index = fake.indexes["chunks"]
-        assert index["settings"] == INDEX_SETTINGS
-        assert set(index["docs"]) == {chunk_key(c.id) for c in CHUNKS}
-
-    async def test_repeated_ingest_does_not_duplicate(self) -> None:
-        """A second ingest of the same chunks overwrites the same ids (index_already_exists tolerated)."""
-        fake = FakeMeili()
-        async with serve(fake.app()) as srv, guarded(["meilisearch.test"]) as session:
-            await _ingest(srv.port, session)
-            await _ingest(srv.port, session)
-        assert len(fake.indexes["chunks"]["docs"]) == 3
-
-    async def test_delete(self) -> None:
-        """delete removes documents by key."""
-        fake = FakeMeili()
-        async with serve(fake.app()) as srv, guarded(["meilisearch.test"]) as session:
-            writer = await _ingest(srv.port, session)
-            await writer.delete(["d1#0"])
-        assert len(fake.indexes["chunks"]["docs"]) == 2
-
-    async def test_task_wait_is_bounded(self) -> None:
-        """A task that never finishes fails the ingest after task_timeout_s."""
-        async with serve(_stuck_app()) as srv, guarded(["meilisearch.test"]) as session:
-            writer = _store(srv.port, session, task_timeout_s=0.05)
-            with pytest.raises(IngestError, match="still processing"):
-                await writer.upsert(CHUNKS)
-
-
-def _stuck_app() -> web.Application:
-    """A Meilisearch whose tasks stay ``processing`` forever."""
-
-    async def enqueue(_r: web.Request) -> web.Response:
-        return web.json_response({"taskUid": 1, "indexUid": "chunks", "status": "enqueued"}, status=202)
-
-    async def task(_r: web.Request) -> web.Response:
-        return web.json_response({"uid": 1, "status": "processing"})
-
-    app = web.Application()
-    app.router.add_post("/indexes", enqueue)
-    app.router.add_get("/tasks/{uid}", task)
-    return app
 
 
 class TestMeilisearchKeywordLane:
@@ -181,4 +154,4 @@ class TestMeilisearchKeywordLane:
 
 def test_public_api() -> None:
     """The module exports the lane and its filter helpers."""
-    assert set(mod.__all__) == {"MeilisearchKeywordLane", "build_filter", "quote_value"}
+    assert set(mod.__all__) == {"BACKEND", "MeilisearchKeywordLane", "build_filter", "quote_value"}

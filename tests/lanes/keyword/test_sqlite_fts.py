@@ -10,7 +10,7 @@ import pytest
 import lanes.keyword.sqlite_fts as mod
 from fabric.models import BoundConstraints, LaneKind, LaneRequest, Trust
 from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane, match_expression
-from lanes.keyword.sqlite_fts_store import SqliteFtsStore
+from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
 from tests.embedded_support import chunk, resources, spec
 
 CORPUS = [
@@ -27,7 +27,7 @@ CORPUS = [
 @pytest.fixture
 async def lane(tmp_path: Path):
     """A keyword lane over a store holding CORPUS."""
-    store = SqliteFtsStore(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+    store = SqliteFtsWriter(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
     await store.open()
     await store.upsert(CORPUS)
     await store.aclose()
@@ -141,53 +141,6 @@ class TestSearch:
         assert await lane.search(LaneRequest(query="?!", top_k=5)) == []
 
 
-class TestStore:
-    async def test_upsert_replaces_by_id(self, tmp_path: Path, lane: SqliteFtsKeywordLane) -> None:
-        """Upserting an id again replaces its text in the index."""
-        store = SqliteFtsStore(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
-        await store.upsert([chunk("b", "Now about tokamaks.", title="Reactor v2")])
-        await store.aclose()
-        assert ids(await lane.search(LaneRequest(query="tokamaks", top_k=5))) == ["b"]
-        assert ids(await lane.search(LaneRequest(query="hot", top_k=5))) == []
-
-    async def test_delete_removes_from_index(self, tmp_path: Path, lane: SqliteFtsKeywordLane) -> None:
-        """Deleted ids no longer match."""
-        store = SqliteFtsStore(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
-        await store.delete(["d"])
-        await store.aclose()
-        assert ids(await lane.search(LaneRequest(query="qdrant", top_k=5))) == []
-
-
-class TestOlderStore:
-    async def test_store_without_feature_columns_gains_them(self, tmp_path: Path) -> None:
-        """A store written before the feature columns existed is opened, searched (features None) and upgraded."""
-        import sqlite3
-
-        from lanes.keyword.sqlite_fts_store import FTS_SCHEMA
-        from lanes.sqlite_common import CHUNKS_DDL
-
-        old_ddl = CHUNKS_DDL.replace(",\n    simhash INTEGER,\n    url_key TEXT,\n    title_key TEXT", "")
-        assert "simhash" not in old_ddl
-        conn = sqlite3.connect(tmp_path / "keyword.sqlite")
-        conn.executescript(FTS_SCHEMA.replace(CHUNKS_DDL, old_ddl))
-        with conn:
-            conn.execute(
-                "INSERT INTO chunks (id, doc_id, chunk_id, title, text, url, domain, published_at, years, source_kind,"
-                " source_ref, trust, quality, metadata) VALUES ('o', 'o', 'o', 'Old', 'old rank fusion text', '', '',"
-                " NULL, '[]', 'import', 'test', 'untrusted', 0.5, '{}')"
-            )
-        conn.close()
-        async with SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)) as lane:
-            hits = await lane.search(LaneRequest(query="fusion", top_k=5))
-        assert [(h.id, h.simhash, h.url_key, h.title_key) for h in hits] == [("o", None, None, None)]
-        store = SqliteFtsStore(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
-        await store.upsert([chunk("o", "old rank fusion text", title="Old")])
-        await store.aclose()
-        async with SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)) as again:
-            hit = (await again.search(LaneRequest(query="fusion", top_k=5)))[0]
-        assert (hit.simhash, hit.title_key) == (chunk("o", "old rank fusion text").simhash, "old")
-
-
 def test_public_api() -> None:
     """The module exports exactly its lane and the expression builder."""
-    assert sorted(mod.__all__) == ["SqliteFtsKeywordLane", "match_expression"]
+    assert sorted(mod.__all__) == ["BACKEND", "SqliteFtsKeywordLane", "match_expression"]

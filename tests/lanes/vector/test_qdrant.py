@@ -13,7 +13,7 @@ import lanes.vector.qdrant as mod
 from fabric.errors import LaneUnavailable
 from fabric.models import BoundConstraints, LaneKind, LaneRequest, Trust
 from lanes.vector.qdrant import QdrantVectorLane
-from lanes.vector.qdrant_store import QdrantStore, point_id
+from lanes.vector.qdrant_writer import QdrantWriter
 from tests.embedded_support import BagEmbedder, chunk, resources, spec
 
 VSPEC = spec(LaneKind.VECTOR, "qdrant")
@@ -21,7 +21,7 @@ VSPEC = spec(LaneKind.VECTOR, "qdrant")
 
 async def _write(home: Path, chunks, embedder) -> None:
     vecs = embedder.embed([c.embed_text for c in chunks])
-    store = QdrantStore(VSPEC, resources(home, embedder))
+    store = QdrantWriter(VSPEC, resources(home, embedder))
     await store.open()
     await store.upsert([c.__class__(**{**_fields(c), "vector": tuple(v)}) for c, v in zip(chunks, vecs, strict=True)])
     await store.aclose()
@@ -98,36 +98,6 @@ class TestSearch:
             assert [h.id for h in await lane.search(LaneRequest(query="alpha"))] == ["t"]
 
 
-class TestStore:
-    def test_point_ids_are_deterministic_per_model(self) -> None:
-        """Point ids are UUIDv5 of doc id, chunk id and model."""
-        assert point_id("d", "c", "m") == point_id("d", "c", "m")
-        assert point_id("d", "c", "m") != point_id("d", "c", "m2")
-
-    async def test_reupsert_does_not_duplicate(self, tmp_path: Path, embedder: BagEmbedder) -> None:
-        """Upserting the same chunk twice leaves one point."""
-        await _write(tmp_path, [chunk("a", "alpha")], embedder)
-        await _write(tmp_path, [chunk("a", "alpha")], embedder)
-        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
-            assert len(await lane.search(LaneRequest(query="alpha", top_k=10))) == 1
-
-    async def test_delete_removes_points(self, tmp_path: Path, embedder: BagEmbedder) -> None:
-        """Deleted chunk ids disappear from search."""
-        await _write(tmp_path, [chunk("a", "alpha"), chunk("b", "alpha beta")], embedder)
-        store = QdrantStore(VSPEC, resources(tmp_path, embedder))
-        await store.delete(["a"])
-        await store.aclose()
-        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
-            assert [h.id for h in await lane.search(LaneRequest(query="alpha"))] == ["b"]
-
-    async def test_store_and_lane_share_the_local_folder(self, tmp_path: Path, embedder: BagEmbedder) -> None:
-        """An open lane and a writer on the same path coexist in one process despite the folder lock."""
-        await _write(tmp_path, [chunk("a", "alpha")], embedder)
-        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
-            await _write(tmp_path, [chunk("b", "alpha beta")], embedder)
-            assert {h.id for h in await lane.search(LaneRequest(query="alpha"))} == {"a", "b"}
-
-
 @pytest.fixture
 async def failing_qdrant() -> AsyncIterator[str]:
     """A loopback HTTP server answering every Qdrant REST call with 503."""
@@ -157,4 +127,4 @@ class TestServerMode:
 
 def test_public_api() -> None:
     """The module exports exactly the lane."""
-    assert mod.__all__ == ["QdrantVectorLane"]
+    assert mod.__all__ == ["BACKEND", "QdrantVectorLane"]

@@ -23,21 +23,38 @@ def mdn_app(state: dict[str, Any]) -> web.Application:
         if state.get("mode") == "429":
             return web.Response(status=429, headers={"Retry-After": "5"})
         if not req.query.get("q"):
-            return web.json_response({"errors": {"q": [{"message": "This field is required.", "code": "required"}]}},
-                                     status=400)
-        return web.json_response({
-            "documents": [
-                {"mdn_url": "/en-US/docs/Web/API/Fetch_API", "score": 12.5, "title": "Fetch API", "locale": "en-US",
-                 "slug": "Web/API/Fetch_API", "popularity": 0.9, "archived": False,
-                 "summary": "The Fetch API provides an interface for fetching resources.",
-                 "highlight": {"body": ["The <mark>Fetch</mark> API"], "title": ["<mark>Fetch</mark> API"]}},
-                {"mdn_url": "/en-US/docs/Web/API/Window/fetch", "score": 9.0, "title": "Window: fetch() method",
-                 "locale": "en-US", "slug": "Web/API/Window/fetch", "popularity": 0.5, "summary": "",
-                 "highlight": {"body": ["The global <mark>fetch()</mark> method"]}},
-            ],
-            "metadata": {"took_ms": 3, "total": {"value": 2, "relation": "eq"}, "size": 10, "page": 1},
-            "suggestions": [],
-        })
+            return web.json_response(
+                {"errors": {"q": [{"message": "This field is required.", "code": "required"}]}}, status=400
+            )
+        return web.json_response(
+            {
+                "documents": [
+                    {
+                        "mdn_url": "/en-US/docs/Web/API/Fetch_API",
+                        "score": 12.5,
+                        "title": "Fetch API",
+                        "locale": "en-US",
+                        "slug": "Web/API/Fetch_API",
+                        "popularity": 0.9,
+                        "archived": False,
+                        "summary": "The Fetch API provides an interface for fetching resources.",
+                        "highlight": {"body": ["The <mark>Fetch</mark> API"], "title": ["<mark>Fetch</mark> API"]},
+                    },
+                    {
+                        "mdn_url": "/en-US/docs/Web/API/Window/fetch",
+                        "score": 9.0,
+                        "title": "Window: fetch() method",
+                        "locale": "en-US",
+                        "slug": "Web/API/Window/fetch",
+                        "popularity": 0.5,
+                        "summary": "",
+                        "highlight": {"body": ["The global <mark>fetch()</mark> method"]},
+                    },
+                ],
+                "metadata": {"took_ms": 3, "total": {"value": 2, "relation": "eq"}, "size": 10, "page": 1},
+                "suggestions": [],
+            }
+        )
 
     app = web.Application()
     app.router.add_get("/api/v1/search", search)
@@ -45,8 +62,9 @@ def mdn_app(state: dict[str, Any]) -> web.Application:
 
 
 def _lane(port: int, session: Any) -> MdnWebLane:
-    spec = LaneSpec(name="mdn", kind=LaneKind.WEB, backend="mdn",
-                    options={"url": f"http://developer.mozilla.org:{port}"})
+    spec = LaneSpec(
+        name="mdn", kind=LaneKind.WEB, backend="mdn", options={"url": f"http://developer.mozilla.org:{port}"}
+    )
     return MdnWebLane(spec, LaneResources(http=session))
 
 
@@ -61,8 +79,11 @@ class TestMdnWebLane:
             f"http://developer.mozilla.org:{port}/en-US/docs/Web/API/Fetch_API",
             f"http://developer.mozilla.org:{port}/en-US/docs/Web/API/Window/fetch",
         ]
-        assert (hits[0].score, hits[1].text, hits[0].domain) == (12.5, "The global fetch() method",
-                                                                  "developer.mozilla.org")
+        assert (hits[0].score, hits[1].text, hits[0].domain) == (
+            12.5,
+            "The global fetch() method",
+            "developer.mozilla.org",
+        )
         assert state["params"] == {"q": "fetch", "locale": "en-US", "size": "5"}
 
     async def test_validation_error_is_bad_response(self) -> None:
@@ -81,4 +102,4 @@ class TestMdnWebLane:
 
 def test_public_api() -> None:
     """The module exports the lane class only."""
-    assert mod.__all__ == ["MdnWebLane"]
+    assert mod.__all__ == ["BACKEND", "MdnWebLane"]

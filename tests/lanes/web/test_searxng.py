@@ -12,18 +12,33 @@ from aiohttp import web
 import lanes.web.searxng as mod
 from fabric.errors import ConfigError, LaneBadResponse, LaneRejected, LaneTimeout, LaneUnavailable
 from fabric.models import BoundConstraints, LaneKind, LaneRequest, SourceKind
-from fabric.webcache import WEB_CACHE_KEY, WebCache
 from lanes.base import LaneResources, LaneSpec
 from lanes.web.searxng import SearxngWebLane
 from tests.httpfakes import guarded, serve
 
 RESULTS = [
-    {"url": "https://www.example.org/a?utm_source=x", "title": "Alpha <b>result</b>", "content": "About alpha.",
-     "engine": "duckduckgo", "engines": ["duckduckgo", "brave"], "score": 4.0, "category": "general",
-     "publishedDate": "2024-05-01T00:00:00", "parsed_url": ["https", "www.example.org", "/a", "", "", ""],
-     "positions": [1, 2]},
-    {"url": "https://docs.python.org/3/library/asyncio.html", "title": "asyncio", "content": "Async I/O.",
-     "engine": "brave", "engines": ["brave"], "score": 2.0, "category": "general", "publishedDate": None},
+    {
+        "url": "https://www.example.org/a?utm_source=x",
+        "title": "Alpha <b>result</b>",
+        "content": "About alpha.",
+        "engine": "duckduckgo",
+        "engines": ["duckduckgo", "brave"],
+        "score": 4.0,
+        "category": "general",
+        "publishedDate": "2024-05-01T00:00:00",
+        "parsed_url": ["https", "www.example.org", "/a", "", "", ""],
+        "positions": [1, 2],
+    },
+    {
+        "url": "https://docs.python.org/3/library/asyncio.html",
+        "title": "asyncio",
+        "content": "Async I/O.",
+        "engine": "brave",
+        "engines": ["brave"],
+        "score": 2.0,
+        "category": "general",
+        "publishedDate": None,
+    },
     {"url": "https://example.org/a", "title": "dup", "content": "", "engines": ["x"], "score": 1.0},
     {"title": "no url"},
 ]
@@ -47,21 +62,29 @@ def searxng_app(state: dict[str, Any]) -> web.Application:
             return web.Response(text="<html>captcha</html>", content_type="text/html")
         if req.query.get("format") != "json" or not state.get("json_enabled", True):
             return web.Response(status=403, text="Forbidden")
-        return web.json_response({
-            "query": req.query["q"], "number_of_results": 0, "results": RESULTS, "answers": [], "corrections": [],
-            "infoboxes": [], "suggestions": [], "unresponsive_engines": [],
-        })
+        return web.json_response(
+            {
+                "query": req.query["q"],
+                "number_of_results": 0,
+                "results": RESULTS,
+                "answers": [],
+                "corrections": [],
+                "infoboxes": [],
+                "suggestions": [],
+                "unresponsive_engines": [],
+            }
+        )
 
     app = web.Application()
     app.router.add_get("/search", search)
     return app
 
 
-def _lane(port: int, session: Any, cache: WebCache | None = None, **opts: Any) -> SearxngWebLane:
-    spec = LaneSpec(name="web", kind=LaneKind.WEB, backend="searxng",
-                    options={"url": f"http://searxng.test:{port}", **opts})
-    extras = {WEB_CACHE_KEY: cache} if cache is not None else {}
-    return SearxngWebLane(spec, LaneResources(http=session, extras=extras))
+def _lane(port: int, session: Any, **opts: Any) -> SearxngWebLane:
+    spec = LaneSpec(
+        name="web", kind=LaneKind.WEB, backend="searxng", options={"url": f"http://searxng.test:{port}", **opts}
+    )
+    return SearxngWebLane(spec, LaneResources(http=session))
 
 
 class TestSearxngWebLane:
@@ -73,7 +96,12 @@ class TestSearxngWebLane:
         assert [h.id for h in hits] == ["https://example.org/a", "https://docs.python.org/3/library/asyncio.html"]
         first = hits[0]
         assert (first.rank, first.domain, first.title, first.text, first.score) == (
-            1, "example.org", "Alpha result", "About alpha.", 4.0)
+            1,
+            "example.org",
+            "Alpha result",
+            "About alpha.",
+            4.0,
+        )
         assert first.published_at == datetime(2024, 5, 1, tzinfo=UTC)
         assert first.source_kind is SourceKind.WEB
 
@@ -82,8 +110,13 @@ class TestSearxngWebLane:
         state: dict[str, Any] = {}
         async with serve(searxng_app(state)) as srv, guarded(["searxng.test"]) as session:
             await _lane(srv.port, session, categories="general", language="en").search(LaneRequest(query="q1"))
-        assert state["params"][0] == {"q": "q1", "format": "json", "pageno": "1", "categories": "general",
-                                      "language": "en"}
+        assert state["params"][0] == {
+            "q": "q1",
+            "format": "json",
+            "pageno": "1",
+            "categories": "general",
+            "language": "en",
+        }
 
     async def test_site_constraint_filters(self) -> None:
         """A site: constraint is sent to SearXNG and enforced on the results."""
@@ -100,13 +133,6 @@ class TestSearxngWebLane:
         async with serve(searxng_app({})) as srv, guarded(["searxng.test"]) as session:
             hits = await _lane(srv.port, session).search(request)
         assert [h.domain for h in hits] == ["docs.python.org"]
-
-    async def test_success_fills_web_cache(self) -> None:
-        """A successful answer is written to the shared web cache under the normalised query."""
-        cache = WebCache()
-        async with serve(searxng_app({})) as srv, guarded(["searxng.test"]) as session:
-            hits = await _lane(srv.port, session, cache).search(LaneRequest(query="Alpha  Query"))
-        assert cache.lookup("alpha query")[0].hits == tuple(hits)
 
     async def test_json_format_disabled_is_forbidden(self) -> None:
         """SearXNG's 403 for a disabled format maps to a forbidden rejection."""
@@ -160,4 +186,4 @@ class TestSearxngWebLane:
 
 def test_public_api() -> None:
     """The module exports the lane class only."""
-    assert mod.__all__ == ["SearxngWebLane"]
+    assert mod.__all__ == ["BACKEND", "SearxngWebLane"]

@@ -24,16 +24,35 @@ def wiki_app(state: dict[str, Any]) -> web.Application:
             return web.json_response({"error": {"code": state["error"], "info": "nope"}, "servedby": "mw1"})
         if req.query.get("action") != "query" or req.query.get("list") != "search":
             return web.json_response({"error": {"code": "badvalue", "info": "bad"}})
-        return web.json_response({
-            "batchcomplete": True, "continue": {"sroffset": 2, "continue": "-||"},
-            "query": {"searchinfo": {"totalhits": 2}, "search": [
-                {"ns": 0, "title": "Reciprocal rank fusion", "pageid": 42, "size": 100, "wordcount": 20,
-                 "snippet": "<span class=\"searchmatch\">Reciprocal</span> rank &amp; fusion",
-                 "timestamp": "2024-02-03T04:05:06Z"},
-                {"ns": 0, "title": "Okapi BM25", "pageid": 7, "size": 10, "wordcount": 5, "snippet": "BM25",
-                 "timestamp": "2023-01-01T00:00:00Z"},
-            ]},
-        })
+        return web.json_response(
+            {
+                "batchcomplete": True,
+                "continue": {"sroffset": 2, "continue": "-||"},
+                "query": {
+                    "searchinfo": {"totalhits": 2},
+                    "search": [
+                        {
+                            "ns": 0,
+                            "title": "Reciprocal rank fusion",
+                            "pageid": 42,
+                            "size": 100,
+                            "wordcount": 20,
+                            "snippet": '<span class="searchmatch">Reciprocal</span> rank &amp; fusion',
+                            "timestamp": "2024-02-03T04:05:06Z",
+                        },
+                        {
+                            "ns": 0,
+                            "title": "Okapi BM25",
+                            "pageid": 7,
+                            "size": 10,
+                            "wordcount": 5,
+                            "snippet": "BM25",
+                            "timestamp": "2023-01-01T00:00:00Z",
+                        },
+                    ],
+                },
+            }
+        )
 
     app = web.Application()
     app.router.add_get("/w/api.php", api)
@@ -41,8 +60,9 @@ def wiki_app(state: dict[str, Any]) -> web.Application:
 
 
 def _lane(port: int, session: Any) -> WikipediaWebLane:
-    spec = LaneSpec(name="wikipedia", kind=LaneKind.WEB, backend="wikipedia",
-                    options={"url": f"http://en.wikipedia.org:{port}"})
+    spec = LaneSpec(
+        name="wikipedia", kind=LaneKind.WEB, backend="wikipedia", options={"url": f"http://en.wikipedia.org:{port}"}
+    )
     return WikipediaWebLane(spec, LaneResources(http=session))
 
 
@@ -58,7 +78,10 @@ class TestWikipediaWebLane:
             f"http://en.wikipedia.org:{port}/wiki/Okapi_BM25",
         ]
         assert (hits[0].text, hits[0].domain, hits[0].metadata["keyless"]) == (
-            "Reciprocal rank & fusion", "en.wikipedia.org", True)
+            "Reciprocal rank & fusion",
+            "en.wikipedia.org",
+            True,
+        )
 
     async def test_sends_documented_parameters(self) -> None:
         """The request is action=query&list=search with formatversion=2 and srlimit from top_k."""
@@ -66,8 +89,14 @@ class TestWikipediaWebLane:
         async with serve(wiki_app(state)) as srv, guarded(["en.wikipedia.org"]) as session:
             await _lane(srv.port, session).search(LaneRequest(query="rrf", top_k=5))
         params = state["params"]
-        assert (params["action"], params["list"], params["srsearch"], params["srlimit"], params["format"],
-                params["formatversion"]) == ("query", "search", "rrf", "5", "json", "2")
+        assert (
+            params["action"],
+            params["list"],
+            params["srsearch"],
+            params["srlimit"],
+            params["format"],
+            params["formatversion"],
+        ) == ("query", "search", "rrf", "5", "json", "2")
 
     async def test_maxlag_is_rate_limited(self) -> None:
         """A maxlag error in the body is a rate-limit rejection."""
@@ -92,4 +121,4 @@ class TestWikipediaWebLane:
 
 def test_public_api() -> None:
     """The module exports the lane class only."""
-    assert mod.__all__ == ["WikipediaWebLane"]
+    assert mod.__all__ == ["BACKEND", "WikipediaWebLane"]

@@ -22,12 +22,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fabric.errors import ConfigError
-from fabric.ingest.model import Chunk
+from fabric.writers.model import Chunk
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.extract import EntityExtractor, RuleExtractor
 from lanes.sqlite_common import CHUNK_COLUMNS, CHUNKS_DDL, SqliteDb, chunk_row
 
-__all__ = ["GRAPH_SCHEMA", "SqliteGraphStore", "graph_path", "load_aliases"]
+__all__ = ["GRAPH_SCHEMA", "SqliteGraphWriter", "graph_path", "load_aliases"]
 
 GRAPH_SCHEMA = (
     CHUNKS_DDL
@@ -106,7 +106,7 @@ def _write(conn: sqlite3.Connection, chunks: Sequence[Chunk], extractor: EntityE
         )
 
 
-class SqliteGraphStore:
+class SqliteGraphWriter:
     """Store writer of the SQLite graph: extracts entities and relations from each chunk."""
 
     store = "sqlite_graph"

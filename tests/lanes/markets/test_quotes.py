@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-import lanes.feeds.quotes as mod
+import lanes.markets.quotes as mod
 from fabric.errors import ConfigError, LaneBadResponse, LaneRejected, LaneTimeout
 from fabric.models import LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
-from lanes.feeds.quotes import QuotesMarketsLane, pluck
+from lanes.markets.quotes import QuotesMarketsLane, pluck
 from tests.httpfakes import guarded, serve
 
 
@@ -30,23 +30,34 @@ def quote_app(state: dict[str, Any]) -> web.Application:
             await asyncio.sleep(30)
         if symbol == "BAD":
             return web.json_response({"data": {"price": "n/a"}})
-        return web.json_response({"data": {"price": 187.5, "ts": 1709805600000, "currency": "USD", "change": -1.2,
-                                           "name": f"{symbol} Inc."}})
+        return web.json_response(
+            {"data": {"price": 187.5, "ts": 1709805600000, "currency": "USD", "change": -1.2, "name": f"{symbol} Inc."}}
+        )
 
     app = web.Application()
     app.router.add_get("/v1/quote", quote)
     return app
 
 
-FIELDS = {"price": "data.price", "timestamp": "data.ts", "currency": "data.currency", "change": "data.change",
-          "name": "data.name"}
+FIELDS = {
+    "price": "data.price",
+    "timestamp": "data.ts",
+    "currency": "data.currency",
+    "change": "data.change",
+    "name": "data.name",
+}
 
 
 def _lane(port: int, session: Any, **opts: Any) -> QuotesMarketsLane:
-    options = {"url_template": f"http://quotes.test:{port}/v1/quote?symbol={{symbol}}",
-               "symbols": {"AAPL": "Apple", "MSFT": "Microsoft", "BAD": "Bad"}, "fields": FIELDS, **opts}
-    return QuotesMarketsLane(LaneSpec(name="markets", kind=LaneKind.MARKETS, backend="quotes", options=options),
-                             LaneResources(http=session))
+    options = {
+        "url_template": f"http://quotes.test:{port}/v1/quote?symbol={{symbol}}",
+        "symbols": {"AAPL": "Apple", "MSFT": "Microsoft", "BAD": "Bad"},
+        "fields": FIELDS,
+        **opts,
+    }
+    return QuotesMarketsLane(
+        LaneSpec(name="markets", kind=LaneKind.MARKETS, backend="quotes", options=options), LaneResources(http=session)
+    )
 
 
 class TestQuotesMarketsLane:
@@ -112,4 +123,4 @@ def test_pluck() -> None:
 
 def test_public_api() -> None:
     """The module exports the lane and pluck."""
-    assert set(mod.__all__) == {"QuotesMarketsLane", "pluck"}
+    assert set(mod.__all__) == {"BACKEND", "QuotesMarketsLane", "pluck"}

@@ -19,16 +19,17 @@ import re
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
-
-from qdrant_client import AsyncQdrantClient, models
+from typing import TYPE_CHECKING, Any
 
 from fabric.errors import LaneError, LaneRejected, LaneUnavailable
-from fabric.ingest.model import Chunk, to_stored_simhash
+from fabric.writers.model import Chunk, to_stored_simhash
 from lanes.base import LaneResources, LaneSpec
 
+if TYPE_CHECKING:
+    from qdrant_client import AsyncQdrantClient
+
 __all__ = [
-    "QdrantStore",
+    "QdrantWriter",
     "acquire_client",
     "collection_name",
     "map_qdrant_error",
@@ -67,6 +68,8 @@ def acquire_client(spec: LaneSpec, resources: LaneResources) -> tuple[str, Async
     Raises:
         LaneUnavailable: the local folder is locked by another process, or the client cannot be built.
     """
+    from qdrant_client import AsyncQdrantClient  # deferred: the SDK takes seconds to import
+
     key, kwargs = _key(spec, resources)
     if key.startswith("url:"):
         return key, AsyncQdrantClient(**kwargs)
@@ -142,7 +145,7 @@ def _payload(chunk: Chunk) -> dict[str, Any]:
     }
 
 
-class QdrantStore:
+class QdrantWriter:
     """Store writer of the Qdrant vector store (needs vectors)."""
 
     store = "qdrant"
@@ -161,6 +164,8 @@ class QdrantStore:
             self._client = acquire_client(self.spec, self.resources)
 
     async def _ensure(self, dim: int) -> AsyncQdrantClient:
+        from qdrant_client import models  # deferred: the SDK takes seconds to import
+
         await self.open()
         assert self._client is not None
         client = self._client[1]
@@ -180,6 +185,8 @@ class QdrantStore:
 
     async def upsert(self, chunks: Sequence[Chunk]) -> None:
         """Upsert the chunks that carry a vector (others are skipped)."""
+        from qdrant_client import models  # deferred: the SDK takes seconds to import
+
         points = [
             models.PointStruct(
                 id=point_id(c.doc_id, c.chunk_id, self.model), vector=list(c.vector), payload=_payload(c)
@@ -197,6 +204,8 @@ class QdrantStore:
 
     async def delete(self, ids: Sequence[str]) -> None:
         """Delete points whose payload ``id`` is in ``ids``."""
+        from qdrant_client import models  # deferred: the SDK takes seconds to import
+
         if not ids:
             return
         await self.open()

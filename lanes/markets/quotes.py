@@ -33,10 +33,10 @@ from fabric.errors import ConfigError, LaneBadResponse, LaneError
 from fabric.httpclient import fetch
 from fabric.models import Hit, LaneRequest, SourceKind
 from lanes._options import LaneOptions
-from lanes.base import BaseLane, LaneResources, LaneSpec
+from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.web._common import domain_of, parse_time
 
-__all__ = ["QuotesMarketsLane", "pluck"]
+__all__ = ["BACKEND", "QuotesMarketsLane", "pluck"]
 
 
 def pluck(data: Any, path: str) -> Any:
@@ -98,23 +98,39 @@ class QuotesMarketsLane(BaseLane):
 
     async def _one(self, symbol: str) -> Hit:
         url = self.url_template.replace("{symbol}", quote(symbol, safe=""))
-        resp = await fetch(self.resources.http, "GET", url, headers=self.headers, timeout_s=self.timeout_s,
-                           lane=self.name, provider=self.provider, max_bytes=256 * 1024)
+        resp = await fetch(
+            self.resources.http,
+            "GET",
+            url,
+            headers=self.headers,
+            timeout_s=self.timeout_s,
+            lane=self.name,
+            provider=self.provider,
+            max_bytes=256 * 1024,
+        )
         data = resp.json(lane=self.name, provider=self.provider)
         price = pluck(data, self.fields["price"])
         when = _timestamp(pluck(data, self.fields["timestamp"]))
         if not isinstance(price, int | float) or isinstance(price, bool) or when is None:
-            raise LaneBadResponse(f"quote for {symbol} lacks a numeric price or a timestamp", lane=self.name,
-                                  provider=self.provider)
+            raise LaneBadResponse(
+                f"quote for {symbol} lacks a numeric price or a timestamp", lane=self.name, provider=self.provider
+            )
         extra = {k: pluck(data, p) for k, p in self.fields.items() if k not in ("price", "timestamp")}
         name = extra.get("name") or self.symbols[symbol]
         currency = f" {extra['currency']}" if extra.get("currency") else ""
         change = f", change {extra['change']}" if extra.get("change") is not None else ""
         return Hit(
-            id=f"quote:{symbol}", rank=0, score=1.0, title=f"{name} ({symbol}): {price}{currency}",
+            id=f"quote:{symbol}",
+            rank=0,
+            score=1.0,
+            title=f"{name} ({symbol}): {price}{currency}",
             text=f"{name} ({symbol}) traded at {price}{currency}{change} as of {when.isoformat()}.",
-            url=url, domain=domain_of(url), published_at=when, source_kind=SourceKind.TOOL,
-            source_ref=f"quotes:{symbol}", metadata={"symbol": symbol, "price": price, **extra},
+            url=url,
+            domain=domain_of(url),
+            published_at=when,
+            source_kind=SourceKind.TOOL,
+            source_ref=f"quotes:{symbol}",
+            metadata={"symbol": symbol, "price": price, **extra},
         )
 
     async def search(self, request: LaneRequest) -> list[Hit]:
@@ -130,5 +146,12 @@ class QuotesMarketsLane(BaseLane):
                 raise err
         if errors and not hits:
             raise errors[0]
-        return [Hit(**{**{f: getattr(h, f) for f in Hit.__dataclass_fields__}, "rank": i + 1})
-                for i, h in enumerate(hits)]
+        return [
+            Hit(**{**{f: getattr(h, f) for f in Hit.__dataclass_fields__}, "rank": i + 1}) for i, h in enumerate(hits)
+        ]
+
+
+BACKEND = Backend(
+    name="quotes", lane=QuotesMarketsLane, env={"FABRIC_QUOTES_API_KEY": "api_key"}, secrets=frozenset({"api_key"})
+)
+"""A JSON quote API addressed by ``url_template``."""

@@ -1,10 +1,11 @@
-"""Meilisearch store writer (:class:`fabric.ingest.model.StoreWriter`): index created and configured, documents
+"""Meilisearch store writer (:class:`fabric.writers.model.StoreWriter`): index created and configured, documents
 upserted, tasks awaited within a bound.
 
 Speaks Meilisearch's REST API through the shared guarded aiohttp session (see :mod:`lanes.keyword.meilisearch`
-for why REST rather than the synchronous SDK); it reads the same ``[lanes.<name>.options]`` as the lane (``url``,
-``api_key``, ``index``) plus ``task_timeout_s`` (default 60). When the app injected no session (a bare ingest),
-it opens its own, guarded to the configured host, and closes it in :meth:`aclose`.
+for why REST rather than the synchronous SDK). The lane and the writer share :class:`MeiliOptions` (one parser
+of ``[lanes.<name>.options]``) and :func:`meili_request` (one HTTP call with one error mapping); the writer turns
+a lane error into an :class:`~fabric.errors.IngestError`. When the app injected no session (a bare ingest), it
+opens its own, guarded to the configured host, and closes it in :meth:`aclose`.
 
 Every write is an asynchronous Meilisearch *task*: the writer polls ``GET /tasks/{uid}`` until it succeeds, fails
 or ``task_timeout_s`` passes (never an unbounded wait). Index settings applied on open: searchable ``title``,
@@ -15,20 +16,21 @@ or ``task_timeout_s`` passes (never an unbounded wait). Index settings applied o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 from yarl import URL
 
-from fabric.errors import IngestError, LaneError
-from fabric.httpclient import AllowList, HostRule, create_session, fetch
-from fabric.ingest.model import Chunk
+from fabric.errors import IngestError, LaneError, LaneUnavailable
+from fabric.httpclient import AllowList, HostRule, create_session, fetch, raise_for_status
 from fabric.writers import chunk_key, chunk_record
+from fabric.writers.model import Chunk
 from lanes._options import LaneOptions
 from lanes.base import LaneResources, LaneSpec
 
-__all__ = ["INDEX_SETTINGS", "MeilisearchStore"]
+__all__ = ["INDEX_SETTINGS", "MeiliOptions", "MeilisearchWriter", "meili_request"]
 
 INDEX_SETTINGS: dict[str, list[str]] = {
     "searchableAttributes": ["title", "text"],
@@ -38,32 +40,99 @@ INDEX_SETTINGS: dict[str, list[str]] = {
 """Settings applied to the index on open."""
 
 
-class MeilisearchStore:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MeiliOptions:
+    """``[lanes.<name>.options]`` of a Meilisearch lane, read once for the lane and its writer."""
+
+    url: str
+    """Server URL (required; ``FABRIC_MEILI_URL``)."""
+    index: str = "chunks"
+    """Index uid."""
+    headers: Mapping[str, str]
+    """``Authorization: Bearer <api_key>`` when ``api_key`` (``FABRIC_MEILI_KEY``) is set."""
+    timeout_s: float = 5.0
+    """Per search request."""
+    keep_undated: bool = True
+    """A date bound keeps documents without a date."""
+    write_timeout_s: float = 10.0
+    """Per write request of the writer."""
+    task_timeout_s: float = 60.0
+    """How long the writer waits for one Meilisearch task."""
+    batch_size: int = 1000
+    """Documents per upsert request."""
+
+    @classmethod
+    def parse(cls, spec: LaneSpec) -> MeiliOptions:
+        """Read and validate the options (a :class:`~fabric.errors.ConfigError` names a bad key)."""
+        opts = LaneOptions(spec)
+        api_key = opts.text("api_key", "")
+        return cls(
+            url=opts.text("url").rstrip("/"),
+            index=opts.text("index", "chunks"),
+            headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
+            timeout_s=opts.number("timeout_s", 5.0),
+            keep_undated=opts.flag("keep_undated", True),
+            write_timeout_s=opts.number("write_timeout_s", 10.0),
+            task_timeout_s=opts.number("task_timeout_s", 60.0),
+            batch_size=opts.integer("batch_size", 1000),
+        )
+
+
+async def meili_request(
+    session: aiohttp.ClientSession | None,
+    opts: MeiliOptions,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    timeout_s: float,
+    lane: str = "",
+) -> Any:
+    """One Meilisearch REST call → its JSON answer (``{}`` when empty); errors mapped onto lane errors.
+
+    Raises:
+        LaneUnavailable: the index does not exist (404: nothing ingested yet), or the server is down.
+        LaneError: any other failure, with Meilisearch's ``code: message`` in the text.
+    """
+    resp = await fetch(
+        session,
+        method,
+        opts.url + path,
+        json_body=body,
+        headers=dict(opts.headers),
+        timeout_s=timeout_s,
+        lane=lane,
+        provider="meilisearch",
+        check_status=False,
+    )
+    if resp.status == 404:
+        raise LaneUnavailable(f"index {opts.index!r} not found (nothing ingested?)", lane=lane, provider="meilisearch")
+    detail = ""
+    if resp.status >= 400 and resp.body.startswith(b"{"):
+        err = resp.json()
+        detail = f"{err.get('code')}: {err.get('message')}" if isinstance(err, dict) else ""
+    raise_for_status(resp, lane=lane, provider="meilisearch", detail=detail)
+    return resp.json(lane=lane, provider="meilisearch") if resp.body else {}
+
+
+class MeilisearchWriter:
     """Upserts chunk documents into one Meilisearch index."""
 
     store = "meilisearch"
     needs_vectors = False
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
-        opts = LaneOptions(spec)
-        self.url = opts.text("url").rstrip("/")
-        self.index = opts.text("index", "chunks")
-        api_key = opts.text("api_key", "")
-        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.timeout_s = opts.number("timeout_s", 10.0)
-        self.task_timeout_s = opts.number("task_timeout_s", 60.0)
-        self.batch_size = opts.integer("batch_size", 1000)
+        self.opts = MeiliOptions.parse(spec)
+        self.url, self.index = self.opts.url, self.opts.index
+        self.task_timeout_s = self.opts.task_timeout_s
+        self.batch_size = self.opts.batch_size
         self.session: aiohttp.ClientSession | None = resources.http
         self._own_session = False
         self._ready = False
 
     async def _call(self, method: str, path: str, body: Any = None) -> Any:
         try:
-            resp = await fetch(
-                self.session, method, self.url + path, json_body=body, headers=self.headers,
-                timeout_s=self.timeout_s, provider="meilisearch",
-            )
-            return resp.json(provider="meilisearch") if resp.body else {}
+            return await meili_request(self.session, self.opts, method, path, body, timeout_s=self.opts.write_timeout_s)
         except LaneError as exc:
             raise IngestError(f"meilisearch {method} {path}: {exc}") from None
 

@@ -11,11 +11,11 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
-from fabric.ingest.model import Chunk
+from fabric.writers.model import Chunk
 from lanes.base import LaneResources, LaneSpec
 from lanes.sqlite_common import CHUNK_COLUMNS, CHUNKS_DDL, SqliteDb, chunk_row
 
-__all__ = ["FTS_SCHEMA", "SqliteFtsStore", "fts_path"]
+__all__ = ["FTS_SCHEMA", "SqliteFtsWriter", "fts_path"]
 
 FTS_SCHEMA = (
     CHUNKS_DDL
@@ -49,7 +49,7 @@ def fts_path(spec: LaneSpec, resources: LaneResources) -> Path:
     return Path(str(opt)) if opt else resources.home / "keyword.sqlite"
 
 
-class SqliteFtsStore:
+class SqliteFtsWriter:
     """Store writer of the FTS5 keyword store."""
 
     store = "sqlite_fts"

@@ -1,4 +1,4 @@
-"""ArangoDB store writer (:class:`fabric.ingest.model.StoreWriter`): graph collections created on open; chunks,
+"""ArangoDB store writer (:class:`fabric.writers.model.StoreWriter`): graph collections created on open; chunks,
 entities and edges upserted.
 
 Collections (see :mod:`lanes.graph.arango`): ``chunks`` and ``entities`` (documents), ``relations`` (entity →
@@ -10,8 +10,9 @@ Entities come from the chunk when it carries them (``entities``: names; ``relati
 triples), otherwise from :func:`extract_entities` (capitalised phrases and acronyms), related by co-occurrence
 in a sentence. The driver is synchronous: the async methods run it in a worker thread, with the request timeout
 overridden and its retries off. The database is created when missing (through ``_system``, so the configured
-user needs that right; the compose stack uses ``root``). It reads the lane's options (``url``, ``database``,
-``username``, ``password``) plus ``write_timeout_s`` (default 30).
+user needs that right; the compose stack uses ``root``). The lane and the writer share :class:`ArangoOptions` (one
+parser of the options), :func:`connect` (the driver set-up) and :func:`map_arango_error` (one error mapping; the
+writer reports a mapped error as an :class:`~fabric.errors.IngestError`).
 """
 
 from __future__ import annotations
@@ -20,15 +21,24 @@ import asyncio
 import re
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from fabric.errors import IngestError
-from fabric.ingest.model import Chunk
+from fabric.errors import IngestError, LaneBadResponse, LaneError, LaneRejected, LaneTimeout, LaneUnavailable
 from fabric.writers import ID_NAMESPACE, chunk_key, chunk_record
+from fabric.writers.model import Chunk
 from lanes._options import LaneOptions
 from lanes.base import LaneResources, LaneSpec
 
-__all__ = ["COLLECTIONS", "ArangoGraphStore", "entity_key", "extract_entities"]
+__all__ = [
+    "COLLECTIONS",
+    "ArangoGraphWriter",
+    "ArangoOptions",
+    "connect",
+    "entity_key",
+    "extract_entities",
+    "map_arango_error",
+]
 
 COLLECTIONS: dict[str, bool] = {"chunks": False, "entities": False, "relations": True, "mentions": True}
 """Collection name → is it an edge collection."""
@@ -38,9 +48,107 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _DELETE_MENTIONS = "FOR m IN @@c FILTER m._to IN @t REMOVE m IN @@c"
 _DELETE_RELATIONS = "FOR r IN @@c FILTER r.chunk_key IN @k REMOVE r IN @@c"
 _STOP = frozenset(
-    {"the", "a", "an", "this", "these", "those", "we", "in", "on", "it", "our", "of", "for", "to", "and", "then",
-     "however", "here", "there", "when", "while", "after", "before", "its", "their"}
+    {
+        "the",
+        "a",
+        "an",
+        "this",
+        "these",
+        "those",
+        "we",
+        "in",
+        "on",
+        "it",
+        "our",
+        "of",
+        "for",
+        "to",
+        "and",
+        "then",
+        "however",
+        "here",
+        "there",
+        "when",
+        "while",
+        "after",
+        "before",
+        "its",
+        "their",
+    }
 )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArangoOptions:
+    """``[lanes.<name>.options]`` of an ArangoDB lane, read once for the lane and its writer."""
+
+    url: str
+    """Server URL (required; ``FABRIC_ARANGO_URL``)."""
+    database: str = "fabric"
+    username: str = "root"
+    password: str = ""
+    """``FABRIC_ARANGO_PASSWORD``; never written in TOML."""
+    timeout_s: float = 5.0
+    """Per search request."""
+    max_runtime_s: float = 2.0
+    """AQL ``max_runtime`` of a search."""
+    max_seeds: int = 20
+    """Seed entities per search."""
+    write_timeout_s: float = 30.0
+    """Per write request of the writer."""
+
+    @classmethod
+    def parse(cls, spec: LaneSpec) -> ArangoOptions:
+        """Read and validate the options (a :class:`~fabric.errors.ConfigError` names a bad key)."""
+        opts = LaneOptions(spec)
+        return cls(
+            url=opts.text("url"),
+            database=opts.text("database", "fabric"),
+            username=opts.text("username", "root"),
+            password=opts.text("password", ""),
+            timeout_s=opts.number("timeout_s", 5.0),
+            max_runtime_s=opts.number("max_runtime_s", 2.0),
+            max_seeds=opts.integer("max_seeds", 20),
+            write_timeout_s=opts.number("write_timeout_s", 30.0),
+        )
+
+
+def connect(opts: ArangoOptions, timeout_s: float, database: str | None = None) -> tuple[Any, Any]:
+    """A driver client (its request timeout replaced, urllib3 retries off) and a handle on ``database``.
+
+    Sends no request; the default database is ``opts.database``.
+    """
+    from arango.client import ArangoClient
+    from arango.http import DefaultHTTPClient
+
+    http = DefaultHTTPClient(request_timeout=timeout_s, retry_attempts=0)
+    client = ArangoClient(hosts=opts.url, http_client=http, request_timeout=timeout_s, resolver_max_tries=1)
+    db = client.db(database or opts.database, username=opts.username, password=opts.password)
+    return client, db
+
+
+def map_arango_error(exc: BaseException, lane: str, provider: str) -> LaneError:
+    """Driver / transport exception → lane error, most specific first."""
+    import requests
+    from arango.exceptions import ArangoServerError
+
+    if isinstance(exc, requests.exceptions.Timeout):
+        return LaneTimeout(f"ArangoDB request timed out: {exc}", lane=lane, provider=provider)
+    if isinstance(exc, requests.exceptions.RequestException | ConnectionAbortedError):
+        return LaneUnavailable(f"cannot reach ArangoDB: {exc}", lane=lane, provider=provider)
+    if isinstance(exc, ArangoServerError):
+        code, num, msg = exc.http_code, exc.error_code, exc.error_message
+        text = f"ArangoDB {code}/{num}: {msg}"
+        if code in (401, 403):
+            return LaneRejected(text, lane=lane, provider=provider, failure="forbidden")
+        if code == 429:
+            return LaneRejected(text, lane=lane, provider=provider)
+        if num == 1500 or code == 410:  # query killed (max_runtime reached)
+            return LaneTimeout(text, lane=lane, provider=provider)
+        if (code is not None and code >= 500) or num == 1203:  # 1203: collection not found (nothing ingested)
+            return LaneUnavailable(text, lane=lane, provider=provider)
+        return LaneBadResponse(text, lane=lane, provider=provider)
+    return LaneBadResponse(f"unexpected ArangoDB failure: {exc!r}", lane=lane, provider=provider)
 
 
 def entity_key(name_norm: str) -> str:
@@ -84,36 +192,24 @@ def _graph_of(chunk: Any, text: str) -> tuple[set[str], set[tuple[str, str, str]
     return {n for n, _ in found}, rels
 
 
-class ArangoGraphStore:
+class ArangoGraphWriter:
     """Upserts chunks and their entity graph into one ArangoDB database."""
 
     store = "arango"
     needs_vectors = False
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
-        opts = LaneOptions(spec)
-        self.url = opts.text("url")
-        self.database = opts.text("database", "fabric")
-        self.username = opts.text("username", "root")
-        self.password = opts.text("password", "")
-        self.timeout_s = opts.number("write_timeout_s", 30.0)
+        self.opts = ArangoOptions.parse(spec)
+        self.url = self.opts.url
         self._db: Any = None
         self._client: Any = None
 
     def _connect(self) -> Any:
         if self._db is None:
-            from arango.client import ArangoClient
-            from arango.http import DefaultHTTPClient
-
-            http = DefaultHTTPClient(request_timeout=self.timeout_s, retry_attempts=0)
-            self._client = ArangoClient(
-                hosts=self.url, http_client=http, request_timeout=self.timeout_s, resolver_max_tries=1
-            )
-            if self.database != "_system":
-                sys_db = self._client.db("_system", username=self.username, password=self.password)
-                if not sys_db.has_database(self.database):
-                    sys_db.create_database(self.database)
-            self._db = self._client.db(self.database, username=self.username, password=self.password)
+            self._client, sys_db = connect(self.opts, self.opts.write_timeout_s, "_system")
+            if self.opts.database != "_system" and not sys_db.has_database(self.opts.database):
+                sys_db.create_database(self.opts.database)
+            self._db = self._client.db(self.opts.database, username=self.opts.username, password=self.opts.password)
             for name, edge in COLLECTIONS.items():
                 if not self._db.has_collection(name):
                     self._db.create_collection(name, edge=edge)
@@ -136,16 +232,27 @@ class ArangoGraphStore:
                 entities[ek] = {"_key": ek, "name_norm": name}
                 mk = uuid.uuid5(ID_NAMESPACE, f"mention\x1f{ek}\x1f{key}").hex
                 mentions[mk] = {
-                    "_key": mk, "_from": f"entities/{ek}", "_to": f"chunks/{key}", "chunk_id": rec["chunk_id"],
+                    "_key": mk,
+                    "_from": f"entities/{ek}",
+                    "_to": f"chunks/{key}",
+                    "chunk_id": rec["chunk_id"],
                 }
             for head, kind, tail in rels:
                 rk = uuid.uuid5(ID_NAMESPACE, f"rel\x1f{head}\x1f{kind}\x1f{tail}\x1f{key}").hex
                 relations[rk] = {
-                    "_key": rk, "_from": f"entities/{entity_key(head)}", "_to": f"entities/{entity_key(tail)}",
-                    "type": kind, "chunk_id": rec["chunk_id"], "chunk_key": key,
+                    "_key": rk,
+                    "_from": f"entities/{entity_key(head)}",
+                    "_to": f"entities/{entity_key(tail)}",
+                    "type": kind,
+                    "chunk_id": rec["chunk_id"],
+                    "chunk_key": key,
                 }
-        for name, rows in (("chunks", docs), ("entities", list(entities.values())),
-                           ("relations", list(relations.values())), ("mentions", list(mentions.values()))):
+        for name, rows in (
+            ("chunks", docs),
+            ("entities", list(entities.values())),
+            ("relations", list(relations.values())),
+            ("mentions", list(mentions.values())),
+        ):
             if rows:
                 db.collection(name).insert_many(rows, overwrite_mode="replace", silent=True)
         return len(docs)
@@ -185,4 +292,4 @@ class ArangoGraphStore:
         try:
             return int(await asyncio.to_thread(fn, arg))
         except (ArangoError, requests.exceptions.RequestException, ConnectionAbortedError) as exc:
-            raise IngestError(f"arangodb {self.url}: {exc}") from None
+            raise IngestError(f"arangodb {self.url}: {map_arango_error(exc, '', 'arango')}") from None

@@ -1,0 +1,115 @@
+"""What ingestion produces and what every store writer consumes: :class:`Chunk` and :class:`StoreWriter`.
+
+Each chunk carries the features fusion reads from hits, computed once here rather than per query: content
+quality, SimHash of the text, URL key and title key (:func:`fabric.ingest.loaders.finalize_all`).
+
+A store writer is the write side of one backend (SQLite FTS5, Qdrant, the SQLite graph, Meilisearch, ArangoDB).
+The ingestion pipeline loads and chunks a source, embeds the chunks when a store needs vectors, and hands
+every writer the same chunks; the ledger (:mod:`fabric.ingest.ledger`) records which stores hold each chunk.
+
+Writers are built like lanes, from the lane's :class:`~lanes.base.LaneSpec` and the shared
+:class:`~lanes.base.LaneResources` (each backend declares its writer in its descriptor, :class:`lanes.base.Backend`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from fabric.models import EMPTY_MAPPING, SourceKind, Trust
+
+__all__ = ["Chunk", "StoreWriter", "from_stored_simhash", "to_stored_simhash"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chunk:
+    """One retrievable unit with its provenance, as written to every store."""
+
+    id: str
+    """Store-wide id: ``doc_id#chunk_id`` for Markdown/JSONL sources, the BEIR ``_id`` for BEIR corpora."""
+    doc_id: str
+    """Stable id of the whole document (source + relative path, or the entry id)."""
+    chunk_id: str
+    """Stable id within the document (heading anchor + ordinal)."""
+    title: str
+    """Document title plus heading path, when there is one."""
+    text: str
+    """The chunk text (bounded by the chunker's cap)."""
+    url: str = ""
+    """Canonical URL, or a ``doc:`` reference for local files."""
+    domain: str = ""
+    """Host of ``url`` without ``www.``; empty for local files."""
+    published_at: datetime | None = None
+    """Publication time (UTC) when the source gives a date."""
+    years: tuple[int, ...] = ()
+    """Years mentioned in the title/text (or of ``published_at``), for temporal filters."""
+    source_kind: SourceKind = SourceKind.IMPORT
+    """Provenance class (seed 002)."""
+    source_ref: str = ""
+    """Where the chunk came from (``repo:path``, a file path, a dataset name)."""
+    trust: Trust = Trust.UNTRUSTED
+    """Operator-authored sources are trusted; imports are not unless promoted."""
+    quality: float | None = None
+    """Content quality in [0, 1] (``fusion.quality.content_quality``); None when unknown."""
+    simhash: int | None = None
+    """64-bit SimHash of the text (``fusion.simhash``, unsigned; stores keep it as a signed 64-bit integer, see
+    :func:`to_stored_simhash`); None for a text without words."""
+    url_key: str = ""
+    """The URL as dedup compares it (``fusion.urls.url_key``)."""
+    title_key: str = ""
+    """The title's word set as dedup compares it (``fusion.text.title_key``)."""
+    content_hash: str = ""
+    """sha256 of everything written for this chunk; unchanged hash → nothing to write."""
+    metadata: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
+    """Extra fields (``heading_path``, ``doc_kind``, ``path``); stored as JSON."""
+    vector: tuple[float, ...] | None = None
+    """Embedding of :attr:`embed_text`, set by the pipeline for stores that need vectors."""
+
+    @property
+    def embed_text(self) -> str:
+        """The text that is embedded: title and body, as BEIR evaluations do."""
+        return f"{self.title} {self.text}".strip()
+
+
+def to_stored_simhash(value: int | None) -> int | None:
+    """An unsigned 64-bit SimHash as the signed 64-bit integer SQLite and Qdrant payloads hold."""
+    return value - (1 << 64) if value is not None and value >= 1 << 63 else value
+
+
+def from_stored_simhash(value: object) -> int | None:
+    """The unsigned SimHash back from its stored signed form (None when absent or not an integer)."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return value + (1 << 64) if value < 0 else value
+
+
+@runtime_checkable
+class StoreWriter(Protocol):
+    """The write side of one store. All methods are idempotent; blocking SDKs run off the event loop.
+
+    Attributes:
+        store: the ledger name of the store (the lane backend name: ``sqlite_fts``, ``qdrant``, ...).
+        needs_vectors: True when :meth:`upsert` requires ``Chunk.vector`` (chunks without one are skipped
+            and reported as not held by the store).
+    """
+
+    store: str
+    needs_vectors: bool
+
+    async def open(self) -> None:
+        """Create collections/tables/indexes if missing; idempotent."""
+        ...
+
+    async def upsert(self, chunks: Sequence[Chunk]) -> None:
+        """Insert or replace ``chunks`` by id."""
+        ...
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        """Remove the chunks with these ids (unknown ids are ignored)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Flush and release resources."""
+        ...

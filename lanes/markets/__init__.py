@@ -1,0 +1,3 @@
+"""Markets lanes (quotes)."""
+
+__all__: list[str] = []

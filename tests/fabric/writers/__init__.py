@@ -1,0 +1,1 @@
+"""Tests of the store-writer helpers and the chunk contract."""

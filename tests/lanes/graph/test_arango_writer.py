@@ -1,0 +1,88 @@
+"""ArangoGraphWriter (python-arango, off the loop) against a loopback ArangoDB stand-in."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+import lanes.graph.arango_writer as mod
+from fabric.errors import ConfigError, LaneTimeout, LaneUnavailable
+from fabric.models import LaneKind
+from fabric.writers import chunk_key
+from lanes.base import LaneSpec
+from tests.httpfakes import serve
+from tests.lanes.graph.fake_arango import FakeArango
+from tests.lanes.graph.test_arango import CHUNKS, _ingest
+
+
+class TestArangoGraphWriter:
+    async def test_collections_created_with_edge_types(self) -> None:
+        """Ingest creates chunks/entities documents and relations/mentions edge collections."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+        assert {n: c["type"] for n, c in fake.collections.items()} == {
+            "chunks": 2,
+            "entities": 2,
+            "relations": 3,
+            "mentions": 3,
+        }
+
+    async def test_database_created_once(self) -> None:
+        """A missing database is created through _system, and not again on the next open."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+            await _ingest(srv.port)
+        assert fake.databases == ["_system", "fabric"]
+
+    async def test_repeated_ingest_is_idempotent(self) -> None:
+        """Deterministic keys and replace-on-insert: a second ingest changes no counts."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            await _ingest(srv.port)
+            counts = {n: len(c["docs"]) for n, c in fake.collections.items()}
+            await _ingest(srv.port)
+        assert {n: len(c["docs"]) for n, c in fake.collections.items()} == counts
+        assert set(fake.collections["chunks"]["docs"]) == {chunk_key(c["id"]) for c in CHUNKS}
+
+    async def test_delete_removes_chunk_and_its_edges(self) -> None:
+        """Deleting a chunk removes it and the mention edges pointing at it."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            writer = await _ingest(srv.port)
+            await writer.delete(["d3#0"])
+        mentions = fake.collections["mentions"]["docs"].values()
+        assert all(not m["_to"].endswith(chunk_key("d3#0")) for m in mentions)
+        assert len(fake.collections["chunks"]["docs"]) == 2
+
+
+class TestSharedPieces:
+    def test_options_parsed_once_for_lane_and_writer(self) -> None:
+        """Defaults of the shared options, and a bad value naming its key."""
+        opts = mod.ArangoOptions.parse(
+            LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango", options={"url": "http://a:8529"})
+        )
+        assert (opts.database, opts.username, opts.timeout_s, opts.write_timeout_s) == ("fabric", "root", 5.0, 30.0)
+        bad = LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango", options={"url": "u", "max_seeds": 0})
+        with pytest.raises(ConfigError, match=r"lanes\.graph\.options\.max_seeds"):
+            mod.ArangoOptions.parse(bad)
+
+    def test_error_mapping(self) -> None:
+        """Transport timeouts and connection failures map onto lane errors."""
+        assert isinstance(mod.map_arango_error(requests.exceptions.ReadTimeout("t"), "g", "arango"), LaneTimeout)
+        refused = mod.map_arango_error(requests.exceptions.ConnectionError("refused"), "g", "arango")
+        assert isinstance(refused, LaneUnavailable)
+
+
+def test_public_api() -> None:
+    """The module exports the writer and the pieces the lane shares with it."""
+    assert set(mod.__all__) == {
+        "COLLECTIONS",
+        "ArangoGraphWriter",
+        "ArangoOptions",
+        "connect",
+        "entity_key",
+        "extract_entities",
+        "map_arango_error",
+    }
