@@ -9,7 +9,9 @@ Modules (import the one you need; nothing heavy is imported here):
 - :mod:`fabric.router.oracle`: ``select_gold_label`` of §5 and its δ ablation;
 - :mod:`fabric.router.classifier`: the late-fusion classifier of §2 (torch, imported only when used);
 - :mod:`fabric.router.planner`: the engine's planning seam (probe, decision, lane plan, route record);
-- :mod:`fabric.router.evaluation`: per-route passes and the quality-against-cost report.
+- :mod:`fabric.router.evaluation`: per-route passes and the quality-against-cost report;
+- :mod:`fabric.router.labels`: oracle label files (scores, labels per δ, probe signals, query vectors);
+- :mod:`fabric.router.tuning`: the heuristic replayed over label files for a grid of thresholds.
 """
 
 __all__: list[str] = []
