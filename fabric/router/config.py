@@ -23,9 +23,9 @@ AUTO_CHOOSERS = ("heuristic", "classifier")
 class StrategyLanes:
     """Lanes each strategy runs (names of ``lanes.toml``); lanes not planned for a query are left out."""
 
-    dense: tuple[str, ...] = ("vector",)
-    temporal: tuple[str, ...] = ("vector",)
-    graph: tuple[str, ...] = ("vector", "graph")
+    dense: tuple[str, ...] = ("keyword", "vector")
+    temporal: tuple[str, ...] = ("keyword", "vector")
+    graph: tuple[str, ...] = ("keyword", "vector", "graph")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

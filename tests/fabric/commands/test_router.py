@@ -45,7 +45,7 @@ def test_label_train_eval_on_the_routing_set(home: Path, capsys: pytest.CaptureF
     assert list(rows) == ["all", "dense", "heuristic", "classifier", "oracle"]
     for row in rows.values():
         assert {"ndcg_ratio_vs_all", "lanes_ratio_vs_all", "p95_ratio_vs_all", "ndcg_at_10", "p50_ms"} <= set(row)
-    assert rows["dense"]["lanes_per_query"] == 1.0
+    assert rows["dense"]["lanes_per_query"] == 2.0  # keyword + vector
     assert rows["all"]["lanes_per_query"] == 3.0
     assert rows["heuristic"]["strategies"]["temporal"] >= 8  # the first 12 queries are temporal (t1-t10, h1-h2)
 

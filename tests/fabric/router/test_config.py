@@ -14,11 +14,14 @@ def env(**kw: str) -> dict[str, str]:
 
 
 def test_project_file_holds_the_seed_thresholds() -> None:
-    """config/router.toml: skewness 0.5, max score 0.65, δ 0.05, top-10 probe; heuristic decides auto."""
+    """config/router.toml: skewness 0.5, max score 0.65, δ 0.05, top-10 probe; heuristic decides auto; Dense is
+    keyword + vector (measured: docs/router.md)."""
     cfg = load_settings(env={}).router
     assert (cfg.skew_max, cfg.max_score_min, cfg.delta, cfg.probe_k) == (0.5, 0.65, 0.05, 10)
     assert cfg.auto == "heuristic"
-    assert cfg.strategies == StrategyLanes(dense=("vector",), temporal=("vector",), graph=("vector", "graph"))
+    assert cfg.strategies == StrategyLanes(
+        dense=("keyword", "vector"), temporal=("keyword", "vector"), graph=("keyword", "vector", "graph")
+    )
     assert cfg == RouterConfig()  # the file states the defaults, nothing hidden
 
 

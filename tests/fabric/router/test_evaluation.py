@@ -11,7 +11,8 @@ from fabric.eval.dataset import Dataset, EvalQuery
 from fabric.models import Hit, LaneKind
 from fabric.router.evaluation import default_passes, oracle_runs, router_report, run_routes, strategy_scores
 from lanes.fake import FakeLane
-from tests.fabric.support import make_settings, quiet_logs  # noqa: F401
+from tests.fabric.router.test_planner import settings_for
+from tests.fabric.support import quiet_logs  # noqa: F401
 
 LANES = {"keyword": {}, "vector": {"kind": LaneKind.VECTOR}, "graph": {"kind": LaneKind.GRAPH}}
 
@@ -38,14 +39,17 @@ def dataset(tmp_path: Path) -> Dataset:
 
 
 async def test_passes_and_report(tmp_path: Path) -> None:
-    """Every router gets nDCG@10, lane calls, p50/p95 and ratios to all-lanes; the oracle replays the best plan."""
+    """Every router gets nDCG@10, lane calls, p50/p95 and ratios to all-lanes; the oracle replays the best plan.
+
+    Strategies on the vector lane alone (as in test_planner), so lane counts are easy to read.
+    """
     fakes = {
         "keyword": FakeLane(name="keyword", hits=hits("k", [5.0, 4.0, 3.0])),
         "vector": FakeLane(name="vector", kind=LaneKind.VECTOR, hits=hits("v", PEAKED)),
         "graph": FakeLane(name="graph", kind=LaneKind.GRAPH, hits=hits("g", [3.0, 2.0])),
     }
     ds = dataset(tmp_path)
-    async with Engine(make_settings(tmp_path, LANES), lanes=fakes) as engine:
+    async with Engine(settings_for(tmp_path), lanes=fakes) as engine:
         passes = await run_routes(engine, ds, default_passes(False), lanes=list(LANES))
     assert set(passes) == {"all", "dense", "temporal", "graph", "heuristic"}
     assert passes["heuristic"]["q1"].strategy == "dense"  # peaked probe

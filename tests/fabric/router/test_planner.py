@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from fabric.config import Settings
 from fabric.engine import Engine
 from fabric.errors import QueryError
 from fabric.models import Hit, LaneKind, LaneRequest, SearchResult
+from fabric.router.config import RouterConfig, StrategyLanes
 from fabric.router.planner import filter_years
 from fabric.validation import parse_request
 from lanes.base import LaneResources
@@ -57,8 +59,16 @@ def lanes(vector: list[Hit]) -> dict[str, Recording]:
     }
 
 
+VECTOR_ONLY = RouterConfig(strategies=StrategyLanes(dense=("vector",), temporal=("vector",), graph=("vector", "graph")))
+"""Strategies on the vector lane alone, so each test sees exactly which lane the plan adds."""
+
+
+def settings_for(tmp_path: Path, router: RouterConfig = VECTOR_ONLY) -> Settings:
+    return dataclasses.replace(make_settings(tmp_path, LANES), router=router)
+
+
 async def run(tmp_path: Path, fakes: dict[str, Recording], **data: Any) -> SearchResult:
-    settings = make_settings(tmp_path, LANES)
+    settings = settings_for(tmp_path)
     async with Engine(settings, lanes=fakes) as engine:
         return await engine.search(parse_request({"query": "vitamin d levels", **data}, settings))
 
@@ -90,6 +100,17 @@ async def test_auto_peaked_probe_is_dense_and_reuses_the_probe(tmp_path: Path) -
     assert r["signals"]["dist"] == 1.0  # fake lanes: no embedder
     assert list(res.lanes) == ["vector"]
     assert [it.id for it in res.items][:3] == ["v0", "v1", "v2"]
+
+
+async def test_default_dense_is_keyword_plus_the_reused_probe(tmp_path: Path) -> None:
+    """The shipped Dense (keyword + vector): the probe stands in for the vector lane, the keyword lane runs once."""
+    fakes = lanes(vec_hits(PEAKED))
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=RouterConfig())
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "vitamin d levels", "route": "auto"}, settings))
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 0}
+    assert (res.route["strategy"], res.route["lane_calls"], res.route["probe_reused"]) == ("dense", 2, True)
+    assert set(res.lanes) == {"keyword", "vector"}
 
 
 async def test_auto_flat_confident_probe_adds_graph(tmp_path: Path) -> None:
@@ -161,8 +182,7 @@ async def test_temporal_deep_fills_when_the_probe_is_short(tmp_path: Path) -> No
 async def test_missing_classifier_falls_back_to_heuristic(tmp_path: Path) -> None:
     """chooser=classifier without an artifact: the heuristic decides, and the reason says why."""
     fakes = lanes(vec_hits(PEAKED))
-    settings = make_settings(tmp_path, LANES)
-    settings = dataclasses.replace(settings, router=dataclasses.replace(settings.router, auto="classifier"))
+    settings = settings_for(tmp_path, dataclasses.replace(VECTOR_ONLY, auto="classifier"))
     async with Engine(settings, lanes=fakes) as engine:
         res = await engine.search(parse_request({"query": "timeline of rail", "route": "auto"}, settings))
     assert res.route["chooser"] == "heuristic"
@@ -180,7 +200,7 @@ async def test_restricted_lanes_without_the_strategy_lane(tmp_path: Path) -> Non
 
 async def test_unknown_route_is_a_clear_error(tmp_path: Path) -> None:
     """The valid values are listed."""
-    settings = make_settings(tmp_path, LANES)
+    settings = settings_for(tmp_path)
     with pytest.raises(QueryError) as info:
         parse_request({"query": "x", "route": "fastest"}, settings)
     assert info.value.field == "route"
@@ -199,7 +219,7 @@ class _Embedder:
 
 
 def with_classifier(tmp_path: Path, fakes: dict[str, Recording], name: str) -> Engine:
-    engine = Engine(make_settings(tmp_path, LANES), lanes=fakes, resources=LaneResources(embedder=_Embedder()))
+    engine = Engine(settings_for(tmp_path), lanes=fakes, resources=LaneResources(embedder=_Embedder()))
     engine.router.chooser = "classifier"
     engine.router.classifier = _Always(name)  # type: ignore[assignment]
     return engine
