@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,6 +68,8 @@ class Probe:
     signals: ProbeSignals | None
     query_vector: Sequence[float] | None
     wait_ms: float = 0.0
+    others: Mapping[str, LaneOutcome] = field(default_factory=dict)
+    """Lanes every strategy runs, started with the probe (unfiltered) so that they do not wait for the decision."""
 
 
 def filter_years(hits: Sequence[Hit], years: tuple[int, int]) -> list[Hit]:
@@ -146,7 +148,7 @@ class Router:
             note = f" (classifier unavailable: {self._classifier_error})" if self.chooser == "classifier" else ""
             if decided is not None:
                 return dataclasses.replace(decided, reason=decided.reason + note), "heuristic", None, None
-        probe = await self.run_probe(available, unfiltered, deadline, embedder)
+        probe = await self.run_probe(available, unfiltered, deadline, embedder, also=self._common(available))
         if probe is None or probe.signals is None:
             why = "probe lane not planned" if probe is None else f"probe {probe.outcome.status.value}"
             return Decision(strategy=Strategy.DENSE, rule="no_probe", reason=f"{why}: Dense"), "heuristic", probe, None
@@ -158,21 +160,30 @@ class Router:
         decided = decide_signals(probe.signals, self.config)
         return decided, "heuristic", probe, None
 
+    def _common(self, available: Mapping[str, PlannedLane]) -> list[PlannedLane]:
+        """Planned lanes that every strategy runs (besides the probe lane): no decision can drop them."""
+        sets = [set(getattr(self.config.strategies, s.value)) for s in STRATEGY_ORDER]
+        common = set.intersection(*sets) - {self.config.probe_lane}
+        return [p for name, p in available.items() if name in common and p.stage == 1]
+
     async def run_probe(
         self,
         available: Mapping[str, PlannedLane],
         request: LaneRequest,
         deadline: float,
         embedder: Embedder | None,
+        *,
+        also: Sequence[PlannedLane] = (),
     ) -> Probe | None:
-        """Run the probe lane once and compute its signals; None when the probe lane is not planned."""
+        """Run the probe lane (with ``also`` alongside) and compute its signals; None when it is not planned."""
         planned = available.get(self.config.probe_lane)
         if planned is None:
             return None
         stats = RunStats()
-        outcome = (await self.executor.run([planned], request, deadline=deadline, stats=stats))[planned.name]
+        ran = await self.executor.run([planned, *also], request, deadline=deadline, stats=stats)
+        outcome, others = ran.pop(planned.name), ran
         if outcome.status is not LaneStatus.SUCCESS:
-            return Probe(outcome=outcome, signals=None, query_vector=None, wait_ms=stats.wait_ms)
+            return Probe(outcome=outcome, signals=None, query_vector=None, wait_ms=stats.wait_ms, others=others)
         top = outcome.hits[: self.config.probe_k]
         query_vector: list[float] | None = None
         docs: list[list[float]] = []
@@ -184,7 +195,7 @@ class Router:
             except Exception as exc:  # the distance signal is then 1.0; routing goes on
                 log.warning("router_probe_embed_failed", error=f"{type(exc).__name__}: {exc}")
         signals = compute_signals([h.score for h in top], query_vector, docs)
-        return Probe(outcome=outcome, signals=signals, query_vector=query_vector, wait_ms=stats.wait_ms)
+        return Probe(outcome=outcome, signals=signals, query_vector=query_vector, wait_ms=stats.wait_ms, others=others)
 
     def _classifier(self) -> RouterClassifier | None:
         if self.classifier is None and self._classifier_error is None:
@@ -240,7 +251,10 @@ class Router:
         elif reused and probe is not None:
             done[probe.outcome.lane] = probe.outcome
         extra["probe_reused"] = bool(done)
-        calls = (1 if probe is not None else 0) + sum(1 for p in lanes if p.name not in done)
+        others = probe.others if probe is not None else {}
+        if lane_request is unfiltered:  # lanes run with the probe are reusable unless a year filter now applies
+            done.update((n, o) for n, o in others.items() if n in names)
+        calls = (1 + len(others) if probe is not None else 0) + sum(1 for p in lanes if p.name not in done)
         record = RouteRecord(
             route=request.route,
             strategy=decision.strategy.value,

@@ -218,8 +218,10 @@ class _Embedder:
         return [[float(t.count(c)) + 0.1 for c in "abcd"] for t in texts]
 
 
-def with_classifier(tmp_path: Path, fakes: dict[str, Recording], name: str) -> Engine:
-    engine = Engine(settings_for(tmp_path), lanes=fakes, resources=LaneResources(embedder=_Embedder()))
+def with_classifier(
+    tmp_path: Path, fakes: dict[str, Recording], name: str, router: RouterConfig = VECTOR_ONLY
+) -> Engine:
+    engine = Engine(settings_for(tmp_path, router), lanes=fakes, resources=LaneResources(embedder=_Embedder()))
     engine.router.chooser = "classifier"
     engine.router.classifier = _Always(name)  # type: ignore[assignment]
     return engine
@@ -245,3 +247,21 @@ async def test_probe_time_counts_as_lane_time(tmp_path: Path) -> None:
     assert res.route["strategy"] == "dense"
     assert res.timings["lanes_ms"] >= 15.0
     assert res.timings["overhead_ms"] < res.timings["total_ms"] - 15.0
+
+
+async def test_common_lanes_start_with_the_probe(tmp_path: Path) -> None:
+    """The shipped strategies all run keyword: it starts with the probe, and is reused unless a year filter applies."""
+    fakes = lanes(vec_hits(FLAT, [2020] * 10))
+    async with with_classifier(tmp_path, fakes, "graph", RouterConfig()) as engine:
+        res = await engine.search(parse_request({"query": "rail policy", "route": "auto"}, engine.settings))
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 1}
+    assert fakes["keyword"].requests[0].constraints.date_from is None
+    assert res.route["lane_calls"] == 3
+
+    fakes = lanes(vec_hits(FLAT, [2020] * 10))
+    async with with_classifier(tmp_path, fakes, "temporal", RouterConfig()) as engine:
+        req = parse_request({"query": "rail policy in 2020", "route": "auto", "top_k": 5}, engine.settings)
+        res = await engine.search(req)
+    assert calls(fakes) == {"keyword": 2, "vector": 1, "graph": 0}  # keyword again, with the year filter
+    assert fakes["keyword"].requests[1].constraints.date_from == datetime(2020, 1, 1, tzinfo=UTC)
+    assert res.route["lane_calls"] == 3
