@@ -1,15 +1,4 @@
 # The fabric service image: `fabric serve` on 0.0.0.0:8080 with the compose profile.
-# Stage 1 compiles the project's wheel (fusion/_kernel.c needs a C compiler); stage 2 installs it without one.
-FROM python:3.11.11-slim-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev && rm -rf /var/lib/apt/lists/*
-WORKDIR /src
-COPY pyproject.toml README.md ./
-COPY fabric ./fabric
-COPY lanes ./lanes
-COPY fusion ./fusion
-RUN pip wheel --no-deps --wheel-dir /wheels . \
-  && python -c "import sys, zipfile, glob; n = zipfile.ZipFile(glob.glob('/wheels/*.whl')[0]).namelist(); sys.exit(not any(x.startswith('fusion/_kernel') and x.endswith('.so') for x in n))"
-
 FROM python:3.11.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -18,13 +7,17 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     FABRIC_HOME=/data \
     FABRIC_PROFILE=compose
 
-WORKDIR /app
 # CPU-only torch first (a plain `torch` pulls a multi-GB CUDA build), then the project with its embedder.
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0
-COPY --from=build /wheels /wheels
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY fabric ./fabric
+COPY lanes ./lanes
+COPY fusion ./fusion
+RUN pip install ".[embeddings]"
+WORKDIR /app
 COPY config ./config
-RUN whl=$(ls /wheels/*.whl) && pip install "${whl}[embeddings]" && rm -rf /wheels \
-  && useradd --system --home /data fabric && mkdir -p /data && chown fabric /data
+RUN rm -rf /src && useradd --system --home /data fabric && mkdir -p /data && chown fabric /data
 
 USER fabric
 VOLUME ["/data"]

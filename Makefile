@@ -9,8 +9,7 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 
 # torch first, pinned to the CPU build served from local disk (a plain `torch` pulls a multi-GB CUDA build).
-# The install also compiles fusion/_kernel.c (optional: without a C compiler fusion runs its Python twins).
-$(STAMP): pyproject.toml fusion/_kernel.c
+$(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
@@ -36,10 +35,11 @@ baseline: setup
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) .fabric .cache .mypy_cache .ruff_cache .pytest_cache build fusion/_kernel.*.so
+	rm -rf $(VENV) .fabric .cache .mypy_cache .ruff_cache .pytest_cache build
 
 # The compose stack (Docker engine required): copy .env.example to .env and set the secrets first.
 compose-up:

@@ -14,19 +14,15 @@ file and the dotted key (``lanes.vector.weight``). Defaults live in the dataclas
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import functools
 import os
-import tomllib
-import types
-import typing
 from collections.abc import Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fabric.config_readers import SCHEMA, build, coerce, env_overrides, merge, positive, read_toml
 from fabric.errors import ConfigError
 from fabric.models import FusionMode, LaneKind, Mode
 from fabric.router.config import RouterConfig, validate_router_config
@@ -53,9 +49,7 @@ __all__ = [
     "load_settings",
 ]
 
-SCHEMA = 1
 CONFIG_FILES = ("modes.toml", "lanes.toml", "fusion.toml", "authority.toml", "engine.toml", "router.toml")
-
 
 
 class _EnvUrls(Mapping[str, tuple[str, str]]):
@@ -299,125 +293,6 @@ def default_config_dir() -> Path:
 # --------------------------------------------------------------------------------------------- loading
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError("file not found", source=str(path)) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid TOML: {exc}", source=str(path)) from None
-    schema = data.pop("schema", SCHEMA)
-    if schema != SCHEMA:
-        raise ConfigError(f"unsupported schema {schema!r} (expected {SCHEMA})", source=str(path), key="schema")
-    return data
-
-
-def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for key, value in over.items():
-        if isinstance(value, Mapping) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def _coerce(tp: Any, value: Any, src: str, key: str) -> Any:
-    """Coerce a TOML value to the annotated type ``tp`` or raise ConfigError."""
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _coerce(inner[0], value, src, key)
-    if tp is Any:
-        return value
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        try:
-            return tp.from_str(str(value)) if hasattr(tp, "from_str") else tp(value)
-        except ValueError as exc:
-            raise ConfigError(str(exc), source=src, key=key) from None
-    if tp is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"expected true/false, got {value!r}", source=src, key=key)
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"expected an integer, got {value!r}", source=src, key=key)
-        return value
-    if tp is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"expected a number, got {value!r}", source=src, key=key)
-        return float(value)
-    if tp is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"expected a string, got {value!r}", source=src, key=key)
-        return value
-    if tp is Path:
-        return Path(str(value))
-    if origin is tuple:
-        if not isinstance(value, list | tuple):
-            raise ConfigError(f"expected a list, got {value!r}", source=src, key=key)
-        return tuple(_coerce(args[0], v, src, f"{key}[{i}]") for i, v in enumerate(value))
-    if origin in (Mapping, dict) or tp in (dict, Mapping):
-        if not isinstance(value, Mapping):
-            raise ConfigError(f"expected a table, got {value!r}", source=src, key=key)
-        vt = args[1] if len(args) == 2 else Any
-        return {str(k): _coerce(vt, v, src, f"{key}.{k}") for k, v in value.items()}
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        return _build(tp, value, src, key)
-    return value
-
-
-def _build(cls: type[Any], data: Any, src: str, key: str, **fixed: Any) -> Any:
-    """Build dataclass ``cls`` from a TOML table, rejecting unknown keys."""
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"expected a table, got {data!r}", source=src, key=key)
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ConfigError(
-            f"unknown key(s) {', '.join(unknown)}; valid: {', '.join(sorted(names - set(fixed)))}",
-            source=src,
-            key=key,
-        )
-    kwargs = dict(fixed)
-    for name, value in data.items():
-        kwargs[name] = _coerce(hints[name], value, src, f"{key}.{name}" if key else name)
-    try:
-        return cls(**kwargs)
-    except TypeError as exc:
-        raise ConfigError(str(exc), source=src, key=key) from None
-
-
-def _env_overrides(env: Mapping[str, str]) -> dict[str, Any]:
-    """``FABRIC__a__b=value`` → ``{"a": {"b": value}}`` with TOML literal parsing (strings fall back)."""
-    out: dict[str, Any] = {}
-    for name, raw in env.items():
-        if not name.startswith("FABRIC__"):
-            continue
-        path = [p for p in name[len("FABRIC__") :].split("__") if p]
-        if not path:
-            continue
-        try:
-            value = tomllib.loads(f"v = {raw}")["v"]
-        except tomllib.TOMLDecodeError:
-            value = raw
-        node = out
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-        node[path[-1]] = value
-    return out
-
-
-def _positive(value: float, src: str, key: str) -> None:
-    if value <= 0:
-        raise ConfigError(f"must be > 0, got {value!r}", source=src, key=key)
-
-
 def load_settings(
     config_dir: Path | None = None,
     *,
@@ -437,82 +312,82 @@ def load_settings(
     for name in CONFIG_FILES:
         path = cdir / name
         if path.exists():
-            merged = _merge(merged, _read_toml(path))
+            merged = merge(merged, read_toml(path))
             sources.append(str(path))
     profile = profile if profile is not None else env.get("FABRIC_PROFILE") or None
     if profile:
         path = cdir / f"{profile}.toml"
         if not path.exists():
             raise ConfigError(f"profile {profile!r} not found", source=str(path), key="FABRIC_PROFILE")
-        merged = _merge(merged, _read_toml(path))
+        merged = merge(merged, read_toml(path))
         sources.append(str(path))
     ufile = user_file or (Path(env["FABRIC_CONFIG"]) if env.get("FABRIC_CONFIG") else None)
     if ufile is not None:
-        merged = _merge(merged, _read_toml(ufile))
+        merged = merge(merged, read_toml(ufile))
         sources.append(str(ufile))
-    overrides = _env_overrides(env)
+    overrides = env_overrides(env)
     if overrides:
-        merged = _merge(merged, overrides)
+        merged = merge(merged, overrides)
         sources.append("env")
     src = " + ".join(Path(s).name if s != "env" else s for s in sources) or "defaults"
     return _validate(merged, src, env, tuple(sources))
 
 
+_SECTIONS = frozenset(
+    {"modes", "lanes", "fusion", "authority", "default", "domains", "engine", "preflight", "penalties", "embeddings",
+     "ingest", "router", "home"}
+)  # fmt: skip
+
+
 def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: tuple[str, ...]) -> Settings:
-    known = {
-        "modes",
-        "lanes",
-        "fusion",
-        "authority",
-        "default",
-        "domains",
-        "engine",
-        "preflight",
-        "penalties",
-        "embeddings",
-        "ingest",
-        "router",
-        "home",
-    }
-    unknown = sorted(set(data) - known)
+    unknown = sorted(set(data) - _SECTIONS)
     if unknown:
         raise ConfigError(f"unknown section(s) {', '.join(unknown)}", source=src)
+    fusion: FusionConfig = build(FusionConfig, data.get("fusion", {}), src, "fusion")
+    positive(fusion.rrf_k, src, "fusion.rrf_k")
+    home = Path(env.get("FABRIC_HOME") or data.get("home") or ".fabric")
+    cache_dir = Path(env.get("FABRIC_CACHE_DIR") or data.get("cache_dir") or ".cache/fabric")
+    lanes = _read_lanes(data.get("lanes", {}), src, env)
+    router: RouterConfig = build(RouterConfig, data.get("router", {}), src, "router")
+    return Settings(
+        home=home,
+        cache_dir=cache_dir,
+        modes=_read_modes(data.get("modes", {}), src),
+        lanes=lanes,
+        fusion=fusion,
+        authority=_read_authority(data.get("domains", {}), src),
+        authority_default=coerce(float, data.get("default", 0.5), src, "default"),
+        engine=build(EngineConfig, data.get("engine", {}), src, "engine"),
+        preflight=build(PreflightConfig, data.get("preflight", {}), src, "preflight"),
+        penalties=build(PenaltyConfig, data.get("penalties", {}), src, "penalties"),
+        embeddings=build(EmbeddingsConfig, data.get("embeddings", {}), src, "embeddings"),
+        ingest=_read_ingest(data.get("ingest", {}), src),
+        router=validate_router_config(router, lanes if "router" in data else {}, src),
+        sources=sources,
+    )
 
+
+def _read_modes(data: Mapping[str, Any], src: str) -> dict[Mode, ModeConfig]:
+    """``[modes.<mode>]``: positive total and per-lane budgets."""
     modes: dict[Mode, ModeConfig] = {}
-    for mname, mdata in data.get("modes", {}).items():
+    for mname, mdata in data.items():
         try:
             mode = Mode.from_str(mname)
         except ValueError as exc:
             raise ConfigError(str(exc), source=src, key=f"modes.{mname}") from None
-        mc: ModeConfig = _build(ModeConfig, mdata, src, f"modes.{mname}")
-        _positive(mc.total_budget_ms, src, f"modes.{mname}.total_budget_ms")
+        mc: ModeConfig = build(ModeConfig, mdata, src, f"modes.{mname}")
+        positive(mc.total_budget_ms, src, f"modes.{mname}.total_budget_ms")
         for lane, budget in mc.lanes.items():
-            _positive(budget, src, f"modes.{mname}.lanes.{lane}")
+            positive(budget, src, f"modes.{mname}.lanes.{lane}")
         modes[mode] = mc
+    return modes
 
+
+def _read_lanes(data: Mapping[str, Any], src: str, env: Mapping[str, str]) -> dict[str, LaneConfig]:
+    """``[lanes.<name>]``: kind and backend required, service URLs from the environment, fallbacks that exist."""
     lanes: dict[str, LaneConfig] = {}
-    for lname, ldata in data.get("lanes", {}).items():
-        if not isinstance(ldata, Mapping):
-            raise ConfigError("expected a table", source=src, key=f"lanes.{lname}")
-        ldata = dict(ldata)
-        for missing in ("kind", "backend"):
-            if missing not in ldata:
-                raise ConfigError("required key missing", source=src, key=f"lanes.{lname}.{missing}")
-        opts = dict(ldata.get("options", {}))
-        for var, (backend, option) in ENV_URLS.items():
-            if env.get(var) and ldata.get("backend") == backend:
-                opts[option] = env[var]
-        ldata["options"] = opts
-        lc: LaneConfig = _build(LaneConfig, ldata, src, f"lanes.{lname}", name=lname)
-        if lc.weight < 0:
-            raise ConfigError(f"must be >= 0, got {lc.weight}", source=src, key=f"lanes.{lname}.weight")
-        if lc.fallback_reserve_ms < 0:
-            raise ConfigError(
-                f"must be >= 0, got {lc.fallback_reserve_ms}", source=src, key=f"lanes.{lname}.fallback_reserve_ms"
-            )
-        if lc.stage not in (1, 2):
-            raise ConfigError(f"must be 1 or 2, got {lc.stage}", source=src, key=f"lanes.{lname}.stage")
-        lanes[lname] = lc
+    for lname, ldata in data.items():
+        lanes[lname] = _read_lane(lname, ldata, src, env)
     for lc in lanes.values():
         if lc.fallback and lc.fallback not in lanes and lc.fallback != "web_cache":
             raise ConfigError(
@@ -520,43 +395,51 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
                 source=src,
                 key=f"lanes.{lc.name}.fallback",
             )
+    return lanes
 
-    fusion: FusionConfig = _build(FusionConfig, data.get("fusion", {}), src, "fusion")
-    _positive(fusion.rrf_k, src, "fusion.rrf_k")
 
+def _read_lane(lname: str, ldata: Any, src: str, env: Mapping[str, str]) -> LaneConfig:
+    if not isinstance(ldata, Mapping):
+        raise ConfigError("expected a table", source=src, key=f"lanes.{lname}")
+    ldata = dict(ldata)
+    for missing in ("kind", "backend"):
+        if missing not in ldata:
+            raise ConfigError("required key missing", source=src, key=f"lanes.{lname}.{missing}")
+    opts = dict(ldata.get("options", {}))
+    for var, (backend, option) in ENV_URLS.items():
+        if env.get(var) and ldata.get("backend") == backend:
+            opts[option] = env[var]
+    ldata["options"] = opts
+    lc: LaneConfig = build(LaneConfig, ldata, src, f"lanes.{lname}", name=lname)
+    if lc.weight < 0:
+        raise ConfigError(f"must be >= 0, got {lc.weight}", source=src, key=f"lanes.{lname}.weight")
+    if lc.fallback_reserve_ms < 0:
+        raise ConfigError(
+            f"must be >= 0, got {lc.fallback_reserve_ms}", source=src, key=f"lanes.{lname}.fallback_reserve_ms"
+        )
+    if lc.stage not in (1, 2):
+        raise ConfigError(f"must be 1 or 2, got {lc.stage}", source=src, key=f"lanes.{lname}.stage")
+    return lc
+
+
+def _read_authority(data: Mapping[str, Any], src: str) -> dict[str, AuthorityEntry]:
+    """``[domains]``: a score in [0, 1] per domain (a bare number or a table), keyed in lower case."""
     authority: dict[str, AuthorityEntry] = {}
-    for domain, entry in data.get("domains", {}).items():
+    for domain, entry in data.items():
         if isinstance(entry, int | float) and not isinstance(entry, bool):
             entry = {"score": entry}
-        ae: AuthorityEntry = _build(AuthorityEntry, entry, src, f"domains.{domain}")
+        ae: AuthorityEntry = build(AuthorityEntry, entry, src, f"domains.{domain}")
         if not 0.0 <= ae.score <= 1.0:
             raise ConfigError(f"must be in [0, 1], got {ae.score}", source=src, key=f"domains.{domain}.score")
         authority[domain.lower()] = ae
-    authority_default = _coerce(float, data.get("default", 0.5), src, "default")
+    return authority
 
-    ingest: IngestConfig = _build(IngestConfig, data.get("ingest", {}), src, "ingest")
+
+def _read_ingest(data: Any, src: str) -> IngestConfig:
+    """``[ingest]``: positive limits, a non-negative synchronous-ingest threshold."""
+    ingest: IngestConfig = build(IngestConfig, data, src, "ingest")
     for name in ("max_entries", "max_body_bytes", "max_queued", "history"):
-        _positive(getattr(ingest, name), src, f"ingest.{name}")
+        positive(getattr(ingest, name), src, f"ingest.{name}")
     if ingest.sync_max_entries < 0:
         raise ConfigError(f"must be >= 0, got {ingest.sync_max_entries}", source=src, key="ingest.sync_max_entries")
-
-    home = Path(env.get("FABRIC_HOME") or data.get("home") or ".fabric")
-    cache_dir = Path(env.get("FABRIC_CACHE_DIR") or data.get("cache_dir") or ".cache/fabric")
-    return Settings(
-        home=home,
-        cache_dir=cache_dir,
-        modes=modes,
-        lanes=lanes,
-        fusion=fusion,
-        authority=authority,
-        authority_default=authority_default,
-        engine=_build(EngineConfig, data.get("engine", {}), src, "engine"),
-        preflight=_build(PreflightConfig, data.get("preflight", {}), src, "preflight"),
-        penalties=_build(PenaltyConfig, data.get("penalties", {}), src, "penalties"),
-        embeddings=_build(EmbeddingsConfig, data.get("embeddings", {}), src, "embeddings"),
-        ingest=ingest,
-        router=validate_router_config(
-            _build(RouterConfig, data.get("router", {}), src, "router"), lanes if "router" in data else {}, src
-        ),
-        sources=sources,
-    )
+    return ingest

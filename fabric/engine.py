@@ -22,6 +22,7 @@ created once under the home (``cursor.secret``), read when the engine opens.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -31,31 +32,37 @@ from typing import Any, Self
 
 import structlog
 
-from fabric.budgets import lane_budget_ms, total_budget_ms
+from fabric.budgets import total_budget_ms
 from fabric.config import LaneConfig, Settings
 from fabric.constraints import BUDGET_MULTIPLIERS, bind_constraints
 from fabric.cursor_secret import CURSOR_SECRET_ENV, load_cursor_secret
-from fabric.errors import ConfigError, PartialResultError
-from fabric.executor import LaneExecutor, PlannedLane, RunStats
+from fabric.errors import PartialResultError
+from fabric.executor import LaneExecutor, RunStats
+from fabric.lane_setup import OPEN_TIMEOUT_S, build_lanes, warm_embedder, warm_fusion
 from fabric.logs import enabled, new_trace_id
 from fabric.metrics import EngineMetrics
-from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, SearchRequest, SearchResult
+from fabric.models import (
+    LaneKind,
+    LaneOutcome,
+    LaneRequest,
+    LaneStatus,
+    PreflightResult,
+    SearchRequest,
+    SearchResult,
+)
 from fabric.penalties import ProviderPenalties
 from fabric.preflight import LoopLagMonitor, Preflight
+from fabric.query_plan import QueryPlan, QueryRun, build_result, plan_lanes, request_fingerprint
 from fabric.resources import close_resources, open_resources
-from fabric.router.planner import Router
-from fabric.router.strategies import RouteRecord
+from fabric.router.planner import RoutedPlan, Router
 from fabric.stages import run_stage2
-from fusion.cursor import decode_cursor, encode_cursor, fingerprint
+from fusion.cursor import decode_cursor, encode_cursor
 from fusion.pipeline import FusionContext, FusionOutput, fuse
-from lanes.base import Lane, LaneResources, LaneSpec
-from lanes.registry import build_lane
+from lanes.base import Lane, LaneResources
 
 __all__ = ["CURSOR_SECRET_ENV", "Engine"]
 
 log = structlog.get_logger(__name__)
-
-_OPEN_TIMEOUT_S = 60.0
 
 
 class Engine:
@@ -106,7 +113,7 @@ class Engine:
             if self._given_lanes is not None:
                 self.lanes = dict(self._given_lanes)
             else:
-                self._build_lanes(self.resources)
+                self.lanes, self.build_errors = build_lanes(self.settings, self.resources)
             self.executor.lanes = dict(self.lanes)
             self.executor.web_cache = self.resources.web_cache
             self.executor.unavailable = dict(self.build_errors)
@@ -117,11 +124,12 @@ class Engine:
             self.preflight.http = self.resources.http
             self._secret = load_cursor_secret(self.settings.home)
             self._unopened = set(self.lanes)
-            await asyncio.gather(self._warm_up(sorted(self.lanes), _OPEN_TIMEOUT_S), self._warm_embedder())
+            embedder = self.resources.embedder if self._given_resources is None else None
+            await asyncio.gather(self._warm_up(sorted(self.lanes), OPEN_TIMEOUT_S), warm_embedder(embedder))
         except BaseException:
             await self.aclose()
             raise
-        self._warm_fusion()
+        warm_fusion(self.settings.fusion)
         self.loop_lag.start()
         self._opened = True
         log.info("engine_opened", lanes=sorted(self.lanes), unavailable=sorted(self.build_errors))
@@ -131,24 +139,6 @@ class Engine:
         if self._given_lanes is not None:
             return False
         return any(lc.kind is LaneKind.VECTOR and lc.backend != "fake" for lc in self.settings.lanes.values())
-
-    def _build_lanes(self, resources: LaneResources) -> None:
-        wanted: dict[str, LaneConfig | None] = {lc.name: lc for lc in self.settings.enabled_lanes()}
-        for lc in list(wanted.values()):
-            if lc is not None and lc.fallback and lc.fallback not in wanted:
-                wanted[lc.fallback] = self.settings.lanes.get(lc.fallback)
-        for name, lc in wanted.items():
-            if lc is None:  # a pseudo-lane such as web_cache: its backend is its name
-                parent = next(c for c in self.settings.lanes.values() if c.fallback == name)
-                spec = LaneSpec(name=name, kind=parent.kind, backend=name, options=parent.options)
-            else:
-                spec = LaneSpec(name=name, kind=lc.kind, backend=lc.backend, options=lc.options)
-            try:
-                self.lanes[name] = build_lane(spec, resources)
-            except Exception as exc:  # a broken backend is reported per query, never fatal to the engine
-                msg = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
-                self.build_errors[name] = f"lane could not be built: {msg}"
-                log.warning("lane_build_failed", lane=name, backend=spec.backend, error=msg)
 
     async def _warm_up(self, names: list[str], timeout_s: float) -> None:
         """Open lanes concurrently; a lane that fails to open is retried at the next query."""
@@ -162,38 +152,6 @@ class Engine:
                 log.warning("lane_open_failed", lane=name, error=f"{type(exc).__name__}: {exc}")
 
         await asyncio.gather(*(one(n) for n in names if n in self._unopened))
-
-    async def _warm_embedder(self) -> None:
-        """Load the embedding model now rather than inside the first query's vector-lane budget.
-
-        Uses the embedder's ``warm()`` (``fabric.embeddings``; a cached embedder must load its model even when
-        the warm-up text is cached) when it has one, else embeds a short text. Fail-open.
-        """
-        embedder = self.resources.embedder if self.resources is not None else None
-        if embedder is None or self._given_resources is not None:
-            return
-        warm = getattr(embedder, "warm", None) or getattr(embedder, "warm_up", None)
-        try:
-            async with asyncio.timeout(_OPEN_TIMEOUT_S):
-                if callable(warm):
-                    await asyncio.to_thread(warm)
-                else:
-                    await asyncio.to_thread(embedder.embed, ["warm-up"])
-        except Exception as exc:  # the vector lane reports the embedder's failure per query; lexical lanes go on
-            log.warning("embedder_warm_up_failed", error=f"{type(exc).__name__}: {exc}")
-
-    def _warm_fusion(self) -> None:
-        """Run fusion once on a tiny synthetic input so the first query does not pay its first-call costs."""
-        hits = tuple(
-            Hit(id=f"warm-{i}", rank=i + 1, score=1.0 / (i + 1), title=f"warm {i}", text=f"warm up text {i}")
-            for i in range(3)
-        )
-        outcomes = {
-            name: LaneOutcome(lane=name, kind=kind, provider="warm", status=LaneStatus.SUCCESS, hits=hits)
-            for name, kind in (("warm-a", LaneKind.KEYWORD), ("warm-b", LaneKind.VECTOR))
-        }
-        ctx = FusionContext(config=self.settings.fusion, now=datetime.now(UTC))
-        tuple(fuse(outcomes, ctx).items)
 
     async def aclose(self) -> None:
         """Close lanes and the resources the engine opened; abandoned calls are cancelled, not awaited."""
@@ -235,20 +193,6 @@ class Engine:
             return [n for n in self._given_lanes if n not in self.settings.lanes or self.settings.lanes[n].enabled]
         return [lc.name for lc in self.settings.enabled_lanes()]
 
-    def _fingerprint(self, request: SearchRequest, names: list[str]) -> str:
-        c = request.constraints
-        return fingerprint(
-            {
-                "query": request.query,
-                "mode": request.mode.value,
-                "constraints": [c.time_range, c.sources, c.cost, c.depth, c.citations_required],
-                "fusion": (request.fusion or self.settings.fusion.mode).value,
-                "lanes": names,
-                "top_k": request.top_k,
-                "route": request.route,
-            }
-        )
-
     # ------------------------------------------------------------------ search
 
     async def search(self, request: SearchRequest) -> SearchResult:
@@ -271,145 +215,168 @@ class Engine:
 
     async def _search(self, request: SearchRequest, trace_id: str) -> SearchResult:
         t0 = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        s = self.settings
-        mode_cfg = s.mode(request.mode)
-        multiplier = BUDGET_MULTIPLIERS.get(request.constraints.cost or "medium", 1.0)
-        deadline = loop.time() + total_budget_ms(mode_cfg, request.budget_ms, multiplier) / 1000.0
-        names = self._plan_names(request)
-        fp = self._fingerprint(request, names) if request.cursor else ""
-        offset = decode_cursor(request.cursor, fp, self._secret) if request.cursor else 0
-        plan: list[PlannedLane] = []
-        for name in names:
-            lc = self._lane_config(name)
-            plan.append(
-                PlannedLane(
-                    name=name,
-                    budget_ms=lane_budget_ms(mode_cfg, lc, multiplier),
-                    weight=lc.weight,
-                    fallback=lc.fallback if lc.fallback in self.lanes else None,
-                    fallback_reserve_ms=lc.fallback_reserve_ms,
-                    stage=lc.stage,
-                )
-            )
+        plan = self.plan(request)
+        run = await self.run(request, plan, trace_id)
+        if run.routed is not None:  # seed 004: the router narrowed the plan to its strategy's lanes
+            plan = dataclasses.replace(plan, lanes=tuple(run.routed.plan))
+        return self._build(request, plan, run, trace_id, t0)
 
-        now = datetime.now(UTC)
+    def plan(self, request: SearchRequest) -> QueryPlan:
+        """Decide what ``request`` runs: its lanes (budget, weight, fallback, stage), deadline and page offset.
+
+        The seam for routing: the lanes come from the request, else every enabled lane; a router narrows or
+        re-budgets them here, and the run and the result follow the plan as given.
+
+        Raises:
+            QueryError: a bad cursor (field ``cursor``).
+        """
+        mode = self.settings.mode(request.mode)
+        multiplier = BUDGET_MULTIPLIERS.get(request.constraints.cost or "medium", 1.0)
+        deadline = asyncio.get_running_loop().time() + total_budget_ms(mode, request.budget_ms, multiplier) / 1000.0
+        names = self._plan_names(request)
+        fp = request_fingerprint(request, names, self.settings.fusion.mode) if request.cursor else ""
+        return QueryPlan(
+            lanes=plan_lanes(names, {n: self._lane_config(n) for n in names}, mode, multiplier, self.lanes),
+            mode=mode,
+            multiplier=multiplier,
+            deadline=deadline,
+            now=datetime.now(UTC),
+            offset=decode_cursor(request.cursor, fp, self._secret) if request.cursor else 0,
+            fingerprint=fp,
+        )
+
+    async def run(self, request: SearchRequest, plan: QueryPlan, trace_id: str) -> QueryRun:
+        """Run ``plan``: pre-flight (warming unopened lanes), bind constraints, call the lanes, fuse."""
+        s = self.settings
         t_pf = time.perf_counter()
+        pf = await self._preflight(request, plan)
+        preflight_ms = (time.perf_counter() - t_pf) * 1000.0
+        bound = bind_constraints(request.constraints, now=plan.now, preflight=pf)
+        lane_top_k = s.engine.lane_top_k if bound.max_results is None else min(s.engine.lane_top_k, bound.max_results)
+        lane_request = LaneRequest(query=pf.refined_query, top_k=lane_top_k, constraints=bound, trace_id=trace_id)
+        routed = await self._route(request, plan, pf, lane_request)
+        if routed is not None:
+            plan, lane_request = dataclasses.replace(plan, lanes=tuple(routed.plan)), routed.lane_request
+        ctx = FusionContext(
+            config=s.fusion,
+            now=plan.now,
+            mode=request.fusion,
+            authority=s.authority,
+            authority_default=s.authority_default,
+            stage_of={p.name: p.stage for p in plan.lanes},
+        )
+        done = dict(routed.done) if routed is not None else {}
+        outcomes, stages, by_design, lanes_ms = await self._call_lanes(plan, lane_request, ctx, done)
+        t_fuse = time.perf_counter()
+        fused = fuse(outcomes, ctx)
+        return QueryRun(
+            preflight=pf,
+            outcomes=outcomes,
+            fused=fused,
+            stages=stages,
+            by_design=by_design,
+            preflight_ms=preflight_ms,
+            lanes_ms=lanes_ms + (routed.wait_ms if routed is not None else 0.0),
+            fusion_ms=(time.perf_counter() - t_fuse) * 1000.0,
+            chat_preflight=bool(s.preflight.chat_url) and not (pf.reason or "").startswith(("disabled", "pressure")),
+            routed=routed,
+        )
+
+    async def _route(
+        self, request: SearchRequest, plan: QueryPlan, pf: PreflightResult, lane_request: LaneRequest
+    ) -> RoutedPlan | None:
+        """Seed 004's router (``route != "all"``): the strategy's lanes and filters, with the probe's outcomes."""
+        if request.route == "all":
+            return None
+        embedder = self.resources.embedder if self.resources is not None else None
+        return await self.router.plan(
+            request, pf, plan.lanes, lane_request, now=plan.now, deadline=plan.deadline, embedder=embedder
+        )
+
+    async def _preflight(self, request: SearchRequest, plan: QueryPlan) -> PreflightResult:
+        """The pre-flight, with a warm-up of the planned lanes not opened yet in parallel."""
+        loop = asyncio.get_running_loop()
         pf_run = self.preflight.run(
             request.query,
-            current_year=now.year,
-            budget_ms=mode_cfg.preflight_ms,
-            lane_budgets_ms={p.name: p.budget_ms for p in plan if p.stage == 1},
-            time_left_ms=(deadline - loop.time()) * 1000.0,
+            current_year=plan.now.year,
+            budget_ms=plan.mode.preflight_ms,
+            lane_budgets_ms={p.name: p.budget_ms for p in plan.stage(1)},
+            time_left_ms=(plan.deadline - loop.time()) * 1000.0,
             inflight=self._inflight,
             loop_lag_ms=self.loop_lag.lag_ms,
             enabled=request.preflight,
         )
-        unopened = [n for n in names if n in self._unopened]
-        if unopened:
-            warm_s = max(0.0, min(mode_cfg.preflight_ms / 1000.0, (deadline - loop.time()) / 2))
-            pf, _ = await asyncio.gather(pf_run, self._warm_up(unopened, warm_s))
-        else:
-            pf = await pf_run
-        preflight_ms = (time.perf_counter() - t_pf) * 1000.0
-        chat_preflight = bool(s.preflight.chat_url) and not (pf.reason or "").startswith(("disabled", "pressure"))
+        unopened = [n for n in plan.names if n in self._unopened]
+        if not unopened:
+            return await pf_run
+        warm_s = max(0.0, min(plan.mode.preflight_ms / 1000.0, (plan.deadline - loop.time()) / 2))
+        pf, _ = await asyncio.gather(pf_run, self._warm_up(unopened, warm_s))
+        return pf
 
-        bound = bind_constraints(request.constraints, now=now, preflight=pf)
-        lane_top_k = s.engine.lane_top_k if bound.max_results is None else min(s.engine.lane_top_k, bound.max_results)
-        lane_request = LaneRequest(query=pf.refined_query, top_k=lane_top_k, constraints=bound, trace_id=trace_id)
-        routed = None  # seed 004: the router picks the strategy's lanes (and reuses its probe) unless route=all
-        if request.route != "all":
-            embedder = self.resources.embedder if self.resources is not None else None
-            routed = await self.router.plan(
-                request, pf, plan, lane_request, now=now, deadline=deadline, embedder=embedder
-            )
-            plan, lane_request = routed.plan, routed.lane_request
-        done = dict(routed.done) if routed is not None else {}
-        ctx = FusionContext(
-            config=s.fusion,
-            now=now,
-            mode=request.fusion,
-            authority=s.authority,
-            authority_default=s.authority_default,
-            stage_of={p.name: p.stage for p in plan},
-        )
+    async def _call_lanes(
+        self, plan: QueryPlan, lane_request: LaneRequest, ctx: FusionContext, done: Mapping[str, LaneOutcome]
+    ) -> tuple[dict[str, LaneOutcome], dict[str, Any], set[str], float]:
+        """Stage 1, then stage 2 when stage 1 yields too few items (:func:`fabric.stages.run_stage2`).
 
+        Returns the outcomes, the staged-retrieval record, the lanes skipped by design and the time waited on lanes.
+        """
         t_lanes = time.perf_counter()
         waited = RunStats()
-        outcomes = done | await self.executor.run(
-            [p for p in plan if p.stage == 1 and p.name not in done], lane_request, deadline=deadline, stats=waited
-        )
-        stage1_ms = (time.perf_counter() - t_lanes) * 1000.0
-        lanes_ms = waited.wait_ms + (routed.wait_ms if routed is not None else 0.0)
-        stage2 = [p for p in plan if p.stage == 2]
-        stages: dict[str, Any] = {
-            "stage2_should_trigger": False,
-            "stage2_used": False,
-            "stage2_skipped_budget": False,
-            "stage2_lanes": [],
-            "stage1_ms": round(stage1_ms, 3),
-            "stage2_ms": 0.0,
-        }
+        todo = [p for p in plan.stage(1) if p.name not in done]  # ``done``: run already (the router's probe)
+        outcomes = {**done, **await self.executor.run(todo, lane_request, deadline=plan.deadline, stats=waited)}
+        stage1_ms = round((time.perf_counter() - t_lanes) * 1000.0, 3)
         by_design: set[str] = set()
-        if stage2:
-            stages = await run_stage2(
-                stage2,
-                outcomes,
-                lane_request,
-                deadline=deadline,
-                ctx=ctx,
-                executor=self.executor,
-                config=s.fusion.stages,
-                by_design=by_design,
-                stats=(waited2 := RunStats()),
-            )
-            stages["stage1_ms"] = round(stage1_ms, 3)
-            lanes_ms += waited2.wait_ms
-
-        t_fuse = time.perf_counter()
-        fused = fuse(outcomes, ctx)
-        fusion_ms = (time.perf_counter() - t_fuse) * 1000.0
-        end = offset + request.top_k
-        page = tuple(fused.items[offset:end])
-        next_cursor = None
-        if end < len(fused.items):
-            next_cursor = encode_cursor(end, fp or self._fingerprint(request, names), self._secret)
-        ordered = {p.name: outcomes[p.name] for p in plan}
-        not_ok = {n: o.status.value for n, o in ordered.items() if o.status is not LaneStatus.SUCCESS}
-        partial = any(n not in by_design for n in not_ok)
-        total_ms = (time.perf_counter() - t0) * 1000.0
-        self._observe(ordered, fused, total_ms, partial)
-        if enabled(logging.DEBUG):
-            log.debug(
-                "search_finished",
-                total_ms=round(total_ms, 3),
-                partial=partial,
-                lanes={n: o.status.value for n, o in ordered.items()},
-            )
-        if request.strict and partial:
-            raise PartialResultError({n: v for n, v in not_ok.items() if n not in by_design})
-        return SearchResult(
-            query=request.query,
-            mode=request.mode,
-            trace_id=trace_id,
-            items=page,
-            lanes=ordered,
-            preflight=pf,
-            next_cursor=next_cursor,
-            partial=partial,
-            dedup={"candidates": fused.candidates, "removed": fused.removed, **fused.duplicates},
-            timings={
-                "total_ms": total_ms,
-                "preflight_ms": preflight_ms,
-                "lanes_ms": lanes_ms,
-                "fusion_ms": fusion_ms,
-                # A chat pre-flight is waiting on a remote lane; rule-based pre-flight is the engine's own work.
-                "overhead_ms": max(0.0, total_ms - lanes_ms - (preflight_ms if chat_preflight else 0.0)),
-            },
-            stages=stages,
-            fusion_mode=request.fusion or s.fusion.mode,
-            route=(routed.record if routed is not None else RouteRecord.federation(list(ordered))).to_dict(),
+        stage2 = plan.stage(2)
+        if not stage2:
+            stages: dict[str, Any] = {
+                "stage2_should_trigger": False,
+                "stage2_used": False,
+                "stage2_skipped_budget": False,
+                "stage2_lanes": [],
+                "stage1_ms": stage1_ms,
+                "stage2_ms": 0.0,
+            }
+            return outcomes, stages, by_design, waited.wait_ms
+        waited2 = RunStats()
+        stages = await run_stage2(
+            stage2,
+            outcomes,
+            lane_request,
+            deadline=plan.deadline,
+            ctx=ctx,
+            executor=self.executor,
+            config=self.settings.fusion.stages,
+            by_design=by_design,
+            stats=waited2,
         )
+        stages["stage1_ms"] = stage1_ms
+        return outcomes, stages, by_design, waited.wait_ms + waited2.wait_ms
+
+    def _build(self, request: SearchRequest, plan: QueryPlan, run: QueryRun, trace_id: str, t0: float) -> SearchResult:
+        """The result (:func:`fabric.query_plan.build_result`), observed in the metrics.
+
+        Raises:
+            PartialResultError: strict mode and some planned lane did not succeed (not by design).
+        """
+        result = build_result(
+            request,
+            plan,
+            run,
+            trace_id=trace_id,
+            started=t0,
+            cursor=lambda end, fp: encode_cursor(end, fp, self._secret),
+            default_fusion=self.settings.fusion.mode,
+        )
+        total_ms = result.timings["total_ms"]
+        self._observe(result.lanes, run.fused, total_ms, result.partial)
+        lanes = {n: o.status.value for n, o in result.lanes.items()}
+        if enabled(logging.DEBUG):
+            log.debug("search_finished", total_ms=round(total_ms, 3), partial=result.partial, lanes=lanes)
+        if request.strict and result.partial:
+            raise PartialResultError(
+                {n: v for n, v in lanes.items() if v != LaneStatus.SUCCESS.value and n not in run.by_design}
+            )
+        return result
 
     def _observe(
         self, outcomes: Mapping[str, LaneOutcome], fused: FusionOutput, total_ms: float, partial: bool

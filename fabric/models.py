@@ -1,6 +1,7 @@
 """Shared, typed data model of the fabric: requests, lane hits, lane outcomes, fused items, results.
 
-This module imports only the standard library. ``lanes/`` and ``fusion/`` build on it and on
+This module imports only the standard library and :mod:`fabric.vocabulary` (the enums and constraints, re-exported
+here). ``lanes/`` and ``fusion/`` build on it and on
 :mod:`fabric.errors`; neither imports the other.
 
 Conventions:
@@ -12,12 +13,23 @@ Conventions:
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime
+from datetime import datetime
 from types import MappingProxyType
-from typing import Any, Protocol, Self
+from typing import Any, Protocol
+
+from fabric.vocabulary import (
+    BoundConstraints,
+    Constraints,
+    FusionMode,
+    LaneKind,
+    LaneStatus,
+    Mode,
+    SourceKind,
+    Trust,
+    iso_utc,
+)
 
 __all__ = [
     "EMPTY_MAPPING",
@@ -43,130 +55,7 @@ __all__ = [
 ]
 
 EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
-
-
-class _ChoiceEnum(enum.StrEnum):
-    """A closed set of string values whose ``from_str`` names the valid ones on error."""
-
-    @classmethod
-    def from_str(cls, value: str) -> Self:
-        """Parse ``value`` (case-insensitive) or raise ``ValueError`` listing the valid values."""
-        try:
-            return cls(value.strip().lower())
-        except ValueError:
-            valid = ", ".join(m.value for m in cls)
-            raise ValueError(f"unknown {cls.__name__} {value!r}; valid: {valid}") from None
-
-
-class Mode(_ChoiceEnum):
-    """Query mode; it selects the per-lane budgets of ``config/modes.toml``."""
-
-    SIMPLE = "simple"
-    TECHNICAL = "technical"
-    RESEARCH = "research"
-    MULTIMEDIA = "multimedia"
-
-
-class LaneKind(_ChoiceEnum):
-    """What a lane retrieves from; the folder of its adapter under ``lanes/``."""
-
-    KEYWORD = "keyword"
-    VECTOR = "vector"
-    GRAPH = "graph"
-    WEB = "web"
-    NEWS = "news"
-    MARKETS = "markets"
-
-
-class LaneStatus(_ChoiceEnum):
-    """How one planned lane ended for one query."""
-
-    SUCCESS = "success"
-    TIMEOUT = "timeout"
-    ERROR = "error"
-    SKIPPED = "skipped"
-    SUSPENDED = "suspended"
-    FALLBACK = "fallback"
-
-
-class SourceKind(_ChoiceEnum):
-    """Provenance class of a chunk (seed 002)."""
-
-    OPERATOR = "operator"
-    TOOL = "tool"
-    WEB = "web"
-    IMPORT = "import"
-    SYSTEM = "system"
-
-
-class Trust(_ChoiceEnum):
-    """Whether a source is trusted (operator-authored) or not (web, imports)."""
-
-    TRUSTED = "trusted"
-    UNTRUSTED = "untrusted"
-
-
-class FusionMode(_ChoiceEnum):
-    """How lane rankings are combined (see ``fusion/``)."""
-
-    RRF = "rrf"
-    APPEND_FILL = "append_fill"
-    SCORE_MINMAX = "score_minmax"
-    SCORE_DBSF = "score_dbsf"
-
-
-def iso_utc(value: datetime | None) -> str | None:
-    """Format a datetime as ``YYYY-MM-DDTHH:MM:SSZ`` in UTC, or None."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Constraints:
-    """User constraints from the guided-prompt step (seed 003, ConstraintBinder). None means unset."""
-
-    time_range: str | None = None
-    """``recent`` (2 years), ``5_years`` or ``all_time``."""
-    sources: str | None = None
-    """``academic``, ``news`` or ``both``."""
-    cost: str | None = None
-    """``low`` (budget × 0.5), ``medium`` (× 1.0) or ``high`` (× 2.0)."""
-    depth: str | None = None
-    """``simple``, ``technical`` or ``research``: max results and graph traversal depth."""
-    citations_required: bool = False
-    """Whether the caller will align citations against the answer set."""
-
-    TIME_RANGES = ("recent", "5_years", "all_time")
-    SOURCES = ("academic", "news", "both")
-    COSTS = ("low", "medium", "high")
-    DEPTHS = ("simple", "technical", "research")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BoundConstraints:
-    """Constraints turned into structured lane parameters (output of constraint binding)."""
-
-    date_from: datetime | None = None
-    """Inclusive lower bound on ``published_at``; None for no bound."""
-    date_to: datetime | None = None
-    """Inclusive upper bound on ``published_at``; None for no bound."""
-    preferred_domains: tuple[str, ...] = ()
-    """Domains (or suffixes such as ``edu``) to prefer; lanes that can filter may restrict to them."""
-    sites: tuple[str, ...] = ()
-    """Domains from ``site:`` operators: a hard filter where the lane supports it."""
-    phrases: tuple[str, ...] = ()
-    """Quoted phrases the user asked for verbatim."""
-    max_results: int | None = None
-    """Upper bound on hits a lane should return (from ``cost`` / ``depth``)."""
-    search_depth: int = 1
-    """Graph traversal depth in hops (from ``depth``)."""
-    budget_multiplier: float = 1.0
-    """Scales every lane budget and the total budget (from ``cost``)."""
-    citations_required: bool = False
-    """Carried through to the result so callers know to align citations."""
+"""A shared read-only empty mapping (default metadata and health)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

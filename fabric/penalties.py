@@ -323,7 +323,3 @@ class ProviderPenalties:
             "backoff_level": h.backoff_level,
             "suspensions": h.suspensions,
         }
-
-    def snapshots(self) -> dict[str, dict[str, Any]]:
-        """Health of every provider seen so far."""
-        return {p: self.snapshot(p) for p in sorted(self._health)}

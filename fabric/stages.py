@@ -67,18 +67,12 @@ async def run_stage2(
     # A stage-2 lane that already answered as a stage-1 lane's fallback is not run again (no double counting).
     served = {o.provider: o.lane for o in outcomes.values() if o.status is LaneStatus.FALLBACK and o.hits}
     for p in stage2:
-        lane = executor.lanes.get(p.name)
-        observed = executor.penalties.latency_p50_ms(lane.provider) if lane is not None else None
-        if lane is not None and lane.provider in served:
-            reason = f"stage 2 not run: already answered as the fallback of lane {served[lane.provider]!r}"
-        elif not should:
-            reason = f"stage 2 not triggered: stage 1 yielded {len(first.items)} >= {config.min_must_count} items"
-        elif observed is not None and observed > config.stage2_cap_ms:
-            reason = f"stage 2 skipped: observed p50 {observed:.0f} ms > stage2_cap_ms {config.stage2_cap_ms:g}"
-            info["stage2_skipped_budget"] = True
-        else:
+        skip = _skip_reason(p, executor, served, len(first.items) if not should else None, config)
+        if skip is None:
             runnable.append(dataclasses.replace(p, budget_ms=min(p.budget_ms, config.stage2_cap_ms)))
             continue
+        reason, over_cap = skip
+        info["stage2_skipped_budget"] = info["stage2_skipped_budget"] or over_cap
         by_design.add(p.name)
         outcomes[p.name] = executor.outcome(p, LaneStatus.SKIPPED, 0.0, error=reason)
     if runnable:
@@ -87,3 +81,19 @@ async def run_stage2(
         info["stage2_ms"] = round((time.perf_counter() - t) * 1000.0, 3)
         info["stage2_used"] = True
     return info
+
+
+def _skip_reason(
+    p: PlannedLane, executor: LaneExecutor, served: dict[str, str], enough: int | None, config: StageConfig
+) -> tuple[str, bool] | None:
+    """Why stage-2 lane ``p`` is not run and whether for its latency (``enough``: stage 1's item count when it
+    sufficed), or None to run it."""
+    lane = executor.lanes.get(p.name)
+    if lane is not None and lane.provider in served:
+        return f"stage 2 not run: already answered as the fallback of lane {served[lane.provider]!r}", False
+    if enough is not None:
+        return f"stage 2 not triggered: stage 1 yielded {enough} >= {config.min_must_count} items", False
+    observed = executor.penalties.latency_p50_ms(lane.provider) if lane is not None else None
+    if observed is not None and observed > config.stage2_cap_ms:
+        return f"stage 2 skipped: observed p50 {observed:.0f} ms > stage2_cap_ms {config.stage2_cap_ms:g}", True
+    return None

@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 from fabric.config import AuthorityEntry
-from fusion.compiled import kernel
 from fusion.types import Candidates, FusionRun
 
 __all__ = [
@@ -119,9 +118,6 @@ class DomainDiversityBooster:
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's domain diversity."""
-        if kernel is not None:
-            cands.factors[self.name] = kernel.domain_diversity(cands.hits)
-            return cands
         domains = [h.domain for h in cands.hits]
         if not any(domains):  # no item has a domain: every one is unknown
             cands.factors[self.name] = [UNKNOWN] * len(domains)
@@ -138,16 +134,6 @@ class RecencyBooster:
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's recency."""
-        now = run.ctx.now
-        if kernel is not None and now.tzinfo is not None:
-            try:
-                edges = _recency_edges(now)
-            except OverflowError:  # a boundary before year 1: the Python path scores each date
-                edges = []
-            column = kernel.recency(cands.hits, edges, _STEP_SCORES) if edges else None
-            if column is not None:
-                cands.factors[self.name] = column
-                return cands
         dates = [h.published_at for h in cands.hits]
         if not any(dates):  # nothing dated: every item is unknown
             cands.factors[self.name] = [UNKNOWN] * len(dates)
@@ -164,11 +150,6 @@ class AuthorityBooster:
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's source authority."""
         table, default = run.ctx.authority, run.ctx.authority_default
-        if kernel is not None:
-            cands.factors[self.name] = kernel.authority(
-                cands.hits, lambda d: authority_of(d, table, default), default, table, KEYLESS_BONUS
-            )
-            return cands
         domains = [h.domain for h in cands.hits]
         if not any(domains):  # no item has a domain: every one gets the default
             cands.factors[self.name] = [default] * len(domains)
@@ -186,10 +167,6 @@ class QualityBooster:
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's content quality: ``min(1, max(0, q) / QUALITY_GOOD)``."""
         good = QUALITY_GOOD
-        column = kernel.quality(cands.hits, good) if kernel is not None else None
-        if column is not None:
-            cands.factors[self.name] = column
-            return cands
         cands.factors[self.name] = [
             UNKNOWN if q is None else 1.0 if q >= good else q / good if q > 0.0 else 0.0
             for q in [h.quality for h in cands.hits]

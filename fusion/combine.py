@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from fabric.models import FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
-from fusion.compiled import kernel
 from fusion.rrf import rrf_ceiling
 from fusion.score import NORMALISERS
 from fusion.types import Candidates, FusionContext, FusionRun, LaneInfo
@@ -50,17 +49,13 @@ def collect(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> tuple[Fu
     stages = [0 if stage_of.get(n, 1) <= 1 else 1 for n, _ in usable] if stage_of else [0] * len(usable)
     lanes = {n: LaneInfo(out.weight, out.kind, st) for (n, out), st in zip(usable, stages, strict=True)}
     cands.received = sum(map(len, hits))
-    table = kernel.collect_rows(hits, stages) if kernel is not None else None  # None: an id that is not a str
-    if table is not None:
-        cands.ids, cands.hits, cands.stage, cands.best, cands.rows, cands.native = table
-    else:
-        _collect_rows(hits, stages, cands)
+    _collect_rows(hits, stages, cands)
     cands.norm = [normalise(native) for native in cands.native] if normalise is not None else [[] for _ in usable]
     return FusionRun(ctx=ctx, mode=mode, lanes=lanes), cands
 
 
 def _collect_rows(lanes: Sequence[Sequence[Hit]], stages: Sequence[int], cands: Candidates) -> None:
-    """The rows of :func:`collect` (the reference of the compiled ``fusion._kernel.collect_rows``)."""
+    """The rows of :func:`collect`: ids, representatives, stages and best ranks, and each lane's rows."""
     pos: dict[str, int] = {}
     ids, reps, rep_stage, best = cands.ids, cands.hits, cands.stage, cands.best
     for hits, stage in zip(lanes, stages, strict=True):
@@ -92,32 +87,37 @@ def _merge_lane(
     cands: Candidates,
     pos: dict[str, int],
 ) -> list[int]:
-    """The rows of one lane's ids, in rank order: new ids get new rows, known ids update theirs."""
+    """The rows of one lane's ids, in rank order: new ids get new rows (in rank order), known ids update theirs.
+
+    A lane holds each id once, so the new rows and the updates of known rows do not interact: the new ones are
+    appended in one step, and only the known ones take a Python loop.
+    """
     ids, reps, stages, best = cands.ids, cands.hits, cands.stage, cands.best
-    rows: list[int] = []
-    for rank, (j, i, h) in enumerate(zip(found, lane_ids, hits, strict=True), 1):
+    rows = list(found)
+    new = [k for k, j in enumerate(found) if j is None]
+    start = len(ids)
+    new_ids = [lane_ids[k] for k in new]
+    for row, k in enumerate(new, start):
+        rows[k] = row
+    pos.update(zip(new_ids, range(start, start + len(new)), strict=True))
+    ids += new_ids
+    reps += [hits[k] for k in new]
+    stages += [stage] * len(new)
+    best += [k + 1 for k in new]
+    for rank, j, h in zip(range(1, len(found) + 1), found, hits, strict=True):
         if j is None:
-            j = pos[i] = len(ids)
-            ids.append(i)
-            reps.append(h)
-            stages.append(stage)
-            best.append(rank)
-        else:
-            # The representative moves to this occurrence when it is ahead by (stage, rank) of the current
-            # (stage, best rank so far); lanes come in name order, so the first lane wins a tie.
-            if stage < stages[j] or (stage == stages[j] and rank < best[j]):
-                reps[j], stages[j] = h, stage
-            if rank < best[j]:
-                best[j] = rank
-        rows.append(j)
-    return rows
+            continue
+        # The representative moves to this occurrence when it is ahead by (stage, rank) of the current
+        # (stage, best rank so far); lanes come in name order, so the first lane wins a tie.
+        if stage < stages[j] or (stage == stages[j] and rank < best[j]):
+            reps[j], stages[j] = h, stage
+        if rank < best[j]:
+            best[j] = rank
+    return rows  # type: ignore[return-value]
 
 
 def _lane_sums(cands: Candidates, weights: Sequence[float], k: int, lanes: Sequence[int]) -> list[float]:
     """``0.0 + Σ w / (k + rank)`` over ``lanes`` per row, added lane by lane as :func:`fusion.rrf.fuse_rrf` does."""
-    if kernel is not None and type(k) is int:
-        compiled: list[float] = kernel.rrf_sums(cands.rows, list(weights), len(cands), k, list(lanes))
-        return compiled
     sums = [0.0] * len(cands)
     for lane in lanes:
         rows, w = cands.rows[lane], weights[lane]
@@ -127,7 +127,7 @@ def _lane_sums(cands: Candidates, weights: Sequence[float], k: int, lanes: Seque
 
 
 class ModeScorer:
-    """Stage: the ``rrf`` column, the final ``best`` ranks and the mode's ``base`` in [0, 1]."""
+    """Stage: the mode's ``base`` in [0, 1], and the ``rrf`` column (or, outside ``rrf`` mode, its terms)."""
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score ``cands`` (after deduplication) in ``run.mode``."""
@@ -137,12 +137,14 @@ class ModeScorer:
         infos = [run.lanes[name] for name in cands.lanes]
         weights = [info.weight for info in infos]
         n = len(cands)
-        cands.rrf = rrf = _lane_sums(cands, weights, k, range(len(infos)))
-        if run.mode is FusionMode.APPEND_FILL:
-            cands.base = _staged_base(cands, infos, k)
-        elif run.mode is FusionMode.RRF:
+        if run.mode is FusionMode.RRF:
+            cands.rrf = rrf = _lane_sums(cands, weights, k, range(len(infos)))
             ceiling = rrf_ceiling(weights, k=k)
             cands.base = [s / ceiling for s in rrf] if ceiling > 0 else [0.0] * n
+            return cands
+        cands.rrf_terms = (weights, k)  # the rrf column is not ranked on here: summed per item when it is read
+        if run.mode is FusionMode.APPEND_FILL:
+            cands.base = _staged_base(cands, infos, k)
         else:
             cands.base = _score_base(cands, weights, run.ctx.combmnz or run.ctx.config.combmnz)
         return cands
@@ -166,20 +168,19 @@ def _score_base(cands: Candidates, weights: Sequence[float], combmnz: bool) -> l
     ceiling = sum(max(w, 0.0) for w in weights) * (len(weights) if combmnz else 1)
     if ceiling <= 0:
         return [0.0] * n
-    if kernel is not None:
-        compiled: list[float] = kernel.score_base(cands.rows, cands.norm, list(weights), n, cands.lane_order, combmnz,
-                                                  ceiling)  # fmt: skip
-        return compiled
-    total, count = [0.0] * n, [0] * n
+    total = [0.0] * n
     for rows, norm, w in zip(cands.rows, cands.norm, weights, strict=True):
         for j, value in zip(rows, norm, strict=True):
             total[j] += w * value
-            count[j] += 1
     for row, lanes in cands.lane_order.items():  # merged rows: their own lane order (float sums are not associative)
         t = 0.0
         for lane in lanes:
             t += weights[lane] * cands.norm[lane][cands.rows[lane].index(row)]
         total[row] = t
     if combmnz:
+        count = [0] * n
+        for rows in cands.rows:
+            for j in rows:
+                count[j] += 1
         return [t * c / ceiling for t, c in zip(total, count, strict=True)]
     return [t / ceiling for t in total]

@@ -14,7 +14,7 @@ Two candidates are duplicates when any criterion holds (thresholds from ``[fusio
 The features compared are computed once per document at ingest and read off the hits (``Hit.simhash``,
 ``Hit.url_key``, ``Hit.title_key``); a hit without them (a web result) has them computed here, per call.
 
-Cost: exact criteria are dict lookups. Jaccard criteria use the prefix-filtered join of :mod:`fusion.setjoin`,
+Cost: exact criteria are dict lookups. Jaccard criteria use the prefix-filtered join of :mod:`fusion.jaccard`,
 blocked by domain for titles (title keys list their words in a fixed order, so a title's prefix is the start of
 its key, and only rows sharing a (domain, prefix word) with another row enter the join). SimHash:
 identical signatures are grouped in a dict; distinct ones go through the pigeonhole tables of :mod:`fusion.near`.
@@ -29,6 +29,7 @@ criterion of each merge goes to ``merged_by``.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import compress
 from operator import itemgetter, ne
@@ -37,63 +38,43 @@ from typing import Any
 import numpy as np
 
 from fabric.config import DedupConfig
-from fusion.compiled import kernel
-from fusion.near import ALL_PAIRS, SMALL, near_pairs
-from fusion.setjoin import Groups, jaccard_join, prefix_join
+from fusion.jaccard import jaccard_join, prefix_join
+from fusion.near import near_pairs
 from fusion.simhash import simhash_many
 from fusion.text import title_key
 from fusion.types import Candidates, FusionRun
+from fusion.unionfind import Groups
 from fusion.urls import url_key, url_tokens
 
 __all__ = ["Deduplicator", "find_duplicates"]
 
 
 def _title_join(hits: Sequence[Any], t: float, g: Groups) -> int:
-    """The title criterion (compiled when :mod:`fusion._kernel` is built; :func:`_title_join_py` otherwise)."""
-    if kernel is not None:
-        comparisons: int | None = kernel.title_join(hits, t, g, title_key)
-        if comparisons is not None:
-            return comparisons
-    return _title_join_py(hits, t, g)
-
-
-def _title_join_py(hits: Sequence[Any], t: float, g: Groups) -> int:
     """The title criterion: titled rows of one domain whose title word sets reach Jaccard ``t``.
 
     Rows are processed by domain (in order of first appearance), then row. A title key lists its words in a fixed
     order, so a row's prefix tokens are the first words of its key; the join runs only over rows that share a
-    (domain, prefix token) with another row, found in one pass that indexes every titled row by those keys.
+    (domain, prefix token) with another row. Every step is a comprehension or a C-level count over all titled
+    rows (no per-row Python loop body): most rows share no key, and they cost a split and a slice each.
     """
-    owners: dict[tuple[str, str], list[int]] = {}  # (domain, prefix token) → rows, in row order
-    words: dict[int, list[str]] = {}
-    prefixes: dict[int, list[str]] = {}
-    first: dict[str, int] = {}  # domain → its first titled row
-    cut: dict[int, int] = {}  # title size → prefix length
-    for i, h in enumerate(hits):
-        d = h.domain
-        if not d or not h.title:
-            continue
-        first.setdefault(d, i)
-        key = h.title_key
-        w = (key if key is not None else title_key(h.title)).split()
-        n = len(w)
-        c = cut.get(n)
-        if c is None:
-            c = cut[n] = n - math.ceil(t * n) + 1
-        prefix = w[:c]
-        words[i], prefixes[i] = w, prefix
-        for tok in prefix:
-            rows = owners.get((d, tok))
-            if rows is None:
-                owners[(d, tok)] = [i]
-            else:
-                rows.append(i)
-    shared = {key for key, rows in owners.items() if len(rows) > 1}
+    rows = [i for i, h in enumerate(hits) if h.domain and h.title]
+    if len(rows) < 2:
+        return 0
+    titled = hits if len(rows) == len(hits) else [hits[i] for i in rows]
+    doms = [h.domain for h in titled]
+    words = [(k if (k := h.title_key) is not None else title_key(h.title)).split() for h in titled]
+    cut = {n: n - math.ceil(t * n) + 1 for n in set(map(len, words))}  # title size → prefix length
+    prefixes = [w[: cut[len(w)]] for w in words]
+    keys = [(d, tok) for d, prefix in zip(doms, prefixes, strict=True) for tok in prefix]
+    shared = {key for key, c in Counter(keys).items() if c > 1}
     if not shared:  # no two rows share a (domain, prefix token): no title duplicates
         return 0
-    picked = sorted({i for key in shared for i in owners[key]}, key=lambda i: (first[hits[i].domain], i))
-    items = [(i, hits[i].domain, words[i]) for i in picked]
-    return prefix_join(items, [prefixes[i] for i in picked], t, g, "title", shared)
+    owner = [x for x, prefix in enumerate(prefixes) for _ in prefix]  # the row of each key
+    picked = sorted({x for x, key in zip(owner, keys, strict=True) if key in shared})
+    first = {d: r for r, d in enumerate(dict.fromkeys(doms))}  # domain → its order of first appearance
+    picked.sort(key=lambda x: first[doms[x]])  # stable: rows stay in order within a domain
+    items = [(rows[x], doms[x], words[x]) for x in picked]
+    return prefix_join(items, [prefixes[x] for x in picked], t, g, "title", shared)
 
 
 def _norm_text(text: str) -> str:
@@ -102,7 +83,7 @@ def _norm_text(text: str) -> str:
 
 def _signatures(hits: Sequence[Any]) -> list[int | None]:
     """Stored SimHashes, the missing ones computed in one batch."""
-    raw: list[int | None] = kernel.column(hits, "simhash") if kernel is not None else [h.simhash for h in hits]
+    raw: list[int | None] = [h.simhash for h in hits]
     if None in raw:
         missing = [i for i, s in enumerate(raw) if s is None and hits[i].text]
         for i, s in zip(missing, simhash_many([hits[i].text for i in missing]), strict=True):
@@ -112,10 +93,6 @@ def _signatures(hits: Sequence[Any]) -> list[int | None]:
 
 def _url_duplicates(hits: Sequence[Any], g: Groups) -> list[tuple[int, str, Sequence[str]]]:
     """Union equal URL keys (in row order); return the long URLs' token sets for the similarity join."""
-    if kernel is not None:  # the same unions in C (None: a key that is not a str, nothing united)
-        long_keys: list[tuple[int, str]] | None = kernel.url_groups(hits, g, url_key)
-        if long_keys is not None:
-            return [(i, "", sorted(url_tokens(u[:-1]))) for i, u in long_keys]
     keys = [h.url_key for h in hits]
     if None in keys:
         keys = [u if u is not None else url_key(h.url) for u, h in zip(keys, hits, strict=True)]
@@ -142,18 +119,13 @@ def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
     """
     hits = cands.hits
     stage, best, ids = cands.stage, cands.best, cands.ids
-    g = Groups(len(hits), columns=(stage, best, ids))
+    g = Groups(len(hits), lambda i: (stage[i], best[i], ids[i]))
     long_urls = _url_duplicates(hits, g)
     comparisons = _title_join(hits, cfg.title_jaccard, g)
     comparisons += jaccard_join(long_urls, cfg.url_similarity, g, "url")
     # Identical signatures first (a pile of copies costs one step each), then the table search over distinct ones.
     sigs = _signatures(hits)
     max_bits = math.floor((1.0 - cfg.near_duplicate) * 64 + 1e-9)
-    if kernel is not None:  # up to SMALL distinct signatures in C, searched as near_pairs does (None: Python decides)
-        counted: tuple[int, int, int] | None = kernel.sig_groups(sigs, hits, g, max_bits, SMALL, ALL_PAIRS, _norm_text)
-        if counted is not None:
-            near_cmp, signed, distinct = counted
-            return g, comparisons + near_cmp + signed - distinct
     n = len(sigs)
     first = dict(zip(reversed(sigs), range(n - 1, -1, -1), strict=True))  # signature → its first row
     if len(first) != n:
@@ -195,21 +167,12 @@ class Deduplicator:
         root = list(range(len(cands)))
         for i, r in zip(members, groups.roots(members), strict=True):
             root[i] = r
-        if kernel is not None:
-            c = cands
-            c.ids, c.hits, c.stage, c.best, c.merged, c.lane_order, c.rows, c.native, c.norm = kernel.merge_rows(
-                c.rows, c.native, c.norm, c.ids, c.hits, c.stage, c.best, root, members
-            )
-        else:
-            _merge(cands, root, members)
+        _merge(cands, root, members)
         return cands
 
 
 def _merge(cands: Candidates, root: list[int], members: list[int]) -> None:
-    """Fold each member row into its root, one by one in row order, then drop the members and renumber.
-
-    The reference of the compiled ``fusion._kernel.merge_rows``.
-    """
+    """Fold each member row into its root, one by one in row order, then drop the members and renumber."""
     n = len(cands)
     ids, stage, best = cands.ids, cands.stage, cands.best
     touched = {*members, *(root[i] for i in members)}
@@ -246,24 +209,24 @@ def _merge(cands: Candidates, root: list[int], members: list[int]) -> None:
             cands.rows[lane] = mapped
             continue
         # Copies in one lane: the first (best-ranked) occurrence keeps its place and native score, the ranks
-        # after it close up; the normalised score is the best of the copies'.
+        # after it close up; the normalised score is the best of the copies' (compared in rank order).
         native, norm = cands.native[lane], cands.norm[lane]
-        at: dict[int, int] = {}
-        out_rows: list[int] = []
-        out_native: list[float] = []
-        out_norm: list[float] = []
-        for p, j in enumerate(mapped):
-            q = at.get(j)
-            if q is not None:
-                if norm and norm[p] > out_norm[q]:
+        size = len(mapped)
+        first = dict(zip(reversed(mapped), range(size - 1, -1, -1), strict=True))  # row → its first position
+        kept = sorted(first.values())
+        out_rows = [mapped[p] for p in kept]
+        cands.rows[lane], cands.native[lane] = out_rows, [native[p] for p in kept]
+        if norm:
+            out_norm = [norm[p] for p in kept]
+            at = dict(zip(out_rows, range(len(out_rows)), strict=True))
+            for p in compress(range(size), map(ne, map(first.__getitem__, mapped), range(size))):
+                q = at[mapped[p]]
+                if norm[p] > out_norm[q]:
                     out_norm[q] = norm[p]
-                continue
-            at[j] = len(out_rows)
-            out_rows.append(j)
-            out_native.append(native[p])
-            if norm:
-                out_norm.append(norm[p])
-        cands.rows[lane], cands.native[lane], cands.norm[lane] = out_rows, out_native, out_norm
-        for r, j in enumerate(out_rows, 1):  # ranks only move up when they close up
+            cands.norm[lane] = out_norm
+        # Ranks only move up where they close up, after the first copy; every rank before it is the lane's own,
+        # which the row's best rank already counts.
+        start = next(k for k, p in enumerate(kept) if k != p) if kept[-1] != len(kept) - 1 else len(kept)
+        for r, j in enumerate(out_rows[start:], start + 1):
             if r < best[j]:
                 best[j] = r

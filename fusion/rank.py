@@ -20,11 +20,10 @@ exact ties of ``score_total`` that rounding of the weighted mean could create. `
 
 from __future__ import annotations
 
-from operator import neg
+from operator import lt, neg
 
 from fabric.config import FactorWeights
 from fabric.models import FusionMode
-from fusion.compiled import kernel
 from fusion.types import Candidates, FusionRun
 
 __all__ = ["FACTORS", "Ranker", "sort_key"]
@@ -48,27 +47,22 @@ class Ranker:
 
     def informative(self, cands: Candidates) -> dict[str, float]:
         """Factors with a positive weight whose value differs between at least two candidates."""
-        if kernel is not None:
-            return {f: w for f, w in self.weights.items() if w > 0.0 and kernel.varies(cands.factors[f])}
-        return {f: w for f, w in self.weights.items() if w > 0.0 and len(cands) and len(set(cands.factors[f])) > 1}
+        return {f: w for f, w in self.weights.items() if w > 0.0 and _varies(cands.factors[f])}
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Set ``total`` on every candidate and the ranking order (``cands.order``)."""
         used = self.informative(cands)
         norm = self.w_base + sum(used.values())
         base = cands.base
-        if kernel is not None:  # the same totals and order, computed in C (None: a NaN score or a non-str id)
-            factors = [(w, cands.factors[f]) for f, w in used.items()] if used and norm > 0.0 else []
-            stage_first = run.mode is FusionMode.APPEND_FILL
-            ranked = kernel.rank_rows(self.w_base, base, factors, norm, cands.stage, cands.best, cands.ids, stage_first)
-            if ranked is not None:
-                total, cands.order = ranked
-                cands.total = base if total is None else total
-                return cands
         if not used or norm <= 0.0:
             cands.total = base
         else:
             cands.total = _weighted(self.w_base, base, [(w, cands.factors[f]) for f, w in used.items()], norm)
+        if run.mode is not FusionMode.APPEND_FILL:
+            order = _by_total(cands.total)
+            if order is not None:
+                cands.order = order
+                return cands
         neg_total, neg_base = map(neg, cands.total), map(neg, base)
         if run.mode is FusionMode.APPEND_FILL:
             keys = zip(cands.stage, neg_total, neg_base, cands.best, cands.ids, range(len(cands)), strict=True)
@@ -76,6 +70,23 @@ class Ranker:
             keys = zip(neg_total, neg_base, cands.stage, cands.best, cands.ids, range(len(cands)), strict=True)
         cands.order = [key[-1] for key in sorted(keys)]  # ids are distinct, so the row number never decides
         return cands
+
+
+def _varies(column: list[float]) -> bool:
+    """Whether two values of ``column`` differ (``list.count`` compares as a set would: identity, then ``==``)."""
+    return bool(column) and column.count(column[0]) != len(column)
+
+
+def _by_total(total: list[float]) -> list[int] | None:
+    """Rows by ``total`` descending, or None when two totals tie (or one is NaN): then the full key decides.
+
+    Sorting float keys uses the interpreter's float comparison directly, several times faster than comparing
+    tuples; with no ties the rest of the key never decides, so the order is the full key's.
+    """
+    keys = [-t for t in total]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    ranked = [keys[i] for i in order]
+    return order if all(map(lt, ranked, ranked[1:])) else None
 
 
 def _weighted(w_base: float, base: list[float], factors: list[tuple[float, list[float]]], norm: float) -> list[float]:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from fusion.compiled import kernel
-
 __all__ = ["NORMALISERS", "fuse_scores", "normalise_dbsf", "normalise_minmax"]
 
 
@@ -32,10 +30,6 @@ def _finite(scores: Sequence[float]) -> list[float]:
 
 def normalise_minmax(scores: Sequence[float]) -> list[float]:
     """Min-max normalise one lane's scores to [0, 1] (empty → [], single/equal → all 1.0)."""
-    if kernel is not None:  # the same values, computed in C (None: some score is not a float)
-        compiled: list[float] | None = kernel.minmax(scores)
-        if compiled is not None:
-            return compiled
     if not scores:
         return []
     vals = _finite(scores)

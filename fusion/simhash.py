@@ -9,8 +9,6 @@ word sequences mostly agree get SimHashes a few bits apart; ``similarity = 1 - h
 
 Deterministic across processes (no ``hash()``, which Python salts per process). Computed once per
 document at ingest and stored in :attr:`fabric.models.Hit.simhash`; dedup computes missing ones in one batch.
-ASCII texts are hashed by the compiled loop (``fusion._kernel.simhash_ascii``) when it is built, every other
-text by the numpy version here (:func:`_simhash_numpy`, the reference: the two agree bit for bit).
 """
 
 from __future__ import annotations
@@ -20,8 +18,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import NDArray
-
-from fusion.compiled import kernel
 
 __all__ = ["hamming", "simhash64", "simhash_many"]
 
@@ -44,24 +40,6 @@ def _splitmix(h: NDArray[np.uint64]) -> NDArray[np.uint64]:
 
 def simhash_many(texts: Sequence[str]) -> list[int | None]:
     """SimHash every text (None for a text without words)."""
-    if kernel is None:
-        return _simhash_numpy(texts)
-    fast = [type(t) is str and t.isascii() for t in texts]
-    if all(fast):
-        compiled: list[int | None] | None = kernel.simhash_ascii(texts)
-        if compiled is not None:
-            return compiled
-    out: list[int | None] = [None] * len(texts)
-    for picked, compute in ((True, kernel.simhash_ascii), (False, _simhash_numpy)):
-        rows = [i for i, f in enumerate(fast) if f is picked]
-        if rows:
-            for i, value in zip(rows, compute([texts[i] for i in rows]), strict=True):
-                out[i] = value
-    return out
-
-
-def _simhash_numpy(texts: Sequence[str]) -> list[int | None]:
-    """:func:`simhash_many` with numpy, for any text (the reference of the compiled ``simhash_ascii``)."""
     words_per_text = [t.casefold().translate(_SPACES).split()[:_MAX_WORDS] for t in texts]
     flat = [w for ws in words_per_text for w in ws]
     out: list[int | None] = [None] * len(texts)

@@ -14,7 +14,6 @@ from typing import NamedTuple, overload
 
 from fabric.config import AuthorityEntry, FusionConfig
 from fabric.models import FusedItem, FusionMode, Hit, LaneKind, make_fused_item
-from fusion.compiled import kernel
 
 __all__ = ["Candidates", "FusedItems", "FusionContext", "FusionOutput", "FusionRun", "LaneInfo", "Stage"]
 
@@ -93,7 +92,7 @@ class Candidates:
 
     __slots__ = (
         "base", "best", "factors", "hits", "ids", "lane_order", "lanes", "merged", "native", "norm", "order",
-        "received", "rows", "rrf", "stage", "total",
+        "received", "rows", "rrf", "rrf_terms", "stage", "total",
     )  # fmt: skip
 
     def __init__(self, lanes: tuple[str, ...]) -> None:
@@ -119,7 +118,9 @@ class Candidates:
         self.lane_order: dict[int, list[int]] = {}
         """Row → its lanes (indices) in the order they joined it, for merged rows whose order is not the sorted one."""
         self.rrf: list[float] = []
-        """Raw weighted RRF of each row."""
+        """Raw weighted RRF of each row (``rrf`` mode; the other modes leave it empty and set :attr:`rrf_terms`)."""
+        self.rrf_terms: tuple[list[float], int] | None = None
+        """Lane weights and k when the RRF column is left to the items read (summed lane by lane, the same floats)."""
         self.base: list[float] = []
         """The mode's fusion score of each row on [0, 1] (the 50 % factor, ``scores["fused"]``)."""
         self.factors: dict[str, list[float]] = {}
@@ -134,13 +135,6 @@ class Candidates:
     def __len__(self) -> int:
         """Number of rows."""
         return len(self.ids)
-
-    def lanes_of(self, row: int) -> list[int]:
-        """The row's lanes (indices into :attr:`lanes`) in the order they joined it."""
-        order = self.lane_order.get(row)
-        if order is not None:
-            return order
-        return [lane for lane, rows in enumerate(self.rows) if row in rows]
 
 
 class FusedItems(Sequence[FusedItem]):
@@ -185,24 +179,16 @@ class FusedItems(Sequence[FusedItem]):
             return
         c = self._cands
         order, merged, lane_order = c.order, c.merged, c.lane_order
-        if kernel is not None:  # the same items, built in C (None: FusedItem's fields are not plain slots)
-            items = kernel.build_items(
-                [order[i] for i in todo], c.rows, c.lanes, self._components, c.native, c.rrf, c.base, c.total,
-                c.stage, c.hits, list(c.factors.items()), lane_order, merged, FusedItem,
-            )  # fmt: skip
-            if items is not None:
-                for i, item in zip(todo, items, strict=True):
-                    built[i] = item
-                return
         if self._ranks is None:  # lane → {row: rank}, built once, on the first read
             self._ranks = [dict(zip(rows, range(1, len(rows) + 1), strict=True)) for rows in c.rows]
         lanes = list(zip(self._ranks, c.lanes, self._components, c.native, strict=True))
         rrf, base, total, stage, hits = c.rrf, c.base, c.total, c.stage, c.hits
         factors = list(c.factors.items())
+        lane_weight, k = (dict(zip(c.lanes, c.rrf_terms[0], strict=True)), c.rrf_terms[1]) if c.rrf_terms else ({}, 0)
         for i in todo:
             row = order[i]
             ranks: dict[str, int] = {}
-            scores: dict[str, float] = {"rrf": rrf[row]}
+            scores: dict[str, float] = {"rrf": rrf[row] if rrf else 0.0}
             if row in lane_order:
                 ranks = {name: r for at, name, _, _ in lanes if (r := at.get(row)) is not None}
                 self._merged_components(row, scores)
@@ -215,6 +201,11 @@ class FusedItems(Sequence[FusedItem]):
                             value = native[r - 1]
                             if value > scores.get(comp, -math.inf):
                                 scores[comp] = value
+            if lane_weight:  # 0.0 + Σ w / (k + rank), lane by lane in index order, as the column would hold
+                total_rrf = 0.0
+                for name, r in ranks.items():
+                    total_rrf += lane_weight[name] / (k + r)
+                scores["rrf"] = total_rrf
             for name, column in factors:
                 scores[name] = column[row]
             scores["fused"] = base[row]

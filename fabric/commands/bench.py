@@ -1,42 +1,83 @@
-"""``fabric bench NAME [--json]``: run one benchmark (:data:`fabric.bench.BENCHES`) and print its figures."""
+"""``fabric bench NAME [--json]``: run one benchmark of the repository's ``bench/`` folder and print its figures.
+
+The benchmarks are developer tooling and are not part of the installed package: they are imported lazily, from
+the repository root, when the command runs. From an installed wheel (no ``bench/`` folder) the command says so.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
-from fabric.bench import BENCHES
+import fabric
+from fabric.errors import FabricError
 
-__all__ = ["register"]
+__all__ = ["BenchUnavailable", "load_bench", "register"]
+
+
+class BenchUnavailable(FabricError):
+    """``fabric bench`` run where the repository's ``bench/`` folder cannot be imported, or with an unknown name."""
 
 
 def register(sub: Any) -> None:
-    """Add the ``bench`` subcommand with one sub-subcommand per available benchmark."""
-    parser: argparse.ArgumentParser = sub.add_parser("bench", help="run a performance benchmark")
-    names = parser.add_subparsers(dest="bench", metavar="NAME", required=True)
-    for name in BENCHES:
-        try:
-            module = importlib.import_module(f"fabric.bench.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"fabric.bench.{name}":
-                continue
+    """Add the ``bench`` subcommand: ``NAME`` plus the benchmark's own options (parsed when it runs)."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "bench",
+        help="run a performance benchmark (from a repository checkout)",
+        description="Run one benchmark of the repository's bench/ folder; options after NAME go to the benchmark.",
+    )
+    parser.add_argument("name", metavar="NAME", help="a benchmark listed in bench/__init__.py (budget, fusion, ...)")
+    parser.add_argument("options", nargs=argparse.REMAINDER, help="the benchmark's options (NAME --help lists them)")
+    parser.set_defaults(func=_run)
+
+
+def load_bench(name: str) -> Any:
+    """The module ``bench.<name>``; :class:`BenchUnavailable` without a ``bench/`` folder or for an unknown name."""
+    _add_checkout_to_path()
+    try:
+        package = importlib.import_module("bench")
+    except ModuleNotFoundError as exc:
+        if exc.name != "bench":
             raise
-        p = names.add_parser(name, help=(module.__doc__ or name).strip().splitlines()[0])
-        p.add_argument("--json", action="store_true", help="print the figures as JSON")
-        module.add_arguments(p)
-        p.set_defaults(func=_runner(module))
+        raise BenchUnavailable(
+            "bench: the benchmarks are not installed with the package; "
+            "run `fabric bench` from a repository checkout (the folder holding bench/)"
+        ) from None
+    names: tuple[str, ...] = getattr(package, "BENCHES", ())
+    if name not in names:
+        raise BenchUnavailable(f"bench: unknown benchmark {name!r} (available: {', '.join(names)})")
+    return importlib.import_module(f"bench.{name}")
 
 
-def _runner(module: Any) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        figures: dict[str, Any] = module.run(args)
-        if args.json:
-            print(json.dumps(figures, indent=2, sort_keys=True))
-        else:
-            for key, value in figures.items():
-                print(f"{key:32} {value}")
-        return 0
+def _add_checkout_to_path() -> None:
+    """Put the checkout holding ``bench/`` first on ``sys.path`` (the console script does not start in it).
 
-    return run
+    An editable install imports ``fabric`` from the checkout, whose parent folder holds ``bench/`` and ``tests/``;
+    otherwise the current folder is tried. An installed wheel has neither, and the import then fails.
+    """
+    for root in (Path(fabric.__file__).resolve().parents[1], Path.cwd()):
+        if (root / "bench" / "__init__.py").is_file():
+            if str(root) not in sys.path:
+                sys.path.insert(0, str(root))
+            return
+
+
+def _run(args: argparse.Namespace) -> int:
+    module = load_bench(args.name)
+    parser = argparse.ArgumentParser(
+        prog=f"fabric bench {args.name}", description=(module.__doc__ or args.name).strip().splitlines()[0]
+    )
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    module.add_arguments(parser)
+    bench_args = parser.parse_args(args.options)
+    figures: dict[str, Any] = module.run(bench_args)
+    if bench_args.json:
+        print(json.dumps(figures, indent=2, sort_keys=True))
+    else:
+        for key, value in figures.items():
+            print(f"{key:32} {value}")
+    return 0

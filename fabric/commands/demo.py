@@ -1,22 +1,26 @@
-"""``fabric demo [--keep] [--json]``: ingest the shipped notes into a scratch home and run a few queries.
+"""``fabric [--home DIR] demo [--json]``: ingest the shipped notes into the home and run a few queries.
 
 The corpus (``fabric/demo/corpus``: design notes about this engine, decisions with dates, commit SHAs and error
 codes, roadmaps, a captain's log) is package data, so the demo works on a fresh machine: the embedded stores
 need no servers and MiniLM loads offline. Each query prints its top items with the lanes that found them and
-the score breakdown (RRF, lexical, semantic, graph), then the per-lane status.
+the score breakdown (RRF, lexical, semantic, graph), then the per-lane status. The home (``./.fabric`` unless
+``--home`` or ``FABRIC_HOME`` says otherwise) is kept, and the demo ends with the next command to try: a
+``fabric search`` over the same home. Running it again is cheap (ingestion skips unchanged notes).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
+import shlex
 import shutil
-import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["DEMO_QUERIES", "register", "run_demo"]
 
@@ -32,8 +36,9 @@ DEMO_QUERIES = (
 
 def register(sub: Any) -> None:
     """Add the ``demo`` subcommand."""
-    p: argparse.ArgumentParser = sub.add_parser("demo", help="ingest the shipped notes and run sample queries")
-    p.add_argument("--keep", action="store_true", help="keep the scratch home and print its path")
+    p: argparse.ArgumentParser = sub.add_parser(
+        "demo", help="ingest the shipped notes into the home (default ./.fabric) and run sample queries"
+    )
     p.add_argument("--json", action="store_true", help="print the ingest summary and results as JSON")
     p.set_defaults(func=_run)
 
@@ -41,14 +46,14 @@ def register(sub: Any) -> None:
 def _copy_corpus(dest: Path) -> Path:
     corpus = resources.files("fabric.demo") / "corpus"
     with resources.as_file(corpus) as src:
-        shutil.copytree(src, dest)
+        shutil.copytree(src, dest, dirs_exist_ok=True)
     return dest
 
 
 async def run_demo(settings: Any, queries: tuple[str, ...] = DEMO_QUERIES, progress: Any = None) -> dict[str, Any]:
     """Ingest the demo corpus into ``settings.home`` and run ``queries`` through the engine."""
-    from fabric.commands.ingest import run_ingest
     from fabric.engine import Engine
+    from fabric.ingest.run import run_ingest
     from fabric.models import SearchRequest
 
     docs = _copy_corpus(settings.home / "fabric-docs")
@@ -57,7 +62,20 @@ async def run_demo(settings: Any, queries: tuple[str, ...] = DEMO_QUERIES, progr
     async with Engine(settings) as engine:
         for q in queries:
             results.append((await engine.search(SearchRequest(query=q, top_k=3))).to_dict())
-    return {"home": str(settings.home), "ingest": report.to_dict(), "results": results}
+    return {
+        "home": str(settings.home),
+        "ingest": report.to_dict(),
+        "results": results,
+        "next": next_command(settings.home),
+    }
+
+
+def next_command(home: Path) -> str:
+    """The search to try after the demo, over the demo's home (``--home`` only when it is not the default)."""
+    query = shlex.quote(DEMO_QUERIES[2])
+    if home == Path(".fabric"):
+        return f"fabric search {query}"
+    return f"fabric --home {shlex.quote(str(home))} search {query}"
 
 
 def _print(out: dict[str, Any]) -> None:
@@ -81,22 +99,15 @@ def _run(args: argparse.Namespace) -> int:
     from fabric.commands.search import load_cli_settings
 
     settings = load_cli_settings(args)
-    scratch = Path(tempfile.mkdtemp(prefix="fabric-demo-"))
-    settings = dataclasses.replace(settings, home=scratch / "home")
-    try:
-        if args.json:
-            out = asyncio.run(run_demo(settings))
-            print(json.dumps(out, indent=2, sort_keys=True))
-        else:
-            from fabric.commands.ingest import _RichProgress
+    if args.json:
+        out = asyncio.run(run_demo(settings))
+        print(json.dumps(out, indent=2, sort_keys=True))
+        return 0
+    from fabric.commands.progress import RichProgress
 
-            progress = _RichProgress()
-            with progress.bar:
-                out = asyncio.run(run_demo(settings, progress=progress))
-            _print(out)
-            if args.keep:
-                print(f"\nscratch home kept: {settings.home}  (try: fabric --home {settings.home} search '...')")
-    finally:
-        if not args.keep:
-            shutil.rmtree(scratch, ignore_errors=True)
+    progress = RichProgress()
+    with progress.bar:
+        out = asyncio.run(run_demo(settings, progress=progress))
+    _print(out)
+    print(f"\nthe demo's stores are in {settings.home}; next, try:\n  {out['next']}")
     return 0

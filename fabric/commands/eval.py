@@ -125,6 +125,22 @@ def _more_latency(args: argparse.Namespace, baseline: dict[str, Any] | None) -> 
     return more
 
 
+def _eval_plan(args: argparse.Namespace, settings: Any, keep_lane_hits: bool) -> Any:
+    """The harness's plan from the command line: lanes (checked against the settings), fusion, mode, passes."""
+    from fabric.eval import harness
+
+    lanes = harness.check_lanes(settings, _split_lanes(args.lanes) or harness.default_lanes(settings))
+    return harness.EvalPlan(
+        lanes=tuple(lanes),
+        fusion=FusionMode.from_str(args.fusion) if args.fusion else None,
+        mode=Mode.from_str(args.mode),
+        top_k=args.top_k,
+        concurrency=args.concurrency,
+        lane_passes=not getattr(args, "no_lane_passes", False),
+        keep_lane_hits=keep_lane_hits,
+    )
+
+
 def execute(
     args: argparse.Namespace, *, keep_lane_hits: bool = False, baseline: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], Any, Any]:
@@ -144,16 +160,7 @@ def execute(
     started = time.perf_counter()
     dataset = load_dataset(args.dataset, args.split, corpus=args.corpus).limited(args.limit)
     settings = load_cli_settings(args)
-    lanes = harness.check_lanes(settings, _split_lanes(args.lanes) or harness.default_lanes(settings))
-    plan = harness.EvalPlan(
-        lanes=tuple(lanes),
-        fusion=FusionMode.from_str(args.fusion) if args.fusion else None,
-        mode=Mode.from_str(args.mode),
-        top_k=args.top_k,
-        concurrency=args.concurrency,
-        lane_passes=not getattr(args, "no_lane_passes", False),
-        keep_lane_hits=keep_lane_hits,
-    )
+    plan = _eval_plan(args, settings, keep_lane_hits)
     corpus_hash = dataset.corpus_hash()
     explicit_home = Path(args.home) if getattr(args, "home", None) else None
     more_latency = _more_latency(args, baseline)

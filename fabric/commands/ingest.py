@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from fabric.config import Settings
-    from fabric.ingest.pipeline import IngestReport, Progress
+    from fabric.ingest.pipeline import Progress
 
-__all__ = ["register", "run_ingest"]
+__all__ = ["register"]
 
 
 def register(sub: Any) -> None:
@@ -29,64 +28,24 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=_run)
 
 
-class _RichProgress:
-    """Progress bars per stage on stderr (rich); the same methods as :class:`fabric.ingest.pipeline.Progress`."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        self.bar = Progress(
-            TextColumn("{task.description:>6}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-        )
-        self.tasks: dict[str, Any] = {}
-
-    def stage(self, name: str, total: int) -> None:
-        self.tasks[name] = self.bar.add_task(name, total=max(total, 1) if total else 0)
-
-    def advance(self, name: str, n: int) -> None:
-        self.bar.advance(self.tasks[name], n)
-
-
-async def run_ingest(
-    settings: Settings, path: Path, fmt: str | None, progress: Progress | None = None
-) -> IngestReport:
-    """Ingest ``path`` with the settings' embedder and enabled stores; returns the report."""
-    from fabric.embeddings import build_embedder
-    from fabric.ingest.pipeline import ingest
-    from fabric.ingest.writers import build_writers
-    from lanes.base import LaneResources
-
-    embedder = build_embedder(settings.embeddings, settings.cache_dir)
-    resources = LaneResources(home=settings.home, embedder=embedder)
-    writers = build_writers(settings, resources)
-    try:
-        return await ingest(path, home=settings.home, writers=writers, embedder=embedder, fmt=fmt, progress=progress)
-    finally:
-        for writer in writers:
-            await writer.aclose()
-
-
 def _run(args: argparse.Namespace) -> int:
+    from fabric.commands.progress import RichProgress
+    from fabric.commands.search import load_cli_settings
     from fabric.errors import IngestError
     from fabric.ingest.loaders import detect_format
+    from fabric.ingest.run import run_ingest
 
     path = Path(args.path)
     if not path.exists():
         raise IngestError(f"path: {path} does not exist")
     fmt = args.format or detect_format(path)
-    from fabric.commands.search import load_cli_settings
 
     settings = load_cli_settings(args)
     if args.json:
         report = asyncio.run(run_ingest(settings, path, fmt))
         print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
         return 0
-    progress = _RichProgress()
+    progress = RichProgress()
     with progress.bar:
         report = asyncio.run(run_ingest(settings, path, fmt, cast("Progress", progress)))
     d = report.to_dict()

@@ -21,7 +21,7 @@ from fabric.config import Settings, load_settings
 from fabric.errors import QueryError
 from fabric.models import SearchRequest, SearchResult
 
-__all__ = ["load_cli_settings", "parse_constraints", "register", "run", "run_now"]
+__all__ = ["empty_home_notice", "load_cli_settings", "parse_constraints", "register", "run", "run_now"]
 
 T = TypeVar("T")
 
@@ -86,6 +86,23 @@ def _request_data(args: argparse.Namespace) -> dict[str, Any]:
     return data
 
 
+def empty_home_notice(home: Path) -> str | None:
+    """What to tell a user whose home holds nothing ingested (missing or empty), or ``None`` when it holds chunks.
+
+    ``fabric search`` prints it on stderr (and as ``notice`` in ``--json``) when a search finds nothing, so an
+    empty result over an empty home is never silent.
+    """
+    from fabric.ingest.ledger import stored_chunks
+
+    if stored_chunks(home):
+        return None
+    state = "does not exist" if not home.exists() else "holds no ingested documents"
+    return (
+        f"the home {home} {state}, so the embedded lanes have nothing to search; "
+        f"run `fabric --home {home} demo` or `fabric --home {home} ingest PATH` first"
+    )
+
+
 async def _search(settings: Settings, request: SearchRequest) -> SearchResult:
     from fabric.engine import Engine
 
@@ -99,9 +116,16 @@ def run(args: argparse.Namespace) -> int:
 
     settings = load_cli_settings(args)
     request = parse_request(_request_data(args), settings)
+    notice = empty_home_notice(settings.home)  # before the search, which creates the home's folders
     result = run_now(_search(settings, request))
+    if result.items:
+        notice = None
+    if notice:
+        print(f"fabric: {notice}", file=sys.stderr)
     if args.json:
         payload = result.to_dict()
+        if notice:
+            payload["notice"] = notice
         if args.explain:
             payload["explain"] = _explain(result)
         print(json.dumps(payload, indent=2, ensure_ascii=False))

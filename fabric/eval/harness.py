@@ -316,7 +316,7 @@ def ingest_settings(settings: Settings, lanes: Sequence[str] = ()) -> Settings:
 
 async def ingest_dataset(settings: Settings, dataset: Dataset) -> None:
     """Ingest the dataset's corpus into ``settings.home`` the way ``fabric ingest`` does (same stores, embedder)."""
-    from fabric.commands.ingest import run_ingest
+    from fabric.ingest.run import run_ingest
 
     settings.home.mkdir(parents=True, exist_ok=True)
     report = await run_ingest(settings, dataset.corpus, dataset.corpus_format)

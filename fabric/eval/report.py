@@ -166,14 +166,7 @@ def build_artifact(
         "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "git_revision": revision,
         "baseline_revision": None,
-        "dataset": {
-            "name": dataset.name,
-            "path": str(dataset.root),
-            "split": dataset.split,
-            "queries": len(dataset.queries),
-            "corpus": str(dataset.corpus),
-            "corpus_hash": corpus_hash,
-        },
+        "dataset": _dataset_section(dataset, corpus_hash),
         "split": dataset.split,
         "config": dict(config),
         "metrics": {"fused": fused_metrics, "lanes": lanes},
@@ -183,16 +176,7 @@ def build_artifact(
         },
         "stages": _stage_counters(fused),
         "lane_status": _lane_status(fused),
-        "latency": {
-            "measured": (
-                f"wall time around engine.search, {config.get('concurrency', 1)} query in flight, "
-                "after an untimed warm-up pass (embedding cache warm)"
-            ),
-            "calibration_ms": round(calibration_ms, 4) if calibration_ms else None,
-            "calibration_samples": calibration_samples,
-            "p95_normalised": None,
-            "attempts": [dict(a) for a in latency_attempts],
-        },
+        "latency": _latency_section(config, calibration_ms, calibration_samples, latency_attempts),
         "warnings": _warnings(passes),
         "worst_queries": _worst(dataset, fused, per_query),
         "wall_time_s": round(wall_time_s, 2),
@@ -201,6 +185,36 @@ def build_artifact(
     normalised = normalised_p95(artifact)
     artifact["latency"]["p95_normalised"] = round(normalised, 6) if normalised is not None else None
     return artifact
+
+
+def _dataset_section(dataset: Dataset, corpus_hash: str) -> dict[str, Any]:
+    return {
+        "name": dataset.name,
+        "path": str(dataset.root),
+        "split": dataset.split,
+        "queries": len(dataset.queries),
+        "corpus": str(dataset.corpus),
+        "corpus_hash": corpus_hash,
+    }
+
+
+def _latency_section(
+    config: Mapping[str, Any],
+    calibration_ms: float | None,
+    calibration_samples: int,
+    latency_attempts: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """How latency was measured, the calibration, and the timed attempts (``p95_normalised`` is filled later)."""
+    return {
+        "measured": (
+            f"wall time around engine.search, {config.get('concurrency', 1)} query in flight, "
+            "after an untimed warm-up pass (embedding cache warm)"
+        ),
+        "calibration_ms": round(calibration_ms, 4) if calibration_ms else None,
+        "calibration_samples": calibration_samples,
+        "p95_normalised": None,
+        "attempts": [dict(a) for a in latency_attempts],
+    }
 
 
 def _fmt(value: Any) -> str:

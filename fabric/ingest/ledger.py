@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["Ledger", "LedgerEntry"]
+__all__ = ["LEDGER_FILE", "Ledger", "LedgerEntry", "stored_chunks"]
+
+LEDGER_FILE = "ledger.sqlite"
+"""The ledger's file name under a home."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS ledger (
@@ -41,6 +44,25 @@ CREATE TABLE IF NOT EXISTS history (
     stores TEXT NOT NULL
 );
 """
+
+
+def stored_chunks(home: Path) -> int:
+    """How many chunks ingestion has written into ``home``'s stores (0 for a missing or never-ingested home).
+
+    Reads the ledger without creating it: a search on an empty home must leave no files behind.
+    """
+    path = home / LEDGER_FILE
+    if not path.is_file():
+        return 0
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+        try:
+            row = conn.execute("SELECT count(*) FROM ledger WHERE state = 'done' AND op = 'upsert'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:  # a ledger being created right now, or not a ledger: nothing ingested to count on
+        return 0
+    return int(row[0])
 
 
 def _now() -> str:

@@ -25,7 +25,7 @@ from typing import Any
 import structlog
 
 from fabric.errors import FabricError, LaneError
-from fabric.ingest.ledger import Ledger, LedgerEntry
+from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
 from fabric.ingest.loaders import finalize_all, load_source
 from fabric.ingest.model import Chunk, StoreWriter
 from fabric.models import Embedder
@@ -180,7 +180,7 @@ async def ingest(
     report.chunks = len(chunks)
     t2 = time.perf_counter()
 
-    ledger = await asyncio.to_thread(Ledger, home / "ledger.sqlite")
+    ledger = await asyncio.to_thread(Ledger, home / LEDGER_FILE)
     try:
         all_stores = {w.store for w in writers}
         lexical = {w.store for w in writers if not w.needs_vectors}
@@ -201,35 +201,10 @@ async def ingest(
             vectors = await _embed(embedder, need_vec, progress, report)
         t3 = time.perf_counter()
 
-        progress.stage("write", sum(len([1 for _, _, st in todo if w.store in st]) for w in writers))
-        held: dict[str, set[str]] = {c.id: set() for c, _, _ in todo}
-        jobs = []
-        for w in writers:
-            mine = [c for c, _, st in todo if w.store in st]
-            if w.needs_vectors:
-                mine = [replace(c, vector=vectors[c.id]) for c in mine if c.id in vectors]
-            stale = [  # updated without this store (e.g. no embedder now): its old copy must go
-                c.id
-                for c, action, st in todo
-                if action == "update" and w.store not in st and w.store in entries[c.id].stores
-            ]
-            jobs.append((w, mine, [e.id for e in gone] + stale))
-        # stores are independent: write them concurrently (SQLite stores work in threads)
-        oks = await asyncio.gather(*(_write(w, mine, dels, progress, report) for w, mine, dels in jobs))
-        for (w, mine, _), ok in zip(jobs, oks, strict=True):
-            if ok:
-                for c in mine:
-                    held[c.id].add(w.store)
-        deleted_ok = all(oks)
+        held, deleted_ok = await _write_all(writers, todo, gone, entries, vectors, progress, report)
         t4 = time.perf_counter()
 
-        done = []
-        for c, action, _ in todo:
-            before = entries[c.id].stores if c.id in entries and action == "repair" else frozenset()
-            done.append((c.id, c.doc_id, loaded.source, c.content_hash, held[c.id] | before, action))
-            attr = _count(action)
-            setattr(report, attr, getattr(report, attr) + 1)
-        await asyncio.to_thread(ledger.mark_done, done)
+        await asyncio.to_thread(ledger.mark_done, _done_rows(todo, entries, held, loaded.source, report))
         if deleted_ok and gone:
             report.deleted = await asyncio.to_thread(ledger.remove, gone, all_stores)
     finally:
@@ -238,6 +213,55 @@ async def ingest(
     report.seconds["total"] = time.perf_counter() - t0
     log.info("ingest_finished", **{k: v for k, v in report.to_dict().items() if isinstance(v, int | str)})
     return report
+
+
+async def _write_all(
+    writers: Sequence[StoreWriter],
+    todo: list[tuple[Chunk, str, set[str]]],
+    gone: list[LedgerEntry],
+    entries: dict[str, LedgerEntry],
+    vectors: dict[str, tuple[float, ...]],
+    progress: Progress,
+    report: IngestReport,
+) -> tuple[dict[str, set[str]], bool]:
+    """Write every store concurrently; the stores now holding each chunk, and whether every store succeeded."""
+    progress.stage("write", sum(len([1 for _, _, st in todo if w.store in st]) for w in writers))
+    held: dict[str, set[str]] = {c.id: set() for c, _, _ in todo}
+    jobs = []
+    for w in writers:
+        mine = [c for c, _, st in todo if w.store in st]
+        if w.needs_vectors:
+            mine = [replace(c, vector=vectors[c.id]) for c in mine if c.id in vectors]
+        stale = [  # updated without this store (e.g. no embedder now): its old copy must go
+            c.id
+            for c, action, st in todo
+            if action == "update" and w.store not in st and w.store in entries[c.id].stores
+        ]
+        jobs.append((w, mine, [e.id for e in gone] + stale))
+    # stores are independent: write them concurrently (SQLite stores work in threads)
+    oks = await asyncio.gather(*(_write(w, mine, dels, progress, report) for w, mine, dels in jobs))
+    for (w, mine, _), ok in zip(jobs, oks, strict=True):
+        if ok:
+            for c in mine:
+                held[c.id].add(w.store)
+    return held, all(oks)
+
+
+def _done_rows(
+    todo: list[tuple[Chunk, str, set[str]]],
+    entries: dict[str, LedgerEntry],
+    held: dict[str, set[str]],
+    source: str,
+    report: IngestReport,
+) -> list[tuple[str, str, str, str, set[str] | frozenset[str], str]]:
+    """The ledger's ``mark_done`` rows (a repair keeps the stores that already held the chunk); counts actions."""
+    done: list[tuple[str, str, str, str, set[str] | frozenset[str], str]] = []
+    for c, action, _ in todo:
+        before = entries[c.id].stores if c.id in entries and action == "repair" else frozenset()
+        done.append((c.id, c.doc_id, source, c.content_hash, held[c.id] | before, action))
+        attr = _count(action)
+        setattr(report, attr, getattr(report, attr) + 1)
+    return done
 
 
 def _count(action: str) -> str:

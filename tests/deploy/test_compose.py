@@ -60,14 +60,21 @@ class TestComposeFile:
         ports = {n: s["ports"][0] for n, s in compose["services"].items()}
         assert all(p.startswith("127.0.0.1:") for p in ports.values())
         assert (ports["qdrant"], ports["meilisearch"], ports["arangodb"], ports["searxng"]) == (
-            "127.0.0.1:6333:6333", "127.0.0.1:7700:7700", "127.0.0.1:8529:8529", "127.0.0.1:8888:8080")
+            "127.0.0.1:6333:6333",
+            "127.0.0.1:7700:7700",
+            "127.0.0.1:8529:8529",
+            "127.0.0.1:8888:8080",
+        )
 
     def test_secrets_from_env_example(self, compose: dict[str, Any]) -> None:
         """Every ${VAR} the file needs is documented in .env.example, and required ones fail loudly."""
         text = (ROOT / "docker-compose.yml").read_text()
         used = set(re.findall(r"\$\{(\w+)", text))
-        documented = {line.split("=", 1)[0] for line in (ROOT / ".env.example").read_text().splitlines()
-                      if "=" in line and not line.startswith("#")}
+        documented = {
+            line.split("=", 1)[0]
+            for line in (ROOT / ".env.example").read_text().splitlines()
+            if "=" in line and not line.startswith("#")
+        }
         assert used <= documented
         assert "${MEILI_MASTER_KEY:?" in text
 
@@ -94,7 +101,10 @@ class TestComposeProfile:
         hosts = {name: URL(lanes[name].options["url"]).host for name in ("keyword", "vector", "graph", "web")}
         assert hosts == {"keyword": "meilisearch", "vector": "qdrant", "graph": "arangodb", "web": "searxng"}
         assert (lanes["keyword"].backend, lanes["graph"].backend, lanes["web"].backend) == (
-            "meilisearch", "arango", "searxng")
+            "meilisearch",
+            "arango",
+            "searxng",
+        )
 
     def test_web_and_news_enabled(self) -> None:
         """The compose profile enables web (with keyless Wikipedia and MDN) and news lanes."""

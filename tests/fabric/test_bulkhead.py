@@ -10,8 +10,8 @@ from fabric.bulkhead import Bulkhead, reserve_threads
 from fabric.executor import LaneExecutor, PlannedLane
 from fabric.models import LaneRequest, LaneStatus
 from lanes.fake import FakeLane
-from tests.fabric.support import quiet_logs  # noqa: F401
 from tests.fabric.test_executor import StubbornLane
+from tests.support.settings import quiet_logs  # noqa: F401
 
 
 def gate(proven: bool = False, unproven: int = 2) -> Bulkhead:

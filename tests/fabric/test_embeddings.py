@@ -15,7 +15,7 @@ import fabric.embeddings as mod
 from fabric.config import EmbeddingsConfig
 from fabric.embeddings import CachedEmbedder, EmbeddingCache, MiniLMEmbedder, OpenAIEmbedder, build_embedder, cache_key
 from fabric.errors import ConfigError, LaneRejected, LaneUnavailable
-from tests.embedded_support import BagEmbedder
+from tests.support.embedded import BagEmbedder
 
 
 class TestCache:

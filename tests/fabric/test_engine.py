@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +16,8 @@ from fabric.errors import LaneRejected, PartialResultError, QueryError
 from fabric.models import Hit, LaneKind, LaneRequest, LaneStatus
 from fabric.validation import parse_request
 from lanes.fake import FakeLane
-from tests.fabric.support import make_settings, quiet_logs  # noqa: F401
 from tests.fabric.test_executor import StubbornLane
+from tests.support.settings import make_settings, quiet_logs  # noqa: F401
 
 
 class RecordingLane(FakeLane):
@@ -405,3 +407,28 @@ class TestSearchLog:
                 configure_logging(level="CRITICAL")
             events = [json.loads(line)["event"] for line in stream.getvalue().splitlines() if line.strip()]
             assert ("search_finished" in events) is expected
+
+
+class TestPlan:
+    async def test_plan_lists_the_enabled_lanes_with_their_budgets(self, tmp_path: Path) -> None:
+        """The plan names each lane with the mode's budget for it, and a deadline within the total budget."""
+        settings = make_settings(tmp_path, {"a": {}, "b": {}}, total_ms=500, budgets={"a": 300.0, "b": 100.0})
+        lanes = {"a": FakeLane(name="a"), "b": FakeLane(name="b")}
+        async with Engine(settings, lanes=lanes) as engine:
+            before = asyncio.get_running_loop().time()
+            plan = engine.plan(parse_request({"query": "q"}, settings))
+        assert {p.name: p.budget_ms for p in plan.lanes} == {"a": 300.0, "b": 100.0}
+        assert before < plan.deadline <= before + 0.5 + 0.05
+        assert plan.offset == 0
+
+    async def test_a_narrowed_plan_runs_only_its_lanes(self, tmp_path: Path) -> None:
+        """What a router would do: drop a lane from the plan; the run and the result follow the plan."""
+        settings = make_settings(tmp_path)
+        lanes = {"a": FakeLane(name="a", hits=3), "b": FakeLane(name="b", hits=3)}
+        async with Engine(settings, lanes=lanes) as engine:
+            request = parse_request({"query": "q"}, settings)
+            plan = engine.plan(request)
+            narrowed = replace(plan, lanes=tuple(p for p in plan.lanes if p.name == "a"))
+            run = await engine.run(request, narrowed, "trace")
+        assert set(run.outcomes) == {"a"}
+        assert {it.id for it in run.fused.items} == {"a-0", "a-1", "a-2"}

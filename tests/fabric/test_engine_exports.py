@@ -15,6 +15,10 @@ MODULES = [
     "fabric.budgets",
     "fabric.bulkhead",
     "fabric.engine",
+    "fabric.vocabulary",
+    "fabric.config_readers",
+    "fabric.query_plan",
+    "fabric.lane_setup",
     "fabric.stages",
     "fabric.retries",
     "fabric.cursor_secret",
@@ -22,7 +26,7 @@ MODULES = [
     "fabric.logs",
     "fabric.metrics",
     "fabric.commands.search",
-    "fabric.bench.budget",
+    "bench.budget",
     "fusion.cursor",
 ]
 

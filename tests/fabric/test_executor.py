@@ -17,7 +17,7 @@ from fabric.webcache import WebCache
 from lanes.base import BaseLane, LaneResources, LaneSpec
 from lanes.fake import FakeLane, synthetic_hits
 from lanes.web.cache import CachedWebLane
-from tests.fabric.support import quiet_logs  # noqa: F401
+from tests.support.settings import quiet_logs  # noqa: F401
 
 REQ = LaneRequest(query="q", top_k=5)
 
@@ -216,7 +216,6 @@ class TestFallbacks:
         assert out["h"].status is LaneStatus.TIMEOUT
         assert lanes["b"].calls == 0
 
-
     async def test_reserve_leaves_a_timed_out_lane_time_for_its_fallback(self) -> None:
         """With a fallback reserve, a hung lane is cut early and its fallback answers inside the lane's budget."""
         lanes = {"h": FakeLane(name="h", hang=True), "b": FakeLane(name="b")}
@@ -235,6 +234,7 @@ class TestFallbacks:
         out = await run(LaneExecutor(lanes), p)
         assert out["s"].status is LaneStatus.SUCCESS
         assert lanes["b"].calls == 0
+
     async def test_suspended_lane_uses_fallback(self) -> None:
         """A suspended provider's lane is served by its fallback."""
         pen = ProviderPenalties()
@@ -334,8 +334,10 @@ class TestWebCache:
     async def test_successful_web_call_is_cached(self) -> None:
         """The executor writes a web-kind lane's answer to the web cache; other kinds are not written."""
         cache = WebCache()
-        lanes = {"web": FakeLane(name="web", kind=LaneKind.WEB, provider="searxng", hits=2),
-                 "kw": FakeLane(name="kw", hits=2)}
+        lanes = {
+            "web": FakeLane(name="web", kind=LaneKind.WEB, provider="searxng", hits=2),
+            "kw": FakeLane(name="kw", hits=2),
+        }
         out = await run(LaneExecutor(lanes, web_cache=cache), plan("web", "kw"))
         entries = cache.lookup("Q")
         assert [(e.provider, e.hits) for e in entries] == [("searxng", out["web"].hits)]

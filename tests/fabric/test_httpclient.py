@@ -12,7 +12,7 @@ from aiohttp import web
 import fabric.httpclient as hc
 from fabric.errors import LaneBadResponse, LaneRejected, LaneTimeout, LaneUnavailable
 from fabric.httpclient import AllowList, HostRule, allowlist_from_lanes, fetch, parse_retry_after
-from tests.httpfakes import guarded, serve
+from tests.support.http import guarded, serve
 
 
 def _app() -> web.Application:
@@ -90,7 +90,9 @@ class TestAllowList:
         """Lane options url/url_template/feeds become allowed hosts; self-hosted ones may be private."""
         lanes = [
             SimpleNamespace(backend="searxng", options={"url": "http://searxng:8080"}),
-            SimpleNamespace(backend="rss", options={"feeds": ["https://feeds.test/a.xml", {"url": "https://b.test/x"}]}),
+            SimpleNamespace(
+                backend="rss", options={"feeds": ["https://feeds.test/a.xml", {"url": "https://b.test/x"}]}
+            ),
             SimpleNamespace(backend="quotes", options={"url_template": "https://q.test/v1/{symbol}"}),
         ]
         allow = allowlist_from_lanes(lanes)
@@ -214,7 +216,17 @@ class TestFetch:
 def test_public_api() -> None:
     """The module exports exactly its documented names."""
     assert set(hc.__all__) == {
-        "DEFAULT_MAX_BYTES", "SELF_HOSTED_BACKENDS", "AllowList", "HostBlocked", "HostRule", "HttpResponse",
-        "StaticResolver", "allowlist_from_lanes", "create_session", "fetch", "map_client_errors",
-        "parse_retry_after", "raise_for_status",
+        "DEFAULT_MAX_BYTES",
+        "SELF_HOSTED_BACKENDS",
+        "AllowList",
+        "HostBlocked",
+        "HostRule",
+        "HttpResponse",
+        "StaticResolver",
+        "allowlist_from_lanes",
+        "create_session",
+        "fetch",
+        "map_client_errors",
+        "parse_retry_after",
+        "raise_for_status",
     }

@@ -180,7 +180,7 @@ class TestWindowCounts:
         )
     )
     def test_counts_match_a_recount_of_the_windows(self, events: list[str]) -> None:
-        """The O(1) counts behind snapshots, weights and the retry budget equal a recount of the bounded windows."""
+        """The O(1) counts behind snapshot, weights and the retry budget equal a recount of the bounded windows."""
         pen = ProviderPenalties(PenaltyConfig(window=5, min_samples=2, retry_budget_ratio=0.5), clock=Clock())
         for event in events:
             if event == "ok":

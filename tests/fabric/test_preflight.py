@@ -12,7 +12,7 @@ from aiohttp import web
 
 from fabric.config import PreflightConfig
 from fabric.preflight import LoopLagMonitor, Preflight, refine_rules
-from tests.fabric.support import quiet_logs  # noqa: F401
+from tests.support.settings import quiet_logs  # noqa: F401
 
 YEAR = 2026
 

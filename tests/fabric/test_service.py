@@ -38,8 +38,18 @@ class TestSearchEndpoint:
         resp = await client.post("/v1/search", json={"query": "rrf", "budget_ms": 300, "top_k": 3})
         body = await resp.json()
         assert resp.status == 200
-        assert {"query", "mode", "trace_id", "items", "next_cursor", "lanes", "preflight", "dedup", "timings",
-                "receipt"} <= set(body)
+        assert {
+            "query",
+            "mode",
+            "trace_id",
+            "items",
+            "next_cursor",
+            "lanes",
+            "preflight",
+            "dedup",
+            "timings",
+            "receipt",
+        } <= set(body)
         assert len(body["items"]) == 3
         assert body["lanes"]["vector"]["status"] in ("timeout", "fallback")
         assert body["lanes"]["keyword"]["status"] == "success"

@@ -16,7 +16,7 @@ from fabric.errors import ConfigError
 from fabric.ingest.ledger import Ledger
 from fabric.service import TASKS_KEY, create_app
 from lanes.base import LaneResources
-from tests.embedded_support import BagEmbedder
+from tests.support.embedded import BagEmbedder
 
 
 def _entries(n: int, prefix: str = "kb") -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from fabric.config import Settings
 from fabric.errors import QueryError
 from fabric.models import FusionMode, Mode
 from fabric.validation import parse_request
-from tests.fabric.support import make_settings
+from tests.support.settings import make_settings
 
 
 @pytest.fixture

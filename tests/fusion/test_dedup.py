@@ -96,7 +96,7 @@ class TestStoredFeatures:
         """Hits carrying ingest-time SimHash, URL and title keys fuse exactly like hits without them."""
         from dataclasses import replace
 
-        from fabric.bench.fusion import make_outcomes
+        from tests.support.hits import make_outcomes
 
         stored = make_outcomes(6, 30, seed=3, pool=200)
         bare = {

@@ -22,8 +22,13 @@ from lanes.base import LaneResources, LaneSpec
 pytestmark = pytest.mark.integration
 
 CHUNKS = [
-    Chunk(id="it1#0", doc_id="it1", chunk_id="0", title="Insulin and Glucose",
-          text="Insulin regulates Glucose uptake in muscle."),
+    Chunk(
+        id="it1#0",
+        doc_id="it1",
+        chunk_id="0",
+        title="Insulin and Glucose",
+        text="Insulin regulates Glucose uptake in muscle.",
+    ),
     Chunk(id="it2#0", doc_id="it2", chunk_id="0", title="Glucose and the Brain", text="Glucose fuels the Brain."),
 ]
 
@@ -38,8 +43,11 @@ def _env(name: str) -> str:
 @pytest.fixture
 async def session() -> AsyncIterator[aiohttp.ClientSession]:
     """A guarded session allowing the hosts of every FABRIC_*_URL that is set."""
-    hosts = [URL(os.environ[v]).host or "" for v in ("FABRIC_QDRANT_URL", "FABRIC_MEILI_URL", "FABRIC_SEARXNG_URL")
-             if os.environ.get(v)]
+    hosts = [
+        URL(os.environ[v]).host or ""
+        for v in ("FABRIC_QDRANT_URL", "FABRIC_MEILI_URL", "FABRIC_SEARXNG_URL")
+        if os.environ.get(v)
+    ]
     s = create_session(AllowList.of(HostRule(h, private_ok=True) for h in hosts))
     yield s
     await s.close()
@@ -57,8 +65,11 @@ async def test_meilisearch_ingest_then_search(session: aiohttp.ClientSession) ->
     from lanes.keyword.meilisearch import MeilisearchKeywordLane
     from lanes.keyword.meilisearch_writer import MeilisearchWriter
 
-    options = {"url": _env("FABRIC_MEILI_URL"), "api_key": os.environ.get("FABRIC_MEILI_KEY", ""),
-               "index": f"it_{uuid.uuid4().hex[:8]}"}
+    options = {
+        "url": _env("FABRIC_MEILI_URL"),
+        "api_key": os.environ.get("FABRIC_MEILI_KEY", ""),
+        "index": f"it_{uuid.uuid4().hex[:8]}",
+    }
     spec = LaneSpec(name="keyword", kind=LaneKind.KEYWORD, backend="meilisearch", options=options)
     resources = LaneResources(http=session)
     store = MeilisearchWriter(spec, resources)
@@ -74,8 +85,11 @@ async def test_arango_ingest_then_traverse() -> None:
     from lanes.graph.arango import ArangoGraphLane
     from lanes.graph.arango_writer import ArangoGraphWriter
 
-    options = {"url": _env("FABRIC_ARANGO_URL"), "password": os.environ.get("FABRIC_ARANGO_PASSWORD", ""),
-               "database": "fabric"}
+    options = {
+        "url": _env("FABRIC_ARANGO_URL"),
+        "password": os.environ.get("FABRIC_ARANGO_PASSWORD", ""),
+        "database": "fabric",
+    }
     spec = LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango", options=options)
     store = ArangoGraphWriter(spec, LaneResources())
     await store.upsert(CHUNKS)

@@ -14,9 +14,9 @@ from fabric.ingest.writers import build_writers
 from fabric.resources import close_resources, open_resources
 from fabric.validation import parse_request
 from lanes.base import LaneResources
-from tests.httpfakes import serve
 from tests.lanes.graph.fake_arango import FakeArango
 from tests.lanes.keyword.fake_meili import FakeMeili
+from tests.support.http import serve
 
 DOCS = [
     {"id": "rrf", "title": "Reciprocal rank fusion", "text": "Reciprocal Rank Fusion fuses BM25 and Dense rankings."},

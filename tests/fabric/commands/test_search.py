@@ -134,3 +134,45 @@ class TestRunNow:
             assert not release.is_set()
         finally:
             release.set()
+
+
+class TestEmptyHome:
+    @pytest.fixture
+    def empty_argv(self, tmp_path: Path) -> list[str]:
+        cfg = tmp_path / "user.toml"
+        cfg.write_text(
+            CONFIG.replace("options = { hits = 12 }", "options = { hits = 0 }").replace(
+                'options = { hits = 12, provider = "fakevec" }', 'options = { hits = 0, provider = "fakevec" }'
+            )
+        )
+        return ["--config", str(cfg), "--home", str(tmp_path / "missing"), "search"]
+
+    def test_json_says_the_home_is_missing(self, empty_argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+        """No items over a home that does not exist: a ``notice`` in the JSON names the home and the fix."""
+        assert main([*empty_argv, "anything", "--json"]) == 0
+        captured = capsys.readouterr()
+        body = json.loads(captured.out)
+        assert body["items"] == []
+        assert "does not exist" in body["notice"]
+        assert "fabric --home" in body["notice"]
+        assert "demo" in captured.err
+
+    def test_table_says_the_home_holds_nothing(
+        self, empty_argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """An existing home without ingested documents is reported on stderr, not as a silent empty table."""
+        (tmp_path / "missing").mkdir()
+        assert main([*empty_argv, "anything"]) == 0
+        assert "holds no ingested documents" in capsys.readouterr().err
+
+    def test_search_leaves_no_files_in_a_missing_home(self, empty_argv: list[str], tmp_path: Path) -> None:
+        """Checking the home does not create it (nor its ledger)."""
+        main([*empty_argv, "anything", "--json"])
+        assert not (tmp_path / "missing" / "ledger.sqlite").exists()
+
+    def test_results_carry_no_notice(self, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+        """A search that finds items prints no notice, even over an empty home (the lanes need no store)."""
+        assert main([*argv, "hello", "--json"]) == 0
+        captured = capsys.readouterr()
+        assert "notice" not in json.loads(captured.out)
+        assert captured.err == ""

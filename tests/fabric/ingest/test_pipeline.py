@@ -16,7 +16,7 @@ from fabric.models import LaneKind
 from lanes.graph.sqlite_writer import SqliteGraphWriter
 from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
 from lanes.vector.qdrant_writer import QdrantWriter, acquire_client, collection_name, release_client
-from tests.embedded_support import BagEmbedder, resources, spec
+from tests.support.embedded import BagEmbedder, resources, spec
 
 
 def _writers(home: Path, embedder) -> list[StoreWriter]:

@@ -12,7 +12,7 @@ from fabric.models import Hit, LaneKind
 from fabric.router.evaluation import default_passes, oracle_runs, router_report, run_routes, strategy_scores
 from lanes.fake import FakeLane
 from tests.fabric.router.test_planner import settings_for
-from tests.fabric.support import quiet_logs  # noqa: F401
+from tests.support.settings import quiet_logs  # noqa: F401
 
 LANES = {"keyword": {}, "vector": {"kind": LaneKind.VECTOR}, "graph": {"kind": LaneKind.GRAPH}}
 

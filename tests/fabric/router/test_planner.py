@@ -18,7 +18,7 @@ from fabric.router.planner import filter_years
 from fabric.validation import parse_request
 from lanes.base import LaneResources
 from lanes.fake import FakeLane
-from tests.fabric.support import make_settings, quiet_logs  # noqa: F401
+from tests.support.settings import make_settings, quiet_logs  # noqa: F401
 
 LANES = {"keyword": {}, "vector": {"kind": LaneKind.VECTOR}, "graph": {"kind": LaneKind.GRAPH}}
 

@@ -14,7 +14,7 @@ from fabric.errors import ConfigError, LaneTimeout, LaneUnavailable
 from fabric.models import BoundConstraints, LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
 from lanes.feeds.rss import RssNewsLane, match_score
-from tests.httpfakes import guarded, serve
+from tests.support.http import guarded, serve
 
 RSS = b"""<?xml version="1.0" encoding="UTF-8"?>
 <rss version="2.0"><channel><title>Science Wire</title><link>https://news.test/</link>

@@ -13,8 +13,8 @@ from fabric.models import BoundConstraints, LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.arango import SEARCH_AQL, ArangoGraphLane, query_terms
 from lanes.graph.arango_writer import ArangoGraphWriter, extract_entities
-from tests.httpfakes import serve
 from tests.lanes.graph.fake_arango import FakeArango
+from tests.support.http import serve
 
 CHUNKS = [
     {

@@ -10,9 +10,9 @@ from fabric.errors import ConfigError, LaneTimeout, LaneUnavailable
 from fabric.models import LaneKind
 from fabric.writers import chunk_key
 from lanes.base import LaneSpec
-from tests.httpfakes import serve
 from tests.lanes.graph.fake_arango import FakeArango
 from tests.lanes.graph.test_arango import CHUNKS, _ingest
+from tests.support.http import serve
 
 
 class TestArangoGraphWriter:

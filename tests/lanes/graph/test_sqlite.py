@@ -12,7 +12,7 @@ from fabric.models import BoundConstraints, LaneKind, LaneRequest
 from lanes.graph.extract import Extraction, RuleExtractor, normalize_entity
 from lanes.graph.sqlite import SqliteGraphLane
 from lanes.graph.sqlite_writer import SqliteGraphWriter
-from tests.embedded_support import chunk, resources, spec
+from tests.support.embedded import chunk, resources, spec
 
 CORPUS = [
     chunk("c1", "Marie Curie worked with Pierre Curie in Paris."),

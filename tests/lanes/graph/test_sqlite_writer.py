@@ -9,7 +9,7 @@ import pytest
 import lanes.graph.sqlite_writer as mod
 from fabric.errors import ConfigError
 from fabric.models import LaneKind
-from tests.embedded_support import chunk, resources, spec
+from tests.support.embedded import chunk, resources, spec
 
 
 def test_graph_path_defaults_under_home(tmp_path: Path) -> None:

@@ -14,8 +14,8 @@ from fabric.models import BoundConstraints, LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
 from lanes.keyword.meilisearch import MeilisearchKeywordLane, build_filter, quote_value
 from lanes.keyword.meilisearch_writer import MeilisearchWriter
-from tests.httpfakes import guarded, serve
 from tests.lanes.keyword.fake_meili import FakeMeili
+from tests.support.http import guarded, serve
 
 CHUNKS = [
     Chunk(

@@ -11,9 +11,9 @@ from fabric.models import LaneKind
 from fabric.writers import chunk_key
 from lanes.base import LaneSpec
 from lanes.keyword.meilisearch_writer import INDEX_SETTINGS
-from tests.httpfakes import guarded, serve
 from tests.lanes.keyword.fake_meili import FakeMeili
 from tests.lanes.keyword.test_meilisearch import CHUNKS, _ingest, _store
+from tests.support.http import guarded, serve
 
 
 class TestMeilisearchWriter:

@@ -11,7 +11,7 @@ import lanes.keyword.sqlite_fts as mod
 from fabric.models import BoundConstraints, LaneKind, LaneRequest, Trust
 from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane, match_expression
 from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
-from tests.embedded_support import chunk, resources, spec
+from tests.support.embedded import chunk, resources, spec
 
 CORPUS = [
     chunk("a", "Reciprocal rank fusion merges ranked lists from several retrievers.", title="Fusion notes"),

@@ -8,8 +8,8 @@ import lanes.keyword.sqlite_fts_writer as mod
 from fabric.models import LaneKind, LaneRequest
 from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane
 from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
-from tests.embedded_support import chunk, resources, spec
 from tests.lanes.keyword import test_sqlite_fts as lane_tests
+from tests.support.embedded import chunk, resources, spec
 
 lane = lane_tests.lane
 """The keyword lane over a store holding the lane tests' corpus (a fixture)."""

@@ -14,7 +14,7 @@ from fabric.errors import ConfigError, LaneBadResponse, LaneRejected, LaneTimeou
 from fabric.models import LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
 from lanes.markets.quotes import QuotesMarketsLane, pluck
-from tests.httpfakes import guarded, serve
+from tests.support.http import guarded, serve
 
 
 def quote_app(state: dict[str, Any]) -> web.Application:

@@ -14,7 +14,7 @@ from fabric.errors import LaneUnavailable
 from fabric.models import BoundConstraints, LaneKind, LaneRequest, Trust
 from lanes.vector.qdrant import QdrantVectorLane
 from lanes.vector.qdrant_writer import QdrantWriter
-from tests.embedded_support import BagEmbedder, chunk, resources, spec
+from tests.support.embedded import BagEmbedder, chunk, resources, spec
 
 VSPEC = spec(LaneKind.VECTOR, "qdrant")
 

@@ -9,9 +9,9 @@ import lanes.vector.qdrant_writer as mod
 from fabric.models import LaneRequest
 from lanes.vector.qdrant import QdrantVectorLane
 from lanes.vector.qdrant_writer import QdrantWriter, point_id
-from tests.embedded_support import BagEmbedder, chunk, resources
 from tests.lanes.vector import test_qdrant as lane_tests
 from tests.lanes.vector.test_qdrant import VSPEC, _write
+from tests.support.embedded import BagEmbedder, chunk, resources
 
 embedder = lane_tests.embedder
 """The deterministic bag-of-words embedder (a fixture)."""

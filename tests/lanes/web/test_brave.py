@@ -14,7 +14,7 @@ from fabric.models import BoundConstraints, LaneKind, LaneRequest, SourceKind
 from lanes.base import LaneResources, LaneSpec
 from lanes.registry import descriptor
 from lanes.web.brave import BraveWebLane
-from tests.httpfakes import guarded, serve
+from tests.support.http import guarded, serve
 
 RESULTS = [
     {

@@ -12,7 +12,7 @@ from fabric.errors import LaneBadResponse, LaneRejected
 from fabric.models import LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
 from lanes.web.mdn import MdnWebLane
-from tests.httpfakes import guarded, serve
+from tests.support.http import guarded, serve
 
 
 def mdn_app(state: dict[str, Any]) -> web.Application:

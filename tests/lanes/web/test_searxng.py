@@ -14,7 +14,7 @@ from fabric.errors import ConfigError, LaneBadResponse, LaneRejected, LaneTimeou
 from fabric.models import BoundConstraints, LaneKind, LaneRequest, SourceKind
 from lanes.base import LaneResources, LaneSpec
 from lanes.web.searxng import SearxngWebLane
-from tests.httpfakes import guarded, serve
+from tests.support.http import guarded, serve
 
 RESULTS = [
     {

@@ -12,7 +12,7 @@ from fabric.errors import LaneBadResponse, LaneRejected
 from fabric.models import BoundConstraints, LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
 from lanes.web.wikipedia import WikipediaWebLane
-from tests.httpfakes import guarded, serve
+from tests.support.http import guarded, serve
 
 
 def wiki_app(state: dict[str, Any]) -> web.Application:

@@ -59,11 +59,12 @@ def parse_collected(stderr: str) -> int:
 
 
 def _fusion_ops(name: str, calls: int, inputs: int) -> Callable[[], None]:
-    from fabric.bench import budget
-    from fabric.bench.fusion import NOW, _freeze, _thaw, make_outcomes, plain_rrf
+    from bench import budget
+    from bench.fusion import _freeze, _thaw, plain_rrf
     from fabric.config import load_settings
     from fabric.models import LaneKind, LaneOutcome, LaneStatus
     from fusion.pipeline import FusionContext, fuse
+    from tests.support.hits import NOW, make_outcomes
 
     if name == "fusion_3x10":
         settings = budget._settings(100.0, Path(tempfile.gettempdir()))
@@ -97,7 +98,7 @@ def _fusion_ops(name: str, calls: int, inputs: int) -> Callable[[], None]:
 
 
 async def _engine_queries(calls: int) -> None:
-    from fabric.bench import budget
+    from bench import budget
     from fabric.config import PenaltyConfig
     from fabric.engine import Engine
     from fabric.models import LaneRequest, Mode, SearchRequest
@@ -156,6 +157,7 @@ def _count(valgrind: str, name: str, calls: int, inputs: int) -> int:
         capture_output=True,
         text=True,
         env=env,
+        cwd=Path(__file__).resolve().parents[1],  # the repository root, where ``bench`` is importable
         check=False,
     )
     if proc.returncode != 0:

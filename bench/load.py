@@ -14,7 +14,7 @@ import asyncio
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
@@ -23,6 +23,9 @@ from fabric.logs import configure_logging
 from fabric.models import LaneKind, Mode
 from lanes.base import Lane, LaneResources
 from lanes.fake import FakeLane
+
+if TYPE_CHECKING:
+    from fabric.engine import Engine
 
 __all__ = ["add_arguments", "run"]
 
@@ -43,24 +46,49 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
 
 
+def _engine(args: argparse.Namespace, home: Path) -> tuple[Settings, Engine]:
+    """Settings and an engine over fake lanes answering 50 hits after ``--lane-delay-ms``."""
+    from fabric.engine import Engine
+
+    settings = Settings(
+        home=home,
+        modes={Mode.TECHNICAL: ModeConfig(total_budget_ms=args.budget_ms,
+                                          lanes=dict.fromkeys((n for n, _ in _LANES), args.budget_ms))},
+        lanes={n: LaneConfig(name=n, kind=k, backend="fake") for n, k in _LANES},
+        preflight=PreflightConfig(enabled=False),
+    )  # fmt: skip
+    lanes: dict[str, Lane] = {
+        n: FakeLane(name=n, kind=k, provider=f"{n}_fake", hits=50, delay_ms=args.lane_delay_ms) for n, k in _LANES
+    }
+    return settings, Engine(settings, lanes=lanes, resources=LaneResources(home=home))
+
+
+async def _sequential(
+    client: aiohttp.ClientSession, url: str, engine: Engine, settings: Settings
+) -> tuple[list[float], list[float]]:
+    """The HTTP edge's own cost: one request over HTTP, then the same ``engine.search`` direct (ms each)."""
+    from fabric.validation import parse_request
+
+    seq_http, seq_engine = [], []
+    for i in range(_SEQUENTIAL):
+        body = {"query": f"load query {i % 50}", "top_k": 10}
+        t1 = time.perf_counter()
+        async with client.post(url, json=body) as resp:
+            await resp.read()
+        seq_http.append((time.perf_counter() - t1) * 1000.0)
+        t1 = time.perf_counter()
+        await engine.search(parse_request(body, settings))
+        seq_engine.append((time.perf_counter() - t1) * 1000.0)
+    return seq_http, seq_engine
+
+
 async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     from aiohttp.test_utils import TestServer
 
-    from fabric.engine import Engine
     from fabric.service import create_app
 
     with tempfile.TemporaryDirectory(prefix="fabric-load-") as tmp:
-        settings = Settings(
-            home=Path(tmp),
-            modes={Mode.TECHNICAL: ModeConfig(total_budget_ms=args.budget_ms,
-                                              lanes=dict.fromkeys((n for n, _ in _LANES), args.budget_ms))},
-            lanes={n: LaneConfig(name=n, kind=k, backend="fake") for n, k in _LANES},
-            preflight=PreflightConfig(enabled=False),
-        )
-        lanes: dict[str, Lane] = {
-            n: FakeLane(name=n, kind=k, provider=f"{n}_fake", hits=50, delay_ms=args.lane_delay_ms) for n, k in _LANES
-        }
-        engine = Engine(settings, lanes=lanes, resources=LaneResources(home=Path(tmp)))
+        settings, engine = _engine(args, Path(tmp))
         server = TestServer(create_app(engine), host="127.0.0.1")
         await server.start_server()
         url = f"http://127.0.0.1:{server.port}/v1/search"
@@ -82,19 +110,7 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
                         latencies.append((time.perf_counter() - t0) * 1000.0)
 
                 await asyncio.gather(*(one(i) for i in range(min(50, args.requests))))  # warm-up
-                # Sequential: the HTTP edge's own cost = one request over HTTP minus the same engine.search direct.
-                from fabric.validation import parse_request
-
-                seq_http, seq_engine = [], []
-                for i in range(_SEQUENTIAL):
-                    body = {"query": f"load query {i % 50}", "top_k": 10}
-                    t1 = time.perf_counter()
-                    async with client.post(url, json=body) as resp:
-                        await resp.read()
-                    seq_http.append((time.perf_counter() - t1) * 1000.0)
-                    t1 = time.perf_counter()
-                    await engine.search(parse_request(body, settings))
-                    seq_engine.append((time.perf_counter() - t1) * 1000.0)
+                seq_http, seq_engine = await _sequential(client, url, engine, settings)
                 latencies.clear()
                 t0 = time.perf_counter()
                 await asyncio.gather(*(one(i) for i in range(args.requests)))

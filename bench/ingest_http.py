@@ -7,7 +7,7 @@ to show that the service keeps answering. Embeddings use the configured embedder
 ``--cache-dir`` as ``FABRIC_CACHE_DIR``; ``--fresh-cache`` empties that folder's embedding cache first, so the
 run embeds every entry (the figures say whether the cache was cold).
 
-Run it as ``python -m fabric.bench.ingest_http --json`` (module protocol of :mod:`fabric.bench`: ``add_arguments``
+Run it as ``python -m bench.ingest_http --json`` (module protocol of :mod:`bench`: ``add_arguments``
 and ``run``).
 """
 
@@ -195,7 +195,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> int:
-    """``python -m fabric.bench.ingest_http [--json]``."""
+    """``python -m bench.ingest_http [--json]``."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     add_arguments(parser)

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from fabric.bench import instructions
-from fabric.bench.instructions import WORKLOADS, parse_collected, workload
+from bench import instructions
+from bench.instructions import WORKLOADS, parse_collected, workload
 from fabric.errors import QueryError
 
 

@@ -32,9 +32,7 @@ async def guarded(
     """A guarded session allowing ``allowed`` hosts; every name in ``allowed`` + ``names`` resolves to loopback."""
     allowed = list(allowed)
     table = dict.fromkeys([*allowed, *names], "127.0.0.1")
-    session = create_session(
-        AllowList.of(HostRule(h, private_ok) for h in allowed), resolver=StaticResolver(table)
-    )
+    session = create_session(AllowList.of(HostRule(h, private_ok) for h in allowed), resolver=StaticResolver(table))
     try:
         yield session
     finally:

@@ -41,8 +41,15 @@ from lanes.fake import FakeLane
 
 __all__ = ["add_arguments", "run"]
 
-_HOSTS = ("searxng.bench", "en.wikipedia.bench", "mdn.bench", "meili.bench", "arango.bench", "feeds.bench",
-          "quotes.bench")
+_HOSTS = (
+    "searxng.bench",
+    "en.wikipedia.bench",
+    "mdn.bench",
+    "meili.bench",
+    "arango.bench",
+    "feeds.bench",
+    "quotes.bench",
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,39 +59,131 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hung-queries", dest="hung_queries", type=int, default=20, help="queries while hung")
 
 
+def _web_payloads(n: int = 20) -> dict[str, bytes]:
+    """SearXNG, Wikipedia and MDN answers of ``n`` results each."""
+    searx = {
+        "query": "q",
+        "number_of_results": n,
+        "answers": [],
+        "corrections": [],
+        "infoboxes": [],
+        "suggestions": [],
+        "unresponsive_engines": [],
+        "results": [
+            {
+                "url": f"https://site{i}.org/page/{i}",
+                "title": f"Result {i}",
+                "content": f"About {i}.",
+                "engine": "brave",
+                "engines": ["brave"],
+                "score": n - i,
+                "category": "general",
+                "publishedDate": "2024-05-01T00:00:00",
+            }
+            for i in range(n)
+        ],
+    }
+    wiki = {
+        "batchcomplete": True,
+        "query": {
+            "searchinfo": {"totalhits": n},
+            "search": [
+                {
+                    "ns": 0,
+                    "title": f"Article {i}",
+                    "pageid": i,
+                    "size": 100,
+                    "wordcount": 20,
+                    "snippet": f'<span class="searchmatch">q</span> {i}',
+                    "timestamp": "2024-01-01T00:00:00Z",
+                }
+                for i in range(n)
+            ],
+        },
+    }
+    mdn = {
+        "documents": [
+            {
+                "mdn_url": f"/en-US/docs/Web/API/X{i}",
+                "score": 10.0 - i / 10,
+                "title": f"X{i}",
+                "locale": "en-US",
+                "slug": f"Web/API/X{i}",
+                "popularity": 0.5,
+                "summary": f"X {i}.",
+                "highlight": {"body": [], "title": []},
+            }
+            for i in range(n)
+        ],
+        "metadata": {"took_ms": 1, "total": {"value": n, "relation": "eq"}, "size": n, "page": 1},
+        "suggestions": [],
+    }
+    return {"searx": json.dumps(searx).encode(), "wiki": json.dumps(wiki).encode(), "mdn": json.dumps(mdn).encode()}
+
+
+def _store_payloads() -> dict[str, bytes]:
+    """Meilisearch and ArangoDB answers of 50 hits each."""
+    meili = {
+        "hits": [
+            {
+                "id": f"k{i}",
+                "chunk_id": f"d{i}#0",
+                "doc_id": f"d{i}",
+                "title": f"T{i}",
+                "text": f"text {i}",
+                "url": "",
+                "domain": "",
+                "published_ts": 1700000000,
+                "source_kind": "import",
+                "source_ref": "",
+                "trust": "untrusted",
+                "quality": 0.5,
+                "_rankingScore": 1 - i / 100,
+            }
+            for i in range(50)
+        ],
+        "query": "q",
+        "processingTimeMs": 1,
+        "limit": 50,
+        "offset": 0,
+        "estimatedTotalHits": 50,
+    }
+    arango = {
+        "result": [
+            {
+                "doc": {
+                    "_key": f"k{i}",
+                    "chunk_id": f"d{i}#0",
+                    "doc_id": f"d{i}",
+                    "title": f"T{i}",
+                    "text": f"text {i}",
+                    "published_ts": None,
+                },
+                "hops": i % 3,
+                "score": 1 / (1 + i),
+            }
+            for i in range(50)
+        ],
+        "hasMore": False,
+        "cached": False,
+        "error": False,
+        "code": 201,
+        "extra": {"warnings": [], "stats": {}},
+    }
+    return {"meili": json.dumps(meili).encode(), "arango": json.dumps(arango).encode()}
+
+
 def _payloads() -> dict[str, bytes]:
-    n = 20
-    searx = {"query": "q", "number_of_results": n, "answers": [], "corrections": [], "infoboxes": [],
-             "suggestions": [], "unresponsive_engines": [],
-             "results": [{"url": f"https://site{i}.org/page/{i}", "title": f"Result {i}", "content": f"About {i}.",
-                          "engine": "brave", "engines": ["brave"], "score": n - i, "category": "general",
-                          "publishedDate": "2024-05-01T00:00:00"} for i in range(n)]}
-    wiki = {"batchcomplete": True, "query": {"searchinfo": {"totalhits": n}, "search": [
-        {"ns": 0, "title": f"Article {i}", "pageid": i, "size": 100, "wordcount": 20,
-         "snippet": f"<span class=\"searchmatch\">q</span> {i}", "timestamp": "2024-01-01T00:00:00Z"}
-        for i in range(n)]}}
-    mdn = {"documents": [{"mdn_url": f"/en-US/docs/Web/API/X{i}", "score": 10.0 - i / 10, "title": f"X{i}",
-                          "locale": "en-US", "slug": f"Web/API/X{i}", "popularity": 0.5, "summary": f"X {i}.",
-                          "highlight": {"body": [], "title": []}} for i in range(n)],
-           "metadata": {"took_ms": 1, "total": {"value": n, "relation": "eq"}, "size": n, "page": 1},
-           "suggestions": []}
-    meili = {"hits": [{"id": f"k{i}", "chunk_id": f"d{i}#0", "doc_id": f"d{i}", "title": f"T{i}", "text": f"text {i}",
-                       "url": "", "domain": "", "published_ts": 1700000000, "source_kind": "import",
-                       "source_ref": "", "trust": "untrusted", "quality": 0.5, "_rankingScore": 1 - i / 100}
-                      for i in range(50)], "query": "q", "processingTimeMs": 1, "limit": 50, "offset": 0,
-             "estimatedTotalHits": 50}
-    arango = {"result": [{"doc": {"_key": f"k{i}", "chunk_id": f"d{i}#0", "doc_id": f"d{i}", "title": f"T{i}",
-                                  "text": f"text {i}", "published_ts": None}, "hops": i % 3, "score": 1 / (1 + i)}
-                         for i in range(50)], "hasMore": False, "cached": False, "error": False, "code": 201,
-              "extra": {"warnings": [], "stats": {}}}
-    items = "".join(f"<item><title>Insulin news {i}</title><link>https://feeds.bench/a/{i}</link>"
-                    f"<description>insulin item {i}</description><pubDate>Tue, 05 Mar 2024 10:00:00 GMT</pubDate>"
-                    "</item>" for i in range(50))
+    """Every backend's canned answer: the web and store JSON, an RSS feed of 50 items, one quote."""
+    items = "".join(
+        f"<item><title>Insulin news {i}</title><link>https://feeds.bench/a/{i}</link>"
+        f"<description>insulin item {i}</description><pubDate>Tue, 05 Mar 2024 10:00:00 GMT</pubDate>"
+        "</item>"
+        for i in range(50)
+    )
     rss = f'<?xml version="1.0"?><rss version="2.0"><channel><title>Bench</title>{items}</channel></rss>'
     quote = {"data": {"price": 187.5, "ts": 1709805600, "currency": "USD"}}
-    return {"searx": json.dumps(searx).encode(), "wiki": json.dumps(wiki).encode(), "mdn": json.dumps(mdn).encode(),
-            "meili": json.dumps(meili).encode(), "arango": json.dumps(arango).encode(), "rss": rss.encode(),
-            "quote": json.dumps(quote).encode()}
+    return {**_web_payloads(), **_store_payloads(), "rss": rss.encode(), "quote": json.dumps(quote).encode()}
 
 
 def _app(state: dict[str, bool]) -> web.Application:
@@ -129,28 +228,59 @@ def _lanes(port: int, resources: LaneResources) -> dict[str, tuple[Lane, str, st
 
     base = "http://{}:" + str(port)
     return {
-        "searxng": (SearxngWebLane(spec(LaneKind.WEB, "searxng", url=base.format("searxng.bench")), resources),
-                    "GET", base.format("searxng.bench") + "/search?q=q&format=json&pageno=1", None),
-        "wikipedia": (WikipediaWebLane(spec(LaneKind.WEB, "wikipedia", url=base.format("en.wikipedia.bench")),
-                                       resources), "GET",
-                      base.format("en.wikipedia.bench") + "/w/api.php?action=query&list=search&srsearch=q", None),
-        "mdn": (MdnWebLane(spec(LaneKind.WEB, "mdn", url=base.format("mdn.bench")), resources),
-                "GET", base.format("mdn.bench") + "/api/v1/search?q=q&locale=en-US", None),
-        "meilisearch": (MeilisearchKeywordLane(spec(LaneKind.KEYWORD, "meilisearch", url=base.format("meili.bench")),
-                                               resources),
-                        "POST", base.format("meili.bench") + "/indexes/chunks/search",
-                        {"q": "q", "limit": 50, "showRankingScore": True}),
-        "arango": (ArangoGraphLane(spec(LaneKind.GRAPH, "arango", url=f"http://127.0.0.1:{port}", timeout_s=1.0),
-                                   resources),
-                   "POST", base.format("arango.bench") + "/_db/fabric/_api/cursor", {"query": "q", "bindVars": {}}),
-        "rss": (RssNewsLane(spec(LaneKind.NEWS, "rss", feeds=[base.format("feeds.bench") + "/feed.xml"],
-                                 refresh_s=1e-9), resources),
-                "GET", base.format("feeds.bench") + "/feed.xml", None),
-        "quotes": (QuotesMarketsLane(spec(LaneKind.MARKETS, "quotes",
-                                          url_template=base.format("quotes.bench") + "/v1/quote?symbol={symbol}",
-                                          symbols={"AAPL": "Apple"},
-                                          fields={"price": "data.price", "timestamp": "data.ts"}), resources),
-                   "GET", base.format("quotes.bench") + "/v1/quote?symbol=AAPL", None),
+        "searxng": (
+            SearxngWebLane(spec(LaneKind.WEB, "searxng", url=base.format("searxng.bench")), resources),
+            "GET",
+            base.format("searxng.bench") + "/search?q=q&format=json&pageno=1",
+            None,
+        ),
+        "wikipedia": (
+            WikipediaWebLane(spec(LaneKind.WEB, "wikipedia", url=base.format("en.wikipedia.bench")), resources),
+            "GET",
+            base.format("en.wikipedia.bench") + "/w/api.php?action=query&list=search&srsearch=q",
+            None,
+        ),
+        "mdn": (
+            MdnWebLane(spec(LaneKind.WEB, "mdn", url=base.format("mdn.bench")), resources),
+            "GET",
+            base.format("mdn.bench") + "/api/v1/search?q=q&locale=en-US",
+            None,
+        ),
+        "meilisearch": (
+            MeilisearchKeywordLane(spec(LaneKind.KEYWORD, "meilisearch", url=base.format("meili.bench")), resources),
+            "POST",
+            base.format("meili.bench") + "/indexes/chunks/search",
+            {"q": "q", "limit": 50, "showRankingScore": True},
+        ),
+        "arango": (
+            ArangoGraphLane(spec(LaneKind.GRAPH, "arango", url=f"http://127.0.0.1:{port}", timeout_s=1.0), resources),
+            "POST",
+            base.format("arango.bench") + "/_db/fabric/_api/cursor",
+            {"query": "q", "bindVars": {}},
+        ),
+        "rss": (
+            RssNewsLane(
+                spec(LaneKind.NEWS, "rss", feeds=[base.format("feeds.bench") + "/feed.xml"], refresh_s=1e-9), resources
+            ),
+            "GET",
+            base.format("feeds.bench") + "/feed.xml",
+            None,
+        ),
+        "quotes": (
+            QuotesMarketsLane(
+                spec(
+                    LaneKind.MARKETS,
+                    "quotes",
+                    url_template=base.format("quotes.bench") + "/v1/quote?symbol={symbol}",
+                    symbols={"AAPL": "Apple"},
+                    fields={"price": "data.price", "timestamp": "data.ts"},
+                ),
+                resources,
+            ),
+            "GET",
+            base.format("quotes.bench") + "/v1/quote?symbol=AAPL",
+            None,
+        ),
     }
 
 
@@ -183,8 +313,12 @@ async def _overheads(port: int, resources: LaneResources, iterations: int) -> di
             adapters.append(await _time(adapter))
         await lane.aclose()
         raw_p50, ad_p50 = statistics.median(raws), statistics.median(adapters)
-        out[name] = {"raw_p50_ms": round(raw_p50, 4), "adapter_p50_ms": round(ad_p50, 4),
-                     "overhead_p50_ms": round(ad_p50 - raw_p50, 4), "ratio": round(ad_p50 / raw_p50, 3)}
+        out[name] = {
+            "raw_p50_ms": round(raw_p50, 4),
+            "adapter_p50_ms": round(ad_p50, 4),
+            "overhead_p50_ms": round(ad_p50 - raw_p50, 4),
+            "ratio": round(ad_p50 / raw_p50, 3),
+        }
     return out
 
 
@@ -195,8 +329,12 @@ async def _hung(
     from lanes.web.cache import CachedWebLane
     from lanes.web.searxng import SearxngWebLane
 
-    web_spec = LaneSpec(name="web", kind=LaneKind.WEB, backend="searxng",
-                        options={"url": f"http://searxng.bench:{port}", "timeout_s": 5.0})
+    web_spec = LaneSpec(
+        name="web",
+        kind=LaneKind.WEB,
+        backend="searxng",
+        options={"url": f"http://searxng.bench:{port}", "timeout_s": 5.0},
+    )
     lanes: dict[str, Lane] = {
         "keyword": FakeLane(name="keyword", hits=10, delay_ms=2),
         "web": SearxngWebLane(web_spec, resources),
@@ -205,13 +343,19 @@ async def _hung(
     with tempfile.TemporaryDirectory(prefix="fabric-bench-") as tmp:
         settings = Settings(
             home=Path(tmp),
-            modes={Mode.SIMPLE: ModeConfig(
-                total_budget_ms=args.budget_ms, lanes={"keyword": args.budget_ms / 2, "web": args.budget_ms * 0.6}
-            )},
-            lanes={"keyword": LaneConfig(name="keyword", kind=LaneKind.KEYWORD, backend="fake"),
-                   "web": LaneConfig(name="web", kind=LaneKind.WEB, backend="searxng", fallback="web_cache",
-                                     fallback_reserve_ms=25.0)},
-            penalties=PenaltyConfig(), preflight=PreflightConfig(enabled=False),
+            modes={
+                Mode.SIMPLE: ModeConfig(
+                    total_budget_ms=args.budget_ms, lanes={"keyword": args.budget_ms / 2, "web": args.budget_ms * 0.6}
+                )
+            },
+            lanes={
+                "keyword": LaneConfig(name="keyword", kind=LaneKind.KEYWORD, backend="fake"),
+                "web": LaneConfig(
+                    name="web", kind=LaneKind.WEB, backend="searxng", fallback="web_cache", fallback_reserve_ms=25.0
+                ),
+            },
+            penalties=PenaltyConfig(),
+            preflight=PreflightConfig(enabled=False),
         )
         request = SearchRequest(query="insulin therapy", mode=Mode.SIMPLE, top_k=10, lanes=("keyword", "web"))
         async with Engine(settings, lanes=lanes, resources=resources) as engine:
@@ -239,8 +383,15 @@ async def _hung(
     }
 
 
-_ROUTE_OF = {"searxng": "searx", "wikipedia": "wiki", "mdn": "mdn", "meilisearch": "meili", "arango": "arango",
-             "rss": "rss", "quotes": "quote"}
+_ROUTE_OF = {
+    "searxng": "searx",
+    "wikipedia": "wiki",
+    "mdn": "mdn",
+    "meilisearch": "meili",
+    "arango": "arango",
+    "rss": "rss",
+    "quotes": "quote",
+}
 
 
 async def _hung_each(
@@ -255,11 +406,17 @@ async def _hung_each(
         with tempfile.TemporaryDirectory(prefix="fabric-bench-") as tmp:
             settings = Settings(
                 home=Path(tmp),
-                modes={Mode.SIMPLE: ModeConfig(total_budget_ms=args.budget_ms,
-                                               lanes={"keyword": args.budget_ms, name: args.budget_ms * 0.6})},
-                lanes={"keyword": LaneConfig(name="keyword", kind=LaneKind.KEYWORD, backend="fake"),
-                       name: LaneConfig(name=name, kind=lane.kind, backend=name)},
-                penalties=PenaltyConfig(), preflight=PreflightConfig(enabled=False),
+                modes={
+                    Mode.SIMPLE: ModeConfig(
+                        total_budget_ms=args.budget_ms, lanes={"keyword": args.budget_ms, name: args.budget_ms * 0.6}
+                    )
+                },
+                lanes={
+                    "keyword": LaneConfig(name="keyword", kind=LaneKind.KEYWORD, backend="fake"),
+                    name: LaneConfig(name=name, kind=lane.kind, backend=name),
+                },
+                penalties=PenaltyConfig(),
+                preflight=PreflightConfig(enabled=False),
             )
             request = SearchRequest(query="insulin AAPL q", mode=Mode.SIMPLE, top_k=10, lanes=("keyword", name))
             lanes: dict[str, Lane] = {"keyword": FakeLane(name="keyword", hits=10, delay_ms=2), name: lane}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import fabric.bench.ingest_http as mod
-from fabric.bench.ingest_http import make_entries
+import bench.ingest_http as mod
+from bench.ingest_http import make_entries
 
 
 class TestMakeEntries:
@@ -19,5 +19,5 @@ class TestMakeEntries:
 
 
 def test_public_api() -> None:
-    """The module follows the fabric.bench protocol and exports its generator."""
+    """The module follows the bench protocol and exports its generator."""
     assert set(mod.__all__) == {"add_arguments", "make_entries", "run"}

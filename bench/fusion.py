@@ -4,7 +4,7 @@ Hits are realistic and overlapping: a pool of documents over 24 domains (Wikiped
 titles, ~50-word bodies, URLs with tracking parameters, dates spread over two years, ~6 % near-duplicate copies
 and ~6 % same-page copies under tracking URLs; each lane draws 50 of them from a shared relevant set plus its own
 tail, best first. Like the embedded lanes' hits, they carry the features ingestion stores with each chunk
-(quality, SimHash, URL key, title key: :func:`ingest_features`).
+(quality, SimHash, URL key, title key). The generator is :mod:`tests.support.hits`, which tests share.
 
 Every timed call gets freshly built outcomes (new hit objects and new strings, rebuilt from plain data outside
 the timing, as a lane builds them from its store), so nothing fusion computes (string hashes included) carries
@@ -17,79 +17,42 @@ cross-lane deduplication (fusion + ranking only), ``p50_us_*_cold`` gives fusion
 features (SimHash, URL and title keys), as a web lane returns them, so dedup computes them in the call.
 ``dedup_2000_ms`` deduplicates 2,000 distinct candidates whose features were stored at ingest;
 ``dedup_2000_cold_ms`` computes every feature in the call.
+
+``fusion_share_of_query`` puts fusion's cost next to a real query's: ``p50_us_6x50`` over the p50 of embedded
+SciFact queries (``--scifact``, default ``../shared/datasets/scifact`` beside the checkout, when present). The corpus is ingested
+once into a scratch home under ``FABRIC_CACHE_DIR`` (the eval harness's, reused by ``fabric eval``); each query
+runs once through the real engine with its offline lanes, its text encoded by the model on every query (the
+engine gets an empty embedding cache, so no query vector is read back). ``query_p50_ms`` is the engine's
+``total_ms``, ``query_fusion_p50_us`` the ``fusion_ms`` it measured around its own ``fuse`` call.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import pickle
 import random
 import statistics
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from fabric.config import FusionConfig, Settings, load_settings
-from fabric.models import Hit, LaneKind, LaneOutcome, LaneStatus
+from fabric.models import Hit, LaneKind, LaneOutcome, LaneStatus, Mode, SearchRequest
 from fusion.combine import collect
 from fusion.dedup import Deduplicator
 from fusion.pipeline import FusionContext, fuse
-from fusion.quality import content_quality
-from fusion.simhash import simhash_many
-from fusion.text import title_key
-from fusion.urls import url_key
+from tests.support.hits import NOW, document_pool, make_outcomes
 
-__all__ = ["add_arguments", "ingest_features", "make_outcomes", "plain_rrf", "run"]
+__all__ = ["add_arguments", "plain_rrf", "run"]
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
-_KINDS = (LaneKind.KEYWORD, LaneKind.VECTOR, LaneKind.GRAPH, LaneKind.WEB, LaneKind.NEWS, LaneKind.MARKETS)
-_DOMAINS = (
-    "wikipedia.org", "developer.mozilla.org", "github.com", "stackoverflow.com", "arxiv.org", "medium.com",
-    "reuters.com", "bbc.com", "nytimes.com", "python.org", "docs.python.org", "realpython.com", "dev.to",
-    "nature.com", "sciencedirect.com", "ncbi.nlm.nih.gov", "example.com", "blogspot.com", "wordpress.com",
-    "bloomberg.com", "ft.com", "cnn.com", "theguardian.com", "lwn.net",
-)  # fmt: skip
-
-
-def _pool(rng: random.Random, n: int) -> list[Hit]:
-    vocab = [rng.choice("bcdfghjklmnprstvz") + rng.choice("aeiou") + rng.choice("bcdfgklmnrst") * rng.randint(1, 2)
-             + rng.choice(("", "ing", "ion", "er", "al")) for _ in range(1500)]  # fmt: skip
-    docs: list[Hit] = []
-    for i in range(n):
-        domain = rng.choice(_DOMAINS)
-        title = " ".join(rng.choices(vocab, k=rng.randint(5, 9))).capitalize()
-        text = ". ".join(" ".join(rng.choices(vocab, k=12)) for _ in range(4)) + "."
-        slug = title.lower().replace(" ", "-")
-        query = rng.choice(("", "", "?utm_source=feed&id=3", "?ref=home#top"))
-        docs.append(Hit(
-            id=f"d{i:05d}", rank=1, score=0.0, title=title, text=text, domain=domain,
-            url=f"https://www.{domain}/articles/{slug}{query}",
-            published_at=NOW - timedelta(hours=rng.randint(1, 24 * 730)) if rng.random() < 0.8 else None,
-        ))  # fmt: skip
-    for i in rng.sample(range(n), n // 16):  # near-duplicate copies (syndication) under another id and URL
-        src = docs[rng.randrange(n)]
-        words = src.text.split()
-        words[rng.randrange(len(words))] = "changed"
-        docs[i] = replace(src, id=docs[i].id, url=docs[i].url, text=" ".join(words))
-    for i in rng.sample(range(n), n // 16):  # the same page seen by another lane under a tracking URL
-        src = docs[rng.randrange(n)]
-        docs[i] = replace(src, id=docs[i].id, url=src.url.partition("?")[0] + "?utm_campaign=x&gclid=1")
-    return ingest_features(docs)
-
-
-def ingest_features(docs: list[Hit]) -> list[Hit]:
-    """The hits with the features ingestion stores per chunk: quality, SimHash, URL key and title key."""
-    sigs = simhash_many([d.text for d in docs])
-    return [
-        replace(d, quality=content_quality(d.title, d.text), simhash=s, url_key=url_key(d.url),
-                title_key=title_key(d.title))
-        for d, s in zip(docs, sigs, strict=True)
-    ]  # fmt: skip
-
+SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "scifact"
+"""Where SciFact is read at run time (``../shared/datasets/scifact`` beside the checkout; never copied into it)."""
 
 _COLD: dict[str, Any] = {"simhash": None, "url_key": None, "title_key": None}
 """The dedup features a hit from a web lane lacks (fusion computes them)."""
@@ -121,25 +84,6 @@ def _thaw(frozen: list[bytes]) -> dict[str, LaneOutcome]:
         lane, kind, status, weight, rows = pickle.loads(data)
         hits = tuple(Hit(**dict(zip(_FIELDS, row, strict=True))) for row in rows)
         out[lane] = LaneOutcome(lane=lane, kind=kind, provider="synthetic", status=status, hits=hits, weight=weight)
-    return out
-
-
-def make_outcomes(lanes: int, per_lane: int, seed: int = 7, pool: int = 600) -> dict[str, LaneOutcome]:
-    """``lanes`` overlapping synthetic outcomes of ``per_lane`` hits each, best first."""
-    rng = random.Random(seed)
-    docs = _pool(rng, pool)
-    relevant = docs[:80]
-    out: dict[str, LaneOutcome] = {}
-    for li in range(lanes):
-        picked: dict[str, Hit] = {}
-        while len(picked) < per_lane:
-            d = rng.choice(relevant) if rng.random() < 0.6 else rng.choice(docs)
-            picked.setdefault(d.id, d)
-        hits = tuple(replace(h, rank=r, score=round(30.0 / (r + 2), 4)) for r, h in enumerate(picked.values(), 1))
-        kind = _KINDS[li % len(_KINDS)]
-        name = f"{kind.value}{li // len(_KINDS) or ''}"
-        out[name] = LaneOutcome(lane=name, kind=kind, provider="synthetic", status=LaneStatus.SUCCESS, hits=hits,
-                                weight=1.0 if li % 2 == 0 else 0.8)  # fmt: skip
     return out
 
 
@@ -184,7 +128,7 @@ def _pct(samples: list[float], q: float) -> float:
 
 
 def _dedup_ms(ctx: FusionContext, cold: bool, repeat: int) -> float:
-    docs = _pool(random.Random(11), 2000)  # 2,000 distinct ids, ≈ 12 % of them duplicates of another
+    docs = document_pool(random.Random(11), 2000)  # 2,000 distinct ids, ≈ 12 % of them duplicates of another
     hits = tuple(replace(d, rank=r, score=1.0 / r) for r, d in enumerate(docs, 1))
     outcomes = {"big": LaneOutcome(lane="big", kind=LaneKind.WEB, provider="synthetic", status=LaneStatus.SUCCESS,
                                    hits=hits)}  # fmt: skip
@@ -211,6 +155,60 @@ def _all_items(ctx: FusionContext, outcomes: Mapping[str, LaneOutcome]) -> objec
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``--repeat N`` fusion calls per configuration."""
     parser.add_argument("--repeat", type=int, default=2000, help="fusion calls per configuration (default 2000)")
+    parser.add_argument("--scifact", type=Path, default=SCIFACT, help="SciFact (BEIR) folder for the query share")
+    parser.add_argument("--queries", type=int, default=60, help="SciFact queries timed for the share (default 60)")
+
+
+async def _scifact_queries(settings: Settings, root: Path, limit: int) -> tuple[list[float], list[float]]:
+    """Engine ``total_ms`` and ``fusion_ms`` of ``limit`` SciFact train queries (each run once, after 3 warm-ups)."""
+    from fabric.eval.dataset import load_dataset
+    from fabric.eval.harness import (
+        default_lanes,
+        eval_settings,
+        ingest_dataset,
+        ingest_settings,
+        open_engine,
+        prepare_home,
+    )
+
+    dataset = load_dataset(root, "train")
+    lanes = default_lanes(settings)
+    home = await prepare_home(ingest_settings(settings), dataset, dataset.corpus_hash(), ingest_dataset)
+    totals: list[float] = []
+    fusion: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="fabric-bench-") as empty:
+        # An empty embedding cache: the query vectors are computed by the model in every query.
+        run_settings = dataclasses.replace(
+            eval_settings(settings, home=home, top_k=10, lanes=lanes), cache_dir=Path(empty)
+        )
+        async with open_engine(run_settings) as engine:
+            for i, q in enumerate(dataset.queries[: limit + 3]):
+                result = await engine.search(
+                    SearchRequest(query=q.text, mode=Mode.RESEARCH, top_k=10, lanes=tuple(lanes))
+                )
+                if i >= 3:
+                    totals.append(result.timings["total_ms"])
+                    fusion.append(result.timings["fusion_ms"] * 1000.0)
+    return totals, fusion
+
+
+def _query_share(settings: Settings, args: argparse.Namespace, fusion_p50_us: float) -> dict[str, Any]:
+    """``fusion_share_of_query`` and the SciFact query figures (empty when the dataset is not at hand)."""
+    root = getattr(args, "scifact", None)  # absent: a caller that did not ask for the query share
+    if root is None:
+        return {"fusion_share_of_query": None, "query_note": "no SciFact folder given"}
+    root = Path(root)
+    if not (root / "corpus.jsonl").is_file():
+        return {"fusion_share_of_query": None, "query_note": f"no SciFact corpus at {root}"}
+    totals, fusion = asyncio.run(_scifact_queries(settings, root, max(5, int(getattr(args, "queries", 60)))))
+    query_p50 = statistics.median(totals)
+    return {
+        "query_p50_ms": round(query_p50, 2),
+        "query_fusion_p50_us": round(statistics.median(fusion), 1),
+        "queries_timed": len(totals),
+        "fusion_share_of_query": round(fusion_p50_us / 1000.0 / query_p50, 4),
+        "query_fusion_share": round(statistics.median(f / 1000.0 / t for f, t in zip(fusion, totals, strict=True)), 4),
+    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -252,4 +250,5 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         figures[f"duplicates_merged_{tag}"] = sum(out.duplicates.values())
     figures["dedup_2000_ms"] = _dedup_ms(ctx, cold=False, repeat=max(5, repeat // 200))
     figures["dedup_2000_cold_ms"] = _dedup_ms(ctx, cold=True, repeat=max(3, repeat // 400))
+    figures.update(_query_share(settings, args, figures["p50_us_6x50"]))
     return figures

@@ -34,13 +34,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fabric.bench.fusion import ingest_features
 from fabric.config import LaneConfig, ModeConfig, PenaltyConfig, PreflightConfig, Settings
 from fabric.errors import LaneRejected
 from fabric.logs import configure_logging
 from fabric.models import Hit, LaneKind, LaneRequest, LaneStatus, Mode, SearchRequest, SearchResult
 from lanes.base import BaseLane, Lane, LaneResources, LaneSpec
 from lanes.fake import FakeLane, synthetic_hits
+from tests.support.hits import ingest_features
 
 __all__ = ["add_arguments", "run"]
 
@@ -218,6 +218,19 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
                 gc.callbacks.remove(pauses)
                 gc.unfreeze()
             health = engine.health()
+    return _figures(args, main, seq, pauses, health, wall_s, cpu_s)
+
+
+def _figures(
+    args: argparse.Namespace,
+    main: _Tally,
+    seq: _Tally,
+    pauses: _GcPauses,
+    health: dict[str, Any],
+    wall_s: float,
+    cpu_s: float,
+) -> dict[str, Any]:
+    """The printed figures from the concurrent tally (``main``) and the one-at-a-time overhead tally (``seq``)."""
     statuses = dict(main.statuses)
     for key, n in seq.statuses.items():
         statuses[key] = statuses.get(key, 0) + n

@@ -1,4 +1,4 @@
-"""Set-similarity joins for deduplication: union-find groups and the prefix-filtered Jaccard join.
+"""The prefix-filtered Jaccard join for deduplication: unions sets of tokens at Jaccard ≥ ``t``.
 
 Prefix filtering (exact): with the tokens of every set in one fixed global order, two sets can reach Jaccard
 ``t`` only if they share one of their first ``|x| - ⌈t·|x|⌉ + 1`` tokens, so each set is compared only with the
@@ -10,68 +10,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import chain
 from operator import itemgetter
 
-__all__ = ["Groups", "jaccard_join", "prefix_join"]
+from fusion.unionfind import Groups
+
+__all__ = ["jaccard_join", "prefix_join"]
 
 _SMALL = 256
 """Up to this many sets, the prefix order is the tokens' given (sorted) order, with no frequency count."""
-
-
-class Groups:
-    """Union-find over candidate indices; each group's root is its member with the smallest ``key``."""
-
-    def __init__(
-        self,
-        n: int,
-        key: Callable[[int], tuple[int, int, str]] | None = None,
-        *,
-        columns: tuple[list[int], list[int], list[str]] | None = None,
-    ) -> None:
-        """``n`` singleton groups; ``key(i)`` orders members (the smallest becomes the root), else the index.
-
-        ``columns=(stage, best, ids)`` orders them by ``(stage[i], best[i], ids[i])`` (a ``key`` given as data, so
-        the compiled loops of :mod:`fusion._kernel` can unite rows without calling back into Python).
-        """
-        self.parent = list(range(n))
-        self.why: dict[int, str] = {}
-        self.columns = columns
-        if key is None and columns is not None:
-            stage, best, ids = columns
-            key = lambda i: (stage[i], best[i], ids[i])  # noqa: E731
-        self.key = key
-
-    def find(self, i: int) -> int:
-        """The root of ``i``'s group (with path halving)."""
-        p = self.parent
-        while p[i] != i:
-            p[i] = p[p[i]]
-            i = p[i]
-        return i
-
-    def roots(self, rows: Sequence[int]) -> list[int]:
-        """The root of each of ``rows`` (one call for many: :meth:`find` inlined, with the same path halving)."""
-        p = self.parent
-        out = []
-        for i in rows:
-            while p[i] != i:
-                p[i] = p[p[i]]
-                i = p[i]
-            out.append(i)
-        return out
-
-    def union(self, a: int, b: int, why: str) -> None:
-        """Merge the groups of ``a`` and ``b``; the root that loses records ``why`` in :attr:`why`."""
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return
-        key = self.key
-        if (key(rb) < key(ra)) if key is not None else rb < ra:
-            ra, rb = rb, ra
-        self.parent[rb] = ra
-        self.why[rb] = why
 
 
 def prefix_join(
@@ -94,21 +42,26 @@ def prefix_join(
         shared = {k for k, c in keys.items() if c > 1}
     index: dict[tuple[str, str], list[tuple[int, frozenset[str]]]] = {}
     comparisons = 0
+    find = g.find
     for (i, block, toks), prefix in zip(items, prefixes, strict=True):
         probes = [(block, tok) for tok in prefix if (block, tok) in shared]
         if not probes:
             continue
         s = frozenset(toks)
+        size = len(s)
         seen: set[int] = set()
         merged = False
+        root = find(i)
         for key in probes:
             for j, other in index.get(key, ()):
-                if j in seen or g.find(j) == g.find(i):
+                if j in seen or find(j) == root:
                     continue
                 seen.add(j)
                 comparisons += 1
-                if len(s & other) >= t * len(s | other):
+                common = len(s & other)
+                if common >= t * (size + len(other) - common):  # |s ∪ other| = |s| + |other| - |s ∩ other|
                     g.union(i, j, why)
+                    root = find(i)
                     merged = True
         if not merged:
             for key in probes:

@@ -5,5 +5,5 @@ wall-clock assertions in tests.
 
 __all__ = ["BENCHES"]
 
-BENCHES = ("budget", "fusion", "load", "embedded", "adapters", "ingest_http", "instructions")
-"""Benchmark module names under :mod:`fabric.bench`."""
+BENCHES = ("budget", "fusion", "load", "adapters", "ingest_http", "instructions")
+"""Benchmark module names under :mod:`bench`."""

@@ -1,12 +1,15 @@
-"""Tests for fabric.bench.fusion: the synthetic lanes, fresh objects per timed call, and the printed figures."""
+"""Tests for bench.fusion: the synthetic lanes, fresh objects per timed call, and the printed figures."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from fabric.bench import fusion
-from fabric.bench.fusion import _freeze, _thaw, make_outcomes, plain_rrf
+from bench import fusion
+from bench.fusion import _freeze, _thaw, plain_rrf
+from fabric.config import Settings
 from fabric.models import SourceKind
+from tests.support.hits import make_outcomes
 
 
 class TestFreshOutcomes:
@@ -38,10 +41,26 @@ class TestRun:
     def test_prints_every_documented_figure(self) -> None:
         """A short run prints the figures the issue names, each consistent with the others."""
         figures = fusion.run(argparse.Namespace(repeat=20))
-        for key in ("p50_us_6x50", "p99_us_6x50", "p50_us_2x50", "floor_p50_us_6x50", "dedup_2000_ms",
-                    "ratio_to_floor_6x50", "p50_us_6x50_no_dedup", "p50_us_6x50_cold", "dedup_2000_cold_ms"):
+        for key in (
+            "p50_us_6x50",
+            "p99_us_6x50",
+            "p50_us_2x50",
+            "floor_p50_us_6x50",
+            "dedup_2000_ms",
+            "ratio_to_floor_6x50",
+            "p50_us_6x50_no_dedup",
+            "p50_us_6x50_cold",
+            "dedup_2000_cold_ms",
+        ):
             assert figures[key] > 0, key
         assert figures["p99_us_6x50"] >= figures["p50_us_6x50"]
         assert figures["ratio_to_floor_6x50"] == round(figures["p50_us_6x50"] / figures["floor_p50_us_6x50"], 2)
         assert 0 < figures["items_6x50"] < 300
         assert figures["duplicates_merged_6x50"] > 0
+
+    def test_query_share_needs_the_dataset(self, tmp_path: Path) -> None:
+        """Without a SciFact folder the share is None and says why (no ingestion, no engine)."""
+        args = argparse.Namespace(repeat=20, scifact=tmp_path, queries=5)
+        share = fusion._query_share(Settings(), args, 900.0)
+        assert share == {"fusion_share_of_query": None, "query_note": f"no SciFact corpus at {tmp_path}"}
+        assert fusion._query_share(Settings(), argparse.Namespace(repeat=20), 900.0)["fusion_share_of_query"] is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from fabric.bench import load
+from bench import load
 
 
 def test_all_requests_answered() -> None:

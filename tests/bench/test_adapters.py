@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from fabric.bench import adapters
+from bench import adapters
 
 
 def test_figures_present() -> None:

@@ -1,11 +1,12 @@
-"""Tests for fusion.setjoin: union-find groups and the prefix-filtered Jaccard join."""
+"""Tests for fusion.jaccard: the prefix-filtered Jaccard join."""
 
 from __future__ import annotations
 
 import random
 
-from fusion import setjoin
-from fusion.setjoin import Groups, jaccard_join
+from fusion import jaccard
+from fusion.jaccard import jaccard_join
+from fusion.unionfind import Groups
 
 
 def items(sets: list[set[str]], block: str = "b") -> list[tuple[int, str, list[str]]]:
@@ -15,8 +16,8 @@ def items(sets: list[set[str]], block: str = "b") -> list[tuple[int, str, list[s
 
 class TestJoin:
     def test_public_api(self) -> None:
-        """The module exports the groups and both joins."""
-        assert sorted(setjoin.__all__) == ["Groups", "jaccard_join", "prefix_join"]
+        """The module exports both joins."""
+        assert sorted(jaccard.__all__) == ["jaccard_join", "prefix_join"]
 
     def test_similar_sets_merge_dissimilar_stay(self) -> None:
         """Sets at Jaccard ≥ t join one group; others keep their own."""
@@ -51,23 +52,3 @@ class TestJoin:
                 if not merged:
                     indexed.append(i)
             assert [g.find(i) for i in range(n)] == [ref.find(i) for i in range(n)]
-
-
-class TestGroups:
-    def test_roots_same_as_find(self) -> None:
-        """roots(rows) gives find(row) for each row, in order, and halves paths as find does."""
-        rng = random.Random(3)
-        for _ in range(50):
-            n = rng.randint(1, 40)
-            a, b = Groups(n), Groups(n)
-            for _ in range(rng.randint(0, 2 * n)):
-                x, y = rng.randrange(n), rng.randrange(n)
-                a.union(x, y, "near")
-                b.union(x, y, "near")
-            rows = [rng.randrange(n) for _ in range(rng.randint(0, n))]
-            assert a.roots(rows) == [b.find(i) for i in rows]
-            assert a.parent == b.parent
-
-    def test_roots_of_nothing(self) -> None:
-        """No rows, no roots."""
-        assert Groups(3).roots([]) == []

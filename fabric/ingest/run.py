@@ -1,0 +1,33 @@
+"""Ingest one source into the stores a :class:`~fabric.config.Settings` names (its home, embedder and writers).
+
+The one entry that ``fabric ingest``, ``fabric demo`` and the eval harness share: it builds the configured
+embedder and the enabled stores' writers, runs :func:`fabric.ingest.pipeline.ingest`, and closes the writers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fabric.config import Settings
+from fabric.embeddings import build_embedder
+from fabric.ingest.pipeline import IngestReport, Progress, ingest
+from fabric.ingest.writers import build_writers
+from lanes.base import LaneResources
+
+__all__ = ["run_ingest"]
+
+
+async def run_ingest(settings: Settings, path: Path, fmt: str | None, progress: Progress | None = None) -> IngestReport:
+    """Ingest ``path`` with the settings' embedder into every enabled store under ``settings.home``.
+
+    Raises:
+        IngestError: the source cannot be read or parsed.
+    """
+    embedder = build_embedder(settings.embeddings, settings.cache_dir)
+    resources = LaneResources(home=settings.home, embedder=embedder)
+    writers = build_writers(settings, resources)
+    try:
+        return await ingest(path, home=settings.home, writers=writers, embedder=embedder, fmt=fmt, progress=progress)
+    finally:
+        for writer in writers:
+            await writer.aclose()

@@ -1,0 +1,149 @@
+"""The data model's vocabulary: its closed sets of values (modes, lane kinds, statuses, provenance, trust,
+fusion modes), the user's constraints and their bound form, and the UTC timestamp format of results.
+
+Standard library only; :mod:`fabric.models` builds on it and re-exports every name, so callers import them
+from either module.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Self
+
+__all__ = [
+    "BoundConstraints",
+    "Constraints",
+    "FusionMode",
+    "LaneKind",
+    "LaneStatus",
+    "Mode",
+    "SourceKind",
+    "Trust",
+    "iso_utc",
+]
+
+
+class _ChoiceEnum(enum.StrEnum):
+    """A closed set of string values whose ``from_str`` names the valid ones on error."""
+
+    @classmethod
+    def from_str(cls, value: str) -> Self:
+        """Parse ``value`` (case-insensitive) or raise ``ValueError`` listing the valid values."""
+        try:
+            return cls(value.strip().lower())
+        except ValueError:
+            valid = ", ".join(m.value for m in cls)
+            raise ValueError(f"unknown {cls.__name__} {value!r}; valid: {valid}") from None
+
+
+class Mode(_ChoiceEnum):
+    """Query mode; it selects the per-lane budgets of ``config/modes.toml``."""
+
+    SIMPLE = "simple"
+    TECHNICAL = "technical"
+    RESEARCH = "research"
+    MULTIMEDIA = "multimedia"
+
+
+class LaneKind(_ChoiceEnum):
+    """What a lane retrieves from; the folder of its adapter under ``lanes/``."""
+
+    KEYWORD = "keyword"
+    VECTOR = "vector"
+    GRAPH = "graph"
+    WEB = "web"
+    NEWS = "news"
+    MARKETS = "markets"
+
+
+class LaneStatus(_ChoiceEnum):
+    """How one planned lane ended for one query."""
+
+    SUCCESS = "success"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+    SKIPPED = "skipped"
+    SUSPENDED = "suspended"
+    FALLBACK = "fallback"
+
+
+class SourceKind(_ChoiceEnum):
+    """Provenance class of a chunk (seed 002)."""
+
+    OPERATOR = "operator"
+    TOOL = "tool"
+    WEB = "web"
+    IMPORT = "import"
+    SYSTEM = "system"
+
+
+class Trust(_ChoiceEnum):
+    """Whether a source is trusted (operator-authored) or not (web, imports)."""
+
+    TRUSTED = "trusted"
+    UNTRUSTED = "untrusted"
+
+
+class FusionMode(_ChoiceEnum):
+    """How lane rankings are combined (see ``fusion/``)."""
+
+    RRF = "rrf"
+    APPEND_FILL = "append_fill"
+    SCORE_MINMAX = "score_minmax"
+    SCORE_DBSF = "score_dbsf"
+
+
+def iso_utc(value: datetime | None) -> str | None:
+    """Format a datetime as ``YYYY-MM-DDTHH:MM:SSZ`` in UTC, or None."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Constraints:
+    """User constraints from the guided-prompt step (seed 003, ConstraintBinder). None means unset."""
+
+    time_range: str | None = None
+    """``recent`` (2 years), ``5_years`` or ``all_time``."""
+    sources: str | None = None
+    """``academic``, ``news`` or ``both``."""
+    cost: str | None = None
+    """``low`` (budget × 0.5), ``medium`` (× 1.0) or ``high`` (× 2.0)."""
+    depth: str | None = None
+    """``simple``, ``technical`` or ``research``: max results and graph traversal depth."""
+    citations_required: bool = False
+    """Whether the caller will align citations against the answer set."""
+
+    TIME_RANGES = ("recent", "5_years", "all_time")
+    SOURCES = ("academic", "news", "both")
+    COSTS = ("low", "medium", "high")
+    DEPTHS = ("simple", "technical", "research")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BoundConstraints:
+    """Constraints turned into structured lane parameters (output of constraint binding)."""
+
+    date_from: datetime | None = None
+    """Inclusive lower bound on ``published_at``; None for no bound."""
+    date_to: datetime | None = None
+    """Inclusive upper bound on ``published_at``; None for no bound."""
+    preferred_domains: tuple[str, ...] = ()
+    """Domains (or suffixes such as ``edu``) to prefer; lanes that can filter may restrict to them."""
+    sites: tuple[str, ...] = ()
+    """Domains from ``site:`` operators: a hard filter where the lane supports it."""
+    phrases: tuple[str, ...] = ()
+    """Quoted phrases the user asked for verbatim."""
+    max_results: int | None = None
+    """Upper bound on hits a lane should return (from ``cost`` / ``depth``)."""
+    search_depth: int = 1
+    """Graph traversal depth in hops (from ``depth``)."""
+    budget_multiplier: float = 1.0
+    """Scales every lane budget and the total budget (from ``cost``)."""
+    citations_required: bool = False
+    """Carried through to the result so callers know to align citations."""

@@ -1,0 +1,89 @@
+"""Tests for fabric.ingest.ledger on a real SQLite file: write-ahead states, the audit history, stored chunks."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fabric.ingest.ledger import LEDGER_FILE, Ledger, stored_chunks
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[Ledger]:
+    led = Ledger(tmp_path / LEDGER_FILE)
+    yield led
+    led.close()
+
+
+class TestWriteAhead:
+    def test_pending_upsert_is_recorded_before_any_store_write(self, ledger: Ledger) -> None:
+        """``mark_pending`` records the chunk as a pending upsert with its new hash and no stores yet."""
+        ledger.mark_pending([("c1", "d1", "src", "h1")], [])
+        entry = ledger.entries("src")["c1"]
+        assert (entry.state, entry.op, entry.content_hash, entry.stores) == ("pending", "upsert", "h1", frozenset())
+
+    def test_done_records_the_stores_that_succeeded(self, ledger: Ledger) -> None:
+        """``mark_done`` marks the chunk done with the stores holding it."""
+        ledger.mark_pending([("c1", "d1", "src", "h1")], [])
+        assert ledger.mark_done([("c1", "d1", "src", "h1", ["vector", "keyword", "vector"], "create")]) == 1
+        entry = ledger.entries("src")["c1"]
+        assert entry.state == "done"
+        assert entry.stores == frozenset({"keyword", "vector"})
+
+    def test_pending_delete_marks_an_existing_chunk(self, ledger: Ledger) -> None:
+        """A chunk about to be deleted is marked pending with op ``delete``, so a crash is repaired."""
+        ledger.mark_pending([("c1", "d1", "src", "h1")], [])
+        ledger.mark_done([("c1", "d1", "src", "h1", ["keyword"], "create")])
+        ledger.mark_pending([], ["c1"])
+        entry = ledger.entries("src")["c1"]
+        assert (entry.state, entry.op) == ("pending", "delete")
+
+    def test_entries_are_per_source(self, ledger: Ledger) -> None:
+        """``entries`` returns only the chunks of the source asked for."""
+        ledger.mark_pending([("a1", "d", "a", "h"), ("b1", "d", "b", "h")], [])
+        assert set(ledger.entries("a")) == {"a1"}
+
+
+class TestRemoveAndHistory:
+    def test_remove_forgets_the_chunk_and_records_the_delete(self, ledger: Ledger) -> None:
+        """Removed chunks leave the ledger; the history keeps a ``delete`` row naming the stores."""
+        ledger.mark_pending([("c1", "d1", "src", "h1")], [])
+        ledger.mark_done([("c1", "d1", "src", "h1", ["keyword"], "create")])
+        entry = ledger.entries("src")["c1"]
+        assert ledger.remove([entry], ["keyword"]) == 1
+        assert ledger.entries("src") == {}
+        actions = [(row["action"], row["stores"]) for row in ledger.history("c1")]
+        assert actions == [("create", '["keyword"]'), ("delete", '["keyword"]')]
+
+    def test_history_is_oldest_first_and_filterable(self, ledger: Ledger) -> None:
+        """Every done write is appended; ``history(id)`` keeps one chunk's rows in order."""
+        ledger.mark_pending([("c1", "d1", "s", "h1"), ("c2", "d2", "s", "h2")], [])
+        ledger.mark_done([("c1", "d1", "s", "h1", ["k"], "create"), ("c2", "d2", "s", "h2", ["k"], "create")])
+        ledger.mark_pending([("c1", "d1", "s", "h3")], [])
+        ledger.mark_done([("c1", "d1", "s", "h3", ["k"], "update")])
+        assert [r["action"] for r in ledger.history()] == ["create", "create", "update"]
+        assert [r["content_hash"] for r in ledger.history("c1")] == ["h1", "h3"]
+
+
+class TestStoredChunks:
+    def test_missing_home_counts_zero_and_creates_nothing(self, tmp_path: Path) -> None:
+        """A home that does not exist holds nothing, and asking does not create it."""
+        home = tmp_path / "absent"
+        assert stored_chunks(home) == 0
+        assert not home.exists()
+
+    def test_counts_done_upserts_only(self, tmp_path: Path) -> None:
+        """Pending writes and pending deletes do not count as stored chunks."""
+        led = Ledger(tmp_path / LEDGER_FILE)
+        led.mark_pending([("c1", "d", "s", "h"), ("c2", "d", "s", "h"), ("c3", "d", "s", "h")], [])
+        led.mark_done([("c1", "d", "s", "h", ["k"], "create"), ("c2", "d", "s", "h", ["k"], "create")])
+        led.mark_pending([], ["c2"])
+        led.close()
+        assert stored_chunks(tmp_path) == 1
+
+    def test_a_file_that_is_not_a_ledger_counts_zero(self, tmp_path: Path) -> None:
+        """A corrupt or foreign file is read as an empty home, not a traceback."""
+        (tmp_path / LEDGER_FILE).write_bytes(b"not a database")
+        assert stored_chunks(tmp_path) == 0
