@@ -9,11 +9,12 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 
 # torch first, pinned to the CPU build served from local disk (a plain `torch` pulls a multi-GB CUDA build).
+# The framework extras are installed too: tests/fabric/integrations runs against the pinned packages.
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[embeddings,dev]'
+	$(PIP) install -q -e '.[embeddings,dev,langchain,llamaindex,haystack]'
 	touch $(STAMP)
 
 demo: setup

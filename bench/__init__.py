@@ -5,5 +5,5 @@ wall-clock assertions in tests.
 
 __all__ = ["BENCHES"]
 
-BENCHES = ("budget", "fusion", "load", "adapters", "ingest_http", "instructions")
+BENCHES = ("budget", "fusion", "load", "adapters", "ingest_http", "instructions", "mcp")
 """Benchmark module names under :mod:`bench`."""

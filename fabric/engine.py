@@ -236,7 +236,9 @@ class Engine:
         names = self._plan_names(request)
         fp = request_fingerprint(request, names, self.settings.fusion.mode) if request.cursor else ""
         return QueryPlan(
-            lanes=plan_lanes(names, {n: self._lane_config(n) for n in names}, mode, multiplier, self.lanes),
+            lanes=plan_lanes(
+                names, {n: self._lane_config(n) for n in names}, mode, multiplier, self.lanes, request.weights
+            ),
             mode=mode,
             multiplier=multiplier,
             deadline=deadline,
@@ -366,6 +368,7 @@ class Engine:
             started=t0,
             cursor=lambda end, fp: encode_cursor(end, fp, self._secret),
             default_fusion=self.settings.fusion.mode,
+            fusion_config=self.settings.fusion,
         )
         total_ms = result.timings["total_ms"]
         self._observe(result.lanes, run.fused, total_ms, result.partial)

@@ -11,7 +11,8 @@
         ├── LaneTimeout          the lane did not answer in its budget
         ├── LaneUnavailable      connect failure, 5xx: worth a retry within budget
         ├── LaneRejected         auth, quota, 429: never retried; carries suspend_s
-        └── LaneBadResponse      the backend answered something we cannot parse
+        └── LaneBadResponse      the backend answered something we cannot parse (or cannot use)
+            └── LaneBadURL           a URL the parser rejects (configured, built, or sent in a redirect)
 
 Penalty data travels on the exception (``LaneRejected.suspend_s``, ``LaneError.failure``), so the executor
 can key provider suspensions by the typed failure without parsing messages.
@@ -24,6 +25,7 @@ __all__ = [
     "FabricError",
     "IngestError",
     "LaneBadResponse",
+    "LaneBadURL",
     "LaneError",
     "LaneRejected",
     "LaneTimeout",
@@ -139,3 +141,8 @@ class LaneBadResponse(LaneError):
     """The backend answered, but with a payload we cannot parse."""
 
     failure = "bad_response"
+
+
+class LaneBadURL(LaneBadResponse):
+    """A URL the URL parser rejects, or that is not ``http(s)`` with a host: configured, built from a request, or
+    sent by an upstream in a redirect ``Location``. Typed so that it is a lane error, never a crash."""

@@ -38,6 +38,7 @@ from fabric.metrics import EngineMetrics
 from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, make_lane_outcome
 from fabric.penalties import ProviderPenalties
 from fabric.retries import search_with_retries
+from fabric.sanitize import sanitize_hits
 from fabric.webcache import WEB_CACHE_PROVIDER, WebCache
 from lanes.base import Lane
 
@@ -312,7 +313,7 @@ class LaneExecutor:
             call.timed_out = True
             return call
         try:
-            call.hits = inner.result()
+            call.hits = sanitize_hits(inner.result(), lane=lane.name, provider=lane.provider)
         except (TimeoutError, asyncio.CancelledError):
             call.timed_out = True
         except Exception as exc:  # the per-lane wrapper: a failing lane never fails the query

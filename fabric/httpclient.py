@@ -1,20 +1,27 @@
-"""The shared HTTP plumbing of every HTTP lane and server writer: one guarded aiohttp session, one request helper.
+"""The shared HTTP plumbing of the whole process: one guarded aiohttp session, one request helper.
 
-Why a module of our own rather than bare ``aiohttp`` calls in each lane:
+Every outbound HTTP request (lanes, store writers, the pre-flight chat endpoint, the embeddings endpoint) goes
+through :func:`fetch` on a session from :func:`create_session` (the embedder, which is synchronous and runs in
+worker threads, through :func:`fetch_sync`, which runs the same :func:`fetch` on a private loop). Not yet: the
+ArangoDB and Qdrant *server* modes talk through their SDKs' own HTTP stacks (python-arango, qdrant-client) to
+operator-configured, self-hosted URLs. Why one client:
 
-- **SSRF guard at connect time.** Only hosts named in configuration are ever contacted. The session built by
-  :func:`create_session` carries (1) a resolver that refuses hosts outside the :class:`AllowList` and filters
-  the *resolved* addresses (link-local/metadata, multicast and unspecified addresses are always refused;
-  private and loopback addresses only for hosts marked ``private_ok``, i.e. self-hosted services), and (2) a
-  trace hook that checks the URL of *every* request the session sends, which is where IP literals are
-  refused (aiohttp never consults the resolver for them). :func:`fetch` follows redirects itself, so each hop
-  is checked again before it is sent.
+- **SSRF guard** (policy in :mod:`fabric.netguard`). Only origins (scheme + host + port) named in configuration
+  are contacted. The session carries (1) a resolver that refuses hosts outside the :class:`AllowList` and
+  filters the *resolved* addresses, and (2) trace hooks that check the URL of every request (where IP literals
+  are refused: aiohttp never consults the resolver for them) and refuse aiohttp's own redirect following,
+  which would skip the URL check. :func:`fetch` follows redirects itself, hop by hop, each hop checked again.
+- **Redirects.** A hop to another origin keeps only content-negotiation, caching and user-agent headers, so
+  every credential goes (``Authorization``, ``Cookie``, API keys under any header name); a 307/308 never
+  re-sends a body to another origin (refused); 303, and 301/302 after a POST, continue as GET without a body;
+  a chain that started at a public origin never reaches a private one.
 - **Library defaults overridden.** aiohttp's 300 s total timeout and unlimited connections are replaced by
   explicit per-request timeouts and a bounded connector.
 - **One error mapping** (:func:`map_client_errors`, most specific first) and one status mapping
   (:func:`raise_for_status`): 429 + ``Retry-After`` → :class:`LaneRejected` with ``suspend_s``; 401/403 →
   ``LaneRejected(failure="forbidden")``; 5xx, 408 and connect errors → :class:`LaneUnavailable`; our own
-  request timeout → :class:`LaneTimeout`; unparseable or oversized bodies → :class:`LaneBadResponse`.
+  request timeout → :class:`LaneTimeout`; unparseable, too deeply nested or oversized bodies →
+  :class:`LaneBadResponse`; a URL the parser rejects → :class:`LaneBadURL`.
 
 Lanes never retry and never time themselves: the executor does both.
 """
@@ -23,22 +30,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
-import socket
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.abc import AbstractResolver
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from fabric.config import SELF_HOSTED_BACKENDS
-from fabric.errors import LaneBadResponse, LaneError, LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.errors import (
+    ConfigError,
+    LaneBadResponse,
+    LaneBadURL,
+    LaneError,
+    LaneRejected,
+    LaneTimeout,
+    LaneUnavailable,
+)
+from fabric.netguard import AllowList, GuardedResolver, HostBlocked, HostRule, RedirectHop, StaticResolver, parse_url
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -51,6 +65,7 @@ __all__ = [
     "allowlist_from_lanes",
     "create_session",
     "fetch",
+    "fetch_sync",
     "map_client_errors",
     "parse_retry_after",
     "raise_for_status",
@@ -64,162 +79,36 @@ _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _URL_OPTION_KEYS = ("url", "base_url", "url_template")
 
 
-class HostBlocked(ConnectionRefusedError):
-    """A request was about to reach a host or address the allow-list does not permit."""
-
-
-@dataclass(frozen=True, slots=True)
-class HostRule:
-    """One allowed host.
-
-    Attributes:
-        host: lowercase host name (or an IP literal, which must then be listed explicitly).
-        private_ok: whether the host may resolve to private/loopback addresses (self-hosted services).
-    """
-
-    host: str
-    private_ok: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class AllowList:
-    """The hosts HTTP lanes may contact. Empty means nothing may be contacted."""
-
-    rules: Mapping[str, HostRule] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, rules: Iterable[HostRule]) -> AllowList:
-        """Build from rules; a host listed twice keeps the most permissive rule."""
-        out: dict[str, HostRule] = {}
-        for rule in rules:
-            host = rule.host.lower().strip("[]")
-            prev = out.get(host)
-            out[host] = HostRule(host, rule.private_ok or bool(prev and prev.private_ok))
-        return cls(out)
-
-    def rule_for(self, host: str) -> HostRule:
-        """The rule for ``host``.
-
-        Raises:
-            HostBlocked: the host is not listed.
-        """
-        rule = self.rules.get(host.lower().strip("[]").rstrip("."))
-        if rule is None:
-            raise HostBlocked(f"host {host!r} is not in the allow-list")
-        return rule
-
-    def check_url(self, url: URL) -> HostRule:
-        """Check scheme and host of ``url`` (IP literals must be listed verbatim).
-
-        Raises:
-            HostBlocked: wrong scheme or host not allowed.
-        """
-        if url.scheme not in ("http", "https") or not url.host:
-            raise HostBlocked(f"refusing URL {url.human_repr()!r}: only http(s) URLs with a host")
-        rule = self.rule_for(url.host)
-        address = _ip(url.host)
-        if address is not None:
-            self.check_address(rule, address)
-        return rule
-
-    def check_address(self, rule: HostRule, address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> None:
-        """Refuse link-local/metadata, multicast, unspecified always; private/loopback unless ``private_ok``.
-
-        Raises:
-            HostBlocked: the address is not acceptable for ``rule``.
-        """
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        if address.is_link_local or address.is_multicast or address.is_unspecified:
-            raise HostBlocked(f"host {rule.host!r} resolves to forbidden address {address}")
-        if not rule.private_ok and (address.is_private or address.is_loopback or address.is_reserved):
-            raise HostBlocked(f"host {rule.host!r} resolves to non-public address {address}")
-
-
-def _ip(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return None
-
-
 def allowlist_from_lanes(lanes: Iterable[Any], extra_urls: Iterable[str] = ()) -> AllowList:
-    """The allow-list implied by lane options (``url``, ``base_url``, ``url_template``, ``feeds``).
+    """The allow-list implied by lane options (``url``, ``base_url``, ``url_template``, ``feeds``): exact origins.
 
     Args:
-        lanes: :class:`fabric.config.LaneConfig` objects (anything with ``backend`` and ``options``).
+        lanes: :class:`fabric.config.LaneConfig` objects (anything with ``name``, ``backend`` and ``options``).
         extra_urls: further URLs (embedding or chat endpoints) on hosts that may be private.
 
     A lane option ``private_network = true`` (or a self-hosted backend) lets its hosts resolve to private
     addresses.
+
+    Raises:
+        ConfigError: a configured URL does not parse or is not http(s) with a host.
     """
     rules: list[HostRule] = []
+    found: list[tuple[str, str, bool]] = []
     for lane in lanes:
         opts: Mapping[str, Any] = lane.options
         private_ok = bool(opts.get("private_network", lane.backend in SELF_HOSTED_BACKENDS))
-        urls: list[str] = [str(opts[k]) for k in _URL_OPTION_KEYS if opts.get(k)]
+        name = getattr(lane, "name", lane.backend)
+        found += [(f"lanes.{name}.options.{k}", str(opts[k]), private_ok) for k in _URL_OPTION_KEYS if opts.get(k)]
         for feed in opts.get("feeds", ()) or ():
-            urls.append(str(feed["url"] if isinstance(feed, Mapping) else feed))
-        for raw in urls:
-            host = URL(raw.replace("{", "").replace("}", "")).host
-            if host:
-                rules.append(HostRule(host, private_ok))
-    for raw in extra_urls:
-        host = URL(raw).host if raw else None
-        if host:
-            rules.append(HostRule(host, True))
+            raw = str(feed["url"] if isinstance(feed, Mapping) else feed)
+            found.append((f"lanes.{name}.options.feeds", raw, private_ok))
+    found += [("embeddings.url / preflight.chat_url", raw, True) for raw in extra_urls if raw]
+    for key, raw, private_ok in found:
+        try:
+            rules.append(HostRule.from_url(raw.replace("{", "").replace("}", ""), private_ok=private_ok))
+        except ValueError as exc:
+            raise ConfigError(f"bad URL {raw!r}: {exc}", key=key) from None
     return AllowList.of(rules)
-
-
-class _GuardedResolver(AbstractResolver):
-    """Resolves only allowed hosts and drops resolved addresses the allow-list refuses."""
-
-    def __init__(self, allow: AllowList, base: AbstractResolver) -> None:
-        self._allow = allow
-        self._base = base
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        rule = self._allow.rule_for(host)
-        results = await self._base.resolve(host, port, family)
-        kept: list[ResolveResult] = []
-        refused: list[str] = []
-        for res in results:
-            address = _ip(res["host"])
-            try:
-                if address is None:
-                    raise HostBlocked(f"resolver returned a non-address {res['host']!r}")
-                self._allow.check_address(rule, address)
-            except HostBlocked as exc:
-                refused.append(str(exc))
-                continue
-            kept.append(res)
-        if not kept:
-            raise HostBlocked("; ".join(refused) or f"host {host!r} did not resolve")
-        return kept
-
-    async def close(self) -> None:
-        await self._base.close()
-
-
-class StaticResolver(AbstractResolver):
-    """A fixed name → address table (tests and benchmarks map real-looking names onto loopback)."""
-
-    def __init__(self, table: Mapping[str, str]) -> None:
-        self._table = {k.lower(): v for k, v in table.items()}
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        address = self._table.get(host.lower())
-        if address is None:
-            raise OSError(f"{host!r} not in the static table")
-        fam = socket.AF_INET6 if ":" in address else socket.AF_INET
-        return [{"hostname": host, "host": address, "port": port, "family": fam, "proto": 0, "flags": 0}]
-
-    async def close(self) -> None:
-        return None
 
 
 def create_session(
@@ -245,14 +134,29 @@ def create_session(
     """
 
     async def on_request_start(
-        _session: aiohttp.ClientSession, _ctx: Any, params: aiohttp.TraceRequestStartParams
+        _session: aiohttp.ClientSession, ctx: Any, params: aiohttp.TraceRequestStartParams
     ) -> None:
-        allow.check_url(params.url)
+        rule = allow.check_url(params.url)
+        chain = getattr(ctx, "trace_request_ctx", None)
+        if isinstance(chain, _Chain):
+            if chain.first is None:
+                chain.first = rule
+            else:
+                allow.check_redirect(chain.first, rule)
+
+    async def on_request_redirect(
+        _session: aiohttp.ClientSession, _ctx: Any, params: aiohttp.TraceRequestRedirectParams
+    ) -> None:
+        raise HostBlocked(
+            f"redirect from {params.url.human_repr()!r} not followed: the guarded session follows redirects only "
+            "through fabric.httpclient.fetch, which checks every hop"
+        )
 
     trace = aiohttp.TraceConfig()
     trace.on_request_start.append(on_request_start)
+    trace.on_request_redirect.append(on_request_redirect)
     connector = aiohttp.TCPConnector(
-        resolver=_GuardedResolver(allow, resolver or aiohttp.ThreadedResolver()),
+        resolver=GuardedResolver(allow, resolver or aiohttp.ThreadedResolver()),
         limit=limit,
         limit_per_host=limit_per_host,
         ttl_dns_cache=60,
@@ -264,6 +168,13 @@ def create_session(
         headers={"User-Agent": user_agent},
         raise_for_status=False,
     )
+
+
+@dataclass(slots=True)
+class _Chain:
+    """One :func:`fetch` call's redirect chain, seen by the session's trace hook (``trace_request_ctx``)."""
+
+    first: HostRule | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +195,8 @@ class HttpResponse:
         """
         try:
             return json.loads(self.body)
+        except RecursionError:  # a body nested ~1,000+ deep: the parser's guard trips in well under a millisecond
+            raise LaneBadResponse(f"JSON from {self.url} nested too deeply", lane=lane, provider=provider) from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise LaneBadResponse(f"invalid JSON from {self.url}: {exc}", lane=lane, provider=provider) from None
 
@@ -335,6 +248,8 @@ def map_client_errors(*, lane: str = "", provider: str = "") -> Iterator[None]:
         yield
     except LaneError:
         raise
+    except aiohttp.InvalidURL as exc:  # before HostBlocked/ClientError: it is both a ClientError and a ValueError
+        raise LaneBadURL(f"invalid URL {str(exc.url)[:200]!r}", lane=lane, provider=provider) from None
     except HostBlocked as exc:
         raise LaneRejected(f"blocked by allow-list: {exc}", lane=lane, provider=provider, failure="forbidden") from None
     except aiohttp.ClientConnectorError as exc:
@@ -392,24 +307,22 @@ async def fetch(
     """
     if session is None:
         raise LaneUnavailable("no shared HTTP session was injected (resources.http)", lane=lane, provider=provider)
-    target = URL(url) if isinstance(url, str) else url
-    timeout = aiohttp.ClientTimeout(total=timeout_s, sock_connect=min(timeout_s, 2.0))
+    hop = RedirectHop(method.upper(), parse_url(url, None, lane, provider), params, json_body, headers)
+    chain = _Chain()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     with map_client_errors(lane=lane, provider=provider):
         for _hop in range(max_redirects + 1):
             left = deadline - loop.time()
             if left <= 0:
-                raise LaneTimeout(f"request to {target.host} timed out", lane=lane, provider=provider)
-            timeout = aiohttp.ClientTimeout(total=left, sock_connect=min(left, 2.0))
+                raise LaneTimeout(f"request to {hop.target.host} timed out", lane=lane, provider=provider)
             async with session.request(
-                method, target, params=params, json=json_body, headers=headers, timeout=timeout, allow_redirects=False
-            ) as resp:
+                hop.method, hop.target, params=hop.params, json=hop.json_body, headers=hop.headers,
+                timeout=aiohttp.ClientTimeout(total=left, sock_connect=min(left, 2.0)), allow_redirects=False,
+                trace_request_ctx=chain,
+            ) as resp:  # fmt: skip
                 if resp.status in _REDIRECTS and "Location" in resp.headers:
-                    nxt = resp.url.join(URL(resp.headers["Location"]))
-                    if resp.status == 303:
-                        method, json_body = "GET", None
-                    target, params = nxt, None
+                    hop.follow(resp.status, resp.headers["Location"], lane, provider)
                     continue
                 body = await _read_capped(resp, max_bytes, lane, provider)
                 out = HttpResponse(resp.status, CIMultiDictProxy(CIMultiDict(resp.headers)), body, str(resp.url))
@@ -417,3 +330,31 @@ async def fetch(
                 raise_for_status(out, lane=lane, provider=provider)
             return out
     raise LaneBadResponse(f"more than {max_redirects} redirects", lane=lane, provider=provider)
+
+
+def fetch_sync(
+    allow: AllowList,
+    method: str,
+    url: str,
+    *,
+    timeout_s: float,
+    resolver: AbstractResolver | None = None,
+    **kwargs: Any,
+) -> HttpResponse:
+    """:func:`fetch` for synchronous callers (worker threads, loop-less programs), on a private loop and session.
+
+    The same guard and redirect rules as the app's session (a session from :func:`create_session` on
+    ``allow``), so there is no second HTTP client to keep in step. Blocking: never call it from a coroutine.
+
+    Raises:
+        LaneError: as :func:`fetch`.
+    """
+
+    async def once() -> HttpResponse:
+        session = create_session(allow, limit=4, limit_per_host=4, total_timeout_s=timeout_s, resolver=resolver)
+        try:
+            return await fetch(session, method, url, timeout_s=timeout_s, **kwargs)
+        finally:
+            await session.close()
+
+    return asyncio.run(once())

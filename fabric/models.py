@@ -299,6 +299,12 @@ class SearchRequest:
     """Restrict to these lanes; None runs every enabled lane."""
     preflight: bool = True
     """Whether pre-flight refinement may run."""
+    weights: Mapping[str, float] | None = None
+    """Per-request lane weights (lane name → weight), replacing the configured ones; None keeps config.
+
+    Validation also accepts the components ``lexical`` / ``semantic`` / ``graph`` and expands them to the lanes
+    of that kind. Part of the cursor's fingerprint, like ``fusion``.
+    """
     route: str = "all"
     """``all`` (every planned lane), ``auto`` (the router of seed 004 decides) or a strategy: ``dense``,
     ``temporal``, ``graph`` (see :mod:`fabric.router`)."""
@@ -357,6 +363,25 @@ class SearchResult:
     fusion_mode: FusionMode = FusionMode.RRF
     route: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
     """How the query was routed (``fabric.router.strategies.RouteRecord.to_dict``)."""
+    total: int = 0
+    """Matching entries: the fused candidate set before paging (seed 001's "Found N entries")."""
+    contributions: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: EMPTY_MAPPING)
+    """Item id → each lane kind's and factor's part of its ``score_total`` (:mod:`fabric.contributions`)."""
+
+    def item_dict(self, item: FusedItem) -> dict[str, Any]:
+        """One item's JSON: ``FusedItem.to_dict()`` plus seed 001's ``score_lexical`` / ``score_semantic`` /
+        ``score_graph`` (each lane kind's contribution to ``score_total``), every ``contributions`` part and the
+        passage's full ``text`` (``snippet`` is cut at 300 characters).
+
+        The raw lane scores stay under ``scores.lexical`` / ``scores.semantic`` / ``scores.graph``.
+        """
+        parts = self.contributions.get(item.id, EMPTY_MAPPING)
+        out = item.to_dict()
+        out["text"] = item.hit.text
+        for comp in ("lexical", "semantic", "graph"):
+            out[f"score_{comp}"] = round(parts.get(comp, 0.0), 6)
+        out["contributions"] = {k: round(v, 6) for k, v in parts.items()}
+        return out
 
     def receipt(self, per_lane: int = 10) -> dict[str, Any]:
         """Per-lane top-k ids with native scores, and the fused ranking with totals (seed 002 receipts)."""
@@ -375,7 +400,8 @@ class SearchResult:
             "trace_id": self.trace_id,
             "partial": self.partial,
             "fusion_mode": self.fusion_mode.value,
-            "items": [it.to_dict() for it in self.items],
+            "total": self.total,
+            "items": [self.item_dict(it) for it in self.items],
             "next_cursor": self.next_cursor,
             "lanes": {name: out.to_dict() for name, out in self.lanes.items()},
             "preflight": self.preflight.to_dict(),

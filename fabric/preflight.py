@@ -7,7 +7,9 @@ quoted phrases, ``site:`` operators and years (``2019-2021``, ``between 2019 and
 its words (quotes and ``site:`` operators removed), so lanes that cannot filter still see the terms.
 
 Optionally an OpenAI-compatible chat endpoint (``preflight.chat_url``, e.g. ``http://127.0.0.1:8000/v1``,
-``POST {chat_url}/chat/completions``) rewrites the query text, through the app's shared aiohttp session.
+``POST {chat_url}/chat/completions``) rewrites the query text, through the app's shared guarded session and
+:func:`fabric.httpclient.fetch` (never aiohttp's own redirect following: every hop is checked against the
+allow-list, and the query is never re-posted to another origin).
 
 Bypass rules (refinement skipped, the query used as given, the reason recorded in the result):
 
@@ -34,7 +36,10 @@ import aiohttp
 import structlog
 
 from fabric.config import PreflightConfig
+from fabric.errors import LaneError, LaneTimeout
+from fabric.httpclient import fetch
 from fabric.models import PreflightResult
+from fabric.sanitize import clean_line
 
 __all__ = ["LoopLagMonitor", "Preflight", "RuleRefinement", "refine_rules"]
 
@@ -240,10 +245,10 @@ class Preflight:
         if cfg.chat_url:
             try:
                 async with asyncio.timeout(budget_ms / 1000.0):
-                    refined = await self._chat(rules.query)
-            except TimeoutError:
+                    refined = await self._chat(rules.query, budget_ms / 1000.0)
+            except (TimeoutError, LaneTimeout):
                 return self._bypass(query, f"budget_exceeded: chat endpoint slower than {budget_ms:g} ms", t0)
-            except (aiohttp.ClientError, OSError, ValueError) as exc:
+            except (LaneError, ValueError) as exc:
                 self._model_error = f"{type(exc).__name__}: {exc}"[:200]
                 self._model_down_until = self.clock() + _MODEL_RETRY_S
                 log.warning("preflight_model_unavailable", error=self._model_error)
@@ -258,9 +263,13 @@ class Preflight:
             intent=rules.intent,
         )
 
-    async def _chat(self, query: str) -> str:
-        """Ask the chat endpoint for a refined search query (one line)."""
-        assert self.http is not None
+    async def _chat(self, query: str, timeout_s: float) -> str:
+        """Ask the chat endpoint for a refined search query (one line).
+
+        Raises:
+            LaneError: the endpoint failed, refused, redirected somewhere not allowed or answered non-JSON.
+            ValueError: the answer has no usable content.
+        """
         payload: dict[str, Any] = {
             "model": self.config.chat_model or "default",
             "temperature": 0,
@@ -274,14 +283,13 @@ class Preflight:
             ],
         }
         url = self.config.chat_url.rstrip("/") + "/chat/completions"
-        async with self.http.post(url, json=payload) as resp:
-            resp.raise_for_status()
-            data = await resp.json(content_type=None)
+        resp = await fetch(self.http, "POST", url, json_body=payload, timeout_s=timeout_s, provider="preflight")
+        data = resp.json(provider="preflight")
         try:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise ValueError("chat endpoint answered without choices[0].message.content") from None
-        text = " ".join(str(content).split()).strip("\"'")
+        text = clean_line(" ".join(str(content).split()), 500).strip("\"' ")  # a model's words are untrusted text
         if not text:
             raise ValueError("chat endpoint answered an empty query")
         return text

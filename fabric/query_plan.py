@@ -16,7 +16,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from fabric.budgets import lane_budget_ms
-from fabric.config import LaneConfig, ModeConfig
+from fabric.config import FusionConfig, LaneConfig, ModeConfig
+from fabric.contributions import contributions
 from fabric.executor import PlannedLane
 from fabric.models import FusionMode, LaneOutcome, LaneStatus, PreflightResult, SearchRequest, SearchResult
 from fabric.router.strategies import RouteRecord
@@ -85,13 +86,18 @@ def plan_lanes(
     mode: ModeConfig,
     multiplier: float,
     available: Mapping[str, object],
+    weights: Mapping[str, float] | None = None,
 ) -> tuple[PlannedLane, ...]:
-    """Each named lane with its budget, weight and stage; a fallback only when that lane is ``available``."""
+    """Each named lane with its budget, weight and stage; a fallback only when that lane is ``available``.
+
+    ``weights`` (the request's, lane → weight) replace the configured weights of the lanes they name.
+    """
+    weights = weights or {}
     return tuple(
         PlannedLane(
             name=name,
             budget_ms=lane_budget_ms(mode, lc, multiplier),
-            weight=lc.weight,
+            weight=weights.get(name, lc.weight),
             fallback=lc.fallback if lc.fallback in available else None,
             fallback_reserve_ms=lc.fallback_reserve_ms,
             stage=lc.stage,
@@ -112,6 +118,8 @@ def request_fingerprint(request: SearchRequest, names: Sequence[str], default_fu
             "fusion": (request.fusion or default_fusion).value,
             "lanes": list(names),
             "top_k": request.top_k,
+            **({"weights": dict(request.weights)} if request.weights is not None else {}),
+            "bound": [request.budget_ms, request.preflight],  # a page depends on both: a toggle must not shift
             "route": request.route,
         }
     )
@@ -126,10 +134,12 @@ def build_result(
     started: float,
     cursor: Callable[[int, str], str],
     default_fusion: FusionMode,
+    fusion_config: FusionConfig | None = None,
 ) -> SearchResult:
     """The page at the plan's offset, the cursor of the next page (``cursor(end, fingerprint)``), the partial
-    flag (a planned lane that did not succeed, unless by design) and the timings since ``started``
-    (``time.perf_counter()``)."""
+    flag (a planned lane that did not succeed, unless by design), the timings since ``started``
+    (``time.perf_counter()``), the total of matching entries (the fused list before paging) and, given the fusion
+    settings, each page item's contributions to its ``score_total`` (:mod:`fabric.contributions`)."""
     fused = run.fused
     end = plan.offset + request.top_k
     next_cursor = None
@@ -140,11 +150,13 @@ def build_result(
     total_ms = (time.perf_counter() - started) * 1000.0
     # A chat pre-flight is waiting on a remote model; rule-based pre-flight is the engine's own work.
     waiting_ms = run.lanes_ms + (run.preflight_ms if run.chat_preflight else 0.0)
+    page = tuple(fused.items[plan.offset : end])
+    mode = request.fusion or default_fusion
     return SearchResult(
         query=request.query,
         mode=request.mode,
         trace_id=trace_id,
-        items=tuple(fused.items[plan.offset : end]),
+        items=page,
         lanes=ordered,
         preflight=run.preflight,
         next_cursor=next_cursor,
@@ -158,6 +170,8 @@ def build_result(
             "overhead_ms": max(0.0, total_ms - waiting_ms),
         },
         stages=run.stages,
-        fusion_mode=request.fusion or default_fusion,
+        fusion_mode=mode,
+        total=len(fused.items),
+        contributions=contributions(page, ordered, fusion_config, mode) if fusion_config is not None else {},
         route=(run.routed.record if run.routed is not None else RouteRecord.federation(plan.names)).to_dict(),
     )

@@ -19,6 +19,13 @@ Routes:
     paths answer ``202`` with the task and its ``status_url`` (:mod:`fabric.ingest.tasks`).
 ``GET /v1/ingest/<task_id>``
     A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown.
+``/mcp``
+    The MCP server (:mod:`fabric.mcp_server`) over the streamable HTTP transport (:mod:`fabric.mcp_http`).
+
+Request guard: every ``/v1/*`` and ``/mcp`` request first passes the app's guard (:data:`GUARD_KEY`, an async
+callable returning None to let the request through or a response to answer instead). There are no API keys
+yet: the default guard lets everything through; the API-key check plugs in there (``create_app(guard=...)``)
+and covers the HTTP API and MCP alike.
 
 The engine is opened on start-up and closed on clean-up. Bodies are capped per route: ``max_body_bytes`` for
 search, ``ingest.max_body_bytes`` for ingestion; a larger body answers ``413``.
@@ -37,15 +44,28 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from fabric import safejson
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError
 from fabric.ingest.pipeline import IngestReport, Progress, ingest
 from fabric.ingest.submission import SubmitError, parse_submission, resolve_root
 from fabric.ingest.tasks import IngestTasks, TaskStatus
 from fabric.ingest.writers import build_writers
+from fabric.serverlimits import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
 from fabric.validation import parse_request
 
-__all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "error_body"]
+__all__ = [
+    "ENGINE_KEY",
+    "GUARDED_PREFIXES",
+    "GUARD_KEY",
+    "TASKS_KEY",
+    "RequestGuard",
+    "create_app",
+    "error_body",
+    "ingest_tasks",
+    "open_guard",
+    "store_runner",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -55,6 +75,21 @@ ENGINE_KEY = web.AppKey("engine", Engine)
 TASKS_KEY = web.AppKey("ingest_tasks", IngestTasks)
 """Where the app keeps its ingestion tasks."""
 _SEARCH_LIMIT_KEY = web.AppKey("search_max_body_bytes", int)
+
+RequestGuard = Callable[[web.Request], Awaitable[web.StreamResponse | None]]
+"""Decides whether a request may proceed: None lets it through, a response is answered instead."""
+
+GUARD_KEY: web.AppKey[RequestGuard] = web.AppKey("request_guard")
+"""Where the app keeps its request guard."""
+
+GUARDED_PREFIXES = ("/v1/", "/mcp")
+"""Paths behind the guard (health, readiness and metrics stay open to probes)."""
+
+
+async def open_guard(_request: web.Request) -> web.StreamResponse | None:
+    """The default guard: no API keys are configured, every request proceeds."""
+    return None
+
 
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _MAX_KEY_CHARS = 255
@@ -80,6 +115,17 @@ async def _errors(request: web.Request, handler: _Handler) -> web.StreamResponse
         return web.json_response(error_body(None, "internal error"), status=500)
 
 
+@web.middleware
+async def _guarded(request: web.Request, handler: _Handler) -> web.StreamResponse:
+    """Run the app's guard before any guarded route (the seam for API keys)."""
+    if request.path.startswith(GUARDED_PREFIXES):
+        guard: RequestGuard = request.app[GUARD_KEY]
+        refused = await guard(request)
+        if refused is not None:
+            return refused
+    return await handler(request)
+
+
 class _BodyError(Exception):
     """A request body that cannot be used; carries the response to answer."""
 
@@ -91,7 +137,9 @@ async def _read_json(request: web.Request, limit: int, *, in_thread: bool = Fals
     """The decoded JSON body, read up to ``limit`` bytes.
 
     Raises:
-        _BodyError: wrong content type (415), over the limit (413), or invalid JSON (400).
+        _BodyError: wrong content type (415), over the limit (413), not received within the body timeout (408,
+            :mod:`fabric.serverlimits`), or invalid JSON (400): malformed, nested
+            deeper than 64 levels, ``NaN``, or a lone surrogate (the field named, e.g. ``entries[3].text``).
     """
     if request.content_type != "application/json":
         raise _BodyError(web.json_response(error_body("body", "expected Content-Type: application/json"), status=415))
@@ -100,15 +148,16 @@ async def _read_json(request: web.Request, limit: int, *, in_thread: bool = Fals
     )
     if request.content_length is not None and request.content_length > limit:
         raise too_large  # refused before reading it
-    buf = bytearray()
-    async for chunk in request.content.iter_chunked(1 << 16):
-        buf += chunk
-        if len(buf) > limit:
-            raise too_large
-    try:
-        return await asyncio.to_thread(json.loads, bytes(buf)) if in_thread else json.loads(buf)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise _BodyError(web.json_response(error_body("body", f"invalid JSON: {exc}"), status=400)) from None
+    conn_guard = request.app.get(CONNECTION_GUARD_KEY)
+    buf = await read_body(request, limit, (conn_guard.limits if conn_guard else ServerLimits()).body_timeout_s)
+    if buf is None:
+        raise _BodyError(web.json_response(error_body("body", "request body not received in time"), status=408))
+    if len(buf) > limit:
+        raise too_large
+    try:  # depth-bounded, lone surrogates refused naming the field (fabric.safejson)
+        return await asyncio.to_thread(safejson.loads, bytes(buf)) if in_thread else safejson.loads(buf)
+    except safejson.JSONInputError as exc:
+        raise _BodyError(web.json_response(error_body(exc.where or "body", exc.reason), status=400)) from None
 
 
 async def _search(request: web.Request) -> web.Response:
@@ -193,7 +242,7 @@ async def _metrics(request: web.Request) -> web.Response:
     return resp
 
 
-def _store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awaitable[IngestReport]]:
+def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awaitable[IngestReport]]:
     """Runs the pipeline into the stores the engine's lanes read, with the engine's embedder.
 
     The writers share the engine's resources: in local mode the Qdrant store and the vector lane use one
@@ -216,23 +265,50 @@ def _store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awai
     return run
 
 
-def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Application:
-    """The service app; it opens ``engine`` and the ingestion worker on start-up and closes them on clean-up.
+def ingest_tasks(engine: Engine) -> IngestTasks:
+    """The ingestion task queue writing into the engine's stores (not started).
 
     Raises:
         ConfigError: ``ingest.allowed_root`` is set but is not a folder.
     """
     ingest_cfg = engine.settings.ingest
-    app = web.Application(middlewares=[_errors], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes))
-    app[ENGINE_KEY] = engine
-    app[_SEARCH_LIMIT_KEY] = max_body_bytes
-    tasks = IngestTasks(
+    return IngestTasks(
         ingest_cfg,
         home=engine.settings.home,
-        runner=_store_runner(engine),
+        runner=store_runner(engine),
         root=resolve_root(ingest_cfg),
         registry=engine.metrics.registry,
     )
+
+
+def create_app(
+    engine: Engine,
+    *,
+    max_body_bytes: int = 64 * 1024,
+    guard: RequestGuard = open_guard,
+    mcp: bool = True,
+    host: str = "127.0.0.1",
+) -> web.Application:
+    """The service app; it opens ``engine`` and the ingestion worker on start-up and closes them on clean-up.
+
+    Args:
+        engine: the engine to serve (opened at start-up).
+        max_body_bytes: body cap of ``POST /v1/search``.
+        guard: the request guard of ``/v1/*`` and ``/mcp`` (see the module docstring).
+        mcp: whether to mount the MCP streamable HTTP transport at ``/mcp``.
+        host: the address the service binds (the MCP transport's DNS rebinding protection is on for loopback).
+
+    Raises:
+        ConfigError: ``ingest.allowed_root`` is set but is not a folder.
+    """
+    ingest_cfg = engine.settings.ingest
+    app = web.Application(
+        middlewares=[_errors, request_marks, _guarded], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes)
+    )
+    app[ENGINE_KEY] = engine
+    app[_SEARCH_LIMIT_KEY] = max_body_bytes
+    app[GUARD_KEY] = guard
+    tasks = ingest_tasks(engine)
     app[TASKS_KEY] = tasks
 
     async def on_startup(_app: web.Application) -> None:
@@ -255,4 +331,9 @@ def create_app(engine: Engine, *, max_body_bytes: int = 64 * 1024) -> web.Applic
     app.router.add_get("/metrics", _metrics)
     app.router.add_post("/v1/ingest", _ingest)
     app.router.add_get("/v1/ingest/{task_id}", _ingest_status)
+    if mcp:
+        from fabric.mcp_http import mount_mcp
+        from fabric.mcp_server import build_server
+
+        mount_mcp(app, build_server(engine, tasks), host=host)
     return app

@@ -3,9 +3,13 @@
 Every rejection is a :class:`~fabric.errors.QueryError` naming the field and, for closed sets, listing the
 valid values, so callers (CLI, HTTP, Python) can show one clear line instead of a traceback.
 
-Accepted keys: ``query`` (required), ``mode``, ``top_k``, ``cursor``, ``constraints``, ``budget_ms``,
-``strict``, ``fusion``, ``lanes``, ``preflight``, ``route``. ``offset`` is refused on purpose: pages are addressed by
-the opaque ``cursor`` only.
+Accepted keys: ``query`` (required), ``mode``, ``top_k`` (or its seed-001 name ``limit``: the same page size;
+giving both with different values is an error), ``cursor``, ``constraints``, ``budget_ms``, ``strict``,
+``fusion``, ``lanes``, ``weights``, ``preflight``, ``route`` (``all``, ``auto`` or a strategy: docs/router.md).
+``weights`` maps lane names, or the components ``lexical`` / ``semantic`` / ``graph`` (every lane of that kind),
+to a weight in [0, 100] (some enabled lane must keep a weight above 0), e.g. ``{"semantic": 2, "graph": 0.5}``
+or ``"semantic=2,graph=0.5"``. ``offset`` is refused on purpose: pages are addressed by the opaque ``cursor``
+only.
 """
 
 from __future__ import annotations
@@ -15,10 +19,10 @@ from typing import Any
 
 from fabric.config import Settings
 from fabric.errors import QueryError
-from fabric.models import Constraints, FusionMode, Mode, SearchRequest
+from fabric.models import Constraints, FusionMode, LaneKind, Mode, SearchRequest
 from fabric.router.strategies import ROUTE_ALL, ROUTES
 
-__all__ = ["KNOWN_KEYS", "MAX_BUDGET_MS", "parse_request"]
+__all__ = ["KNOWN_KEYS", "MAX_BUDGET_MS", "MAX_WEIGHT", "parse_request"]
 
 KNOWN_KEYS = (
     "query",
@@ -30,10 +34,21 @@ KNOWN_KEYS = (
     "strict",
     "fusion",
     "lanes",
+    "weights",
+    "limit",
     "preflight",
     "route",
 )
 """Top-level request keys."""
+
+MAX_WEIGHT = 100.0
+"""Largest per-request lane weight."""
+
+_WEIGHT_COMPONENTS: Mapping[str, LaneKind] = {
+    "lexical": LaneKind.KEYWORD,
+    "semantic": LaneKind.VECTOR,
+    "graph": LaneKind.GRAPH,
+}
 
 MAX_BUDGET_MS = 120_000.0
 """A request budget above two minutes is treated as a mistake, not a wish."""
@@ -91,16 +106,67 @@ def _query(value: Any, settings: Settings) -> str:
     return text
 
 
-def _top_k(value: Any, settings: Settings) -> int:
+def _top_k(value: Any, settings: Settings, field: str = "top_k") -> int:
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         value = int(value.strip())
     if isinstance(value, bool) or not isinstance(value, int):
-        raise QueryError("top_k", f"expected an integer, got {value!r}")
+        raise QueryError(field, f"expected an integer, got {value!r}")
     if value < 1:
-        raise QueryError("top_k", f"must be >= 1, got {value}")
+        raise QueryError(field, f"must be >= 1, got {value}")
     if value > settings.engine.max_top_k:
-        raise QueryError("top_k", f"must be <= {settings.engine.max_top_k}, got {value}")
+        raise QueryError(field, f"must be <= {settings.engine.max_top_k}, got {value}")
     return value
+
+
+def _page_size(data: Mapping[str, Any], settings: Settings) -> int:
+    """``top_k``, or seed 001's ``limit`` (the same thing); both given must agree."""
+    top_k = None if data.get("top_k") is None else _top_k(data["top_k"], settings)
+    limit = None if data.get("limit") is None else _top_k(data["limit"], settings, "limit")
+    if top_k is not None and limit is not None and top_k != limit:
+        raise QueryError("limit", f"limit ({limit}) and top_k ({top_k}) name the same page size; give one")
+    return top_k or limit or 10
+
+
+def _weight(value: Any, field: str) -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise QueryError(field, f"expected a number, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= MAX_WEIGHT:
+        raise QueryError(field, f"expected a number in [0, {MAX_WEIGHT:g}], got {value!r}")
+    return float(value)
+
+
+def _weights(value: Any, settings: Settings) -> dict[str, float] | None:
+    """Lane name → weight, components expanded to their lanes (a lane named explicitly wins)."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes):
+        pairs = [p.partition("=") for p in _text(value, "weights").split(",") if p.strip()]
+        if any(not sep for _, sep, _ in pairs):
+            raise QueryError("weights", "expected NAME=WEIGHT pairs separated by commas")
+        value = {k.strip(): v.strip() for k, _, v in pairs}
+    if not isinstance(value, Mapping) or not value:
+        raise QueryError("weights", "expected a non-empty mapping of lane or component → weight")
+    out: dict[str, float] = {}
+    named: dict[str, float] = {}
+    for raw, w in value.items():
+        key = _text(raw, "weights").strip()
+        weight = _weight(w, f"weights.{key}")
+        if key in settings.lanes:
+            named[key] = weight
+        elif key in _WEIGHT_COMPONENTS:
+            kind = _WEIGHT_COMPONENTS[key]
+            out.update({n: weight for n, lc in settings.lanes.items() if lc.kind is kind})
+        else:
+            valid = ", ".join([*_WEIGHT_COMPONENTS, *sorted(settings.lanes)])
+            raise QueryError("weights", f"unknown lane or component {key!r}; valid: {valid}")
+    out.update(named)
+    kept = [lc.weight for name, lc in settings.lanes.items() if lc.enabled and name not in out]
+    if not any(w > 0.0 for w in [*out.values(), *kept]):
+        raise QueryError("weights", "at least one lane must keep a weight > 0")
+    return dict(sorted(out.items()))
 
 
 def _budget(value: Any) -> float:
@@ -171,7 +237,7 @@ def parse_request(data: Mapping[str, Any], settings: Settings) -> SearchRequest:
     mode = settings.engine.default_mode
     if data.get("mode") is not None:
         mode = Mode(_choice(data["mode"], "mode", tuple(m.value for m in Mode)))
-    top_k = 10 if data.get("top_k") is None else _top_k(data["top_k"], settings)
+    top_k = _page_size(data, settings)
     cursor = None
     if data.get("cursor") not in (None, ""):
         cursor = _text(data["cursor"], "cursor").strip()
@@ -190,6 +256,7 @@ def parse_request(data: Mapping[str, Any], settings: Settings) -> SearchRequest:
         strict=False if data.get("strict") is None else _bool(data["strict"], "strict"),
         fusion=fusion,
         lanes=_lanes(data.get("lanes"), settings),
+        weights=_weights(data.get("weights"), settings),
         preflight=True if data.get("preflight") is None else _bool(data["preflight"], "preflight"),
         route=ROUTE_ALL if data.get("route") is None else _choice(data["route"], "route", ROUTES),
     )

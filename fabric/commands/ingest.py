@@ -2,14 +2,19 @@
 
 Idempotent: unchanged chunks are not rewritten, changed ones are updated, removed ones deleted from every
 store (see :mod:`fabric.ingest.pipeline`). Shows a progress bar per stage (load, chunk, embed, write) on
-stderr and a summary; ``--json`` prints the summary as JSON only. Bad paths or formats exit 2.
+stderr and a summary; ``--json`` prints the summary as JSON only. Bad paths, formats or entries exit 2 (naming
+file, line and field); a store that cannot be written (a full disk: ``database or disk is full``, ``ENOSPC``)
+exits 1 with one line naming the error, never a traceback (the next run repairs from the ledger).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
+import sqlite3
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -28,7 +33,35 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=_run)
 
 
+def _write_failure(exc: BaseException) -> sqlite3.Error | OSError | None:
+    """The store-write error inside ``exc`` (itself, its cause, or a leaf of an exception group), if any."""
+    seen: list[BaseException] = [exc]
+    while seen:
+        cur = seen.pop()
+        if isinstance(cur, sqlite3.Error | OSError):
+            return cur
+        if isinstance(cur, BaseExceptionGroup):
+            seen.extend(cur.exceptions)
+        if cur.__cause__ is not None:
+            seen.append(cur.__cause__)
+    return None
+
+
 def _run(args: argparse.Namespace) -> int:
+    try:
+        return _ingest_cli(args)
+    except Exception as exc:  # the CLI edge: a store that cannot be written is one clear line, exit 1
+        failure = _write_failure(exc)
+        if failure is None:
+            raise
+        full = getattr(failure, "errno", None) == errno.ENOSPC or "full" in str(failure).lower()
+        hint = " (the disk is full: free space and run again; the next run repairs the stores)" if full else ""
+        print(f"fabric: error: ingest could not write its stores: {type(failure).__name__}: {failure}{hint}",
+              file=sys.stderr)  # fmt: skip
+        return 1
+
+
+def _ingest_cli(args: argparse.Namespace) -> int:
     from fabric.commands.progress import RichProgress
     from fabric.commands.search import load_cli_settings
     from fabric.errors import IngestError

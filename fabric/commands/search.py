@@ -1,7 +1,8 @@
 """``fabric search "QUERY"``: run one query through the engine and print a table or the result JSON.
 
 Options mirror the request fields (:mod:`fabric.validation`): ``--mode``, ``--top-k``, ``--cursor``,
-``--budget-ms``, ``--strict``, ``--lanes a,b``, ``--fusion``, ``--route``, ``--constraint key=value`` (repeatable),
+``--budget-ms``, ``--strict``, ``--lanes a,b``, ``--fusion``, ``--weights semantic=2,graph=0.5``, ``--limit``
+(seed 001's name for ``--top-k``), ``--route``, ``--constraint key=value`` (repeatable),
 ``--no-preflight``. ``--json`` prints ``SearchResult.to_dict()`` (the DESIGN.md shape); ``--explain`` adds,
 per item, every score component and the item's rank in each lane. Bad input exits 2 with one line.
 """
@@ -37,6 +38,8 @@ def register(sub: Any) -> None:
     p.add_argument("--strict", action="store_true", help="fail instead of returning a partial answer")
     p.add_argument("--lanes", help="comma-separated lanes to run (default: every enabled lane)")
     p.add_argument("--fusion", help="rrf | append_fill | score_minmax | score_dbsf")
+    p.add_argument("--limit", help="items per page: seed 001's name for --top-k (give one)")
+    p.add_argument("--weights", help="per-request lane weights, e.g. semantic=2,graph=0.5 (lanes or components)")
     p.add_argument("--route", help="all (default) | auto | dense | temporal | graph (docs/router.md)")
     p.add_argument(
         "--constraint",
@@ -73,7 +76,7 @@ def parse_constraints(pairs: list[str]) -> dict[str, str]:
 
 def _request_data(args: argparse.Namespace) -> dict[str, Any]:
     data: dict[str, Any] = {"query": args.query}
-    for key in ("mode", "top_k", "cursor", "budget_ms", "lanes", "fusion", "route"):
+    for key in ("mode", "top_k", "limit", "cursor", "budget_ms", "lanes", "fusion", "weights", "route"):
         value = getattr(args, key)
         if value is not None:
             data[key] = value
@@ -156,7 +159,13 @@ def run_now(coro: Coroutine[Any, Any, T]) -> T:
 
 def _explain(result: SearchResult) -> list[dict[str, Any]]:
     return [
-        {"id": it.id, "score_total": it.score_total, "scores": dict(it.scores), "ranks": dict(it.ranks)}
+        {
+            "id": it.id,
+            "score_total": it.score_total,
+            "contributions": dict(result.contributions.get(it.id, {})),
+            "scores": dict(it.scores),
+            "ranks": dict(it.ranks),
+        }
         for it in result.items
     ]
 
@@ -166,7 +175,8 @@ def _print_tables(result: SearchResult, *, explain: bool) -> None:
     from rich.table import Table
 
     console = Console(highlight=False, soft_wrap=True)
-    items = Table(title=f"{result.query!r} · {result.mode.value} · trace {result.trace_id}", expand=False)
+    title = f"{result.query!r} · {result.mode.value} · {result.total} found · trace {result.trace_id}"
+    items = Table(title=title, expand=False)
     for col in ("#", "score", "id", "title", "lanes"):
         items.add_column(col, overflow="fold")
     for i, it in enumerate(result.items, 1):

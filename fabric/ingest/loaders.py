@@ -9,6 +9,10 @@
 - ``jsonl``: one entry per line with ``id``, ``title``, ``text`` and optional ``url``, ``published_at``,
   ``source_kind``, ``trust``; one chunk per entry.
 
+JSON lines (``jsonl`` and BEIR's ``corpus.jsonl``) are parsed by :func:`fabric.safejson.loads`: a line nested
+deeper than 64 levels, holding a lone surrogate (``"\ud800"``) or ``NaN`` is an :class:`IngestError` naming
+file, line and field, like any other malformed line.
+
 Loading reads, parses and splits (the *load* stage); :func:`finalize` then adds the years mentioned (temporal
 filters), content quality, the dedup features fusion reads from hits (SimHash of the text, URL key, title key)
 and the content hash (the *chunk* stage). :func:`finalize_all` does it for a batch, hashing every text at once.
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from fabric import safejson
 from fabric.errors import IngestError
 from fabric.ingest.chunking import chunk_markdown, extract_years, parse_date, split_frontmatter
 from fabric.ingest.model import Chunk
@@ -131,9 +136,9 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 if not line.strip():
                     continue
                 try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise IngestError(f"{path}:{n}: invalid JSON: {exc.msg}") from None
+                    row = safejson.loads(line)
+                except safejson.JSONInputError as exc:
+                    raise IngestError(f"{path}:{n}: {exc}") from None
                 if not isinstance(row, dict):
                     raise IngestError(f"{path}:{n}: expected a JSON object")
                 yield n, row

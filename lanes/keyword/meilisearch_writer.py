@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-from yarl import URL
 
 from fabric.errors import IngestError, LaneError, LaneUnavailable
 from fabric.httpclient import AllowList, HostRule, create_session, fetch, raise_for_status
@@ -168,8 +167,7 @@ class MeilisearchWriter:
         if self._ready:
             return
         if self.session is None:
-            host = URL(self.url).host or ""
-            self.session = create_session(AllowList.of([HostRule(host, private_ok=True)]))
+            self.session = create_session(AllowList.of([HostRule.from_url(self.url, private_ok=True)]))
             self._own_session = True
         created = await self.wait_task(await self._call("POST", "/indexes", {"uid": self.index, "primaryKey": "id"}))
         error = created.get("error") or {}

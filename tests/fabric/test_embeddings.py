@@ -14,8 +14,9 @@ from aiohttp import web
 import fabric.embeddings as mod
 from fabric.config import EmbeddingsConfig
 from fabric.embeddings import CachedEmbedder, EmbeddingCache, MiniLMEmbedder, OpenAIEmbedder, build_embedder, cache_key
-from fabric.errors import ConfigError, LaneRejected, LaneUnavailable
+from fabric.errors import ConfigError, LaneBadResponse, LaneRejected, LaneUnavailable
 from tests.support.embedded import BagEmbedder
+from tests.support.http import recording, redirector, serve
 
 
 class TestCache:
@@ -73,7 +74,7 @@ class TestBuildEmbedder:
 @pytest.fixture
 async def endpoint() -> AsyncIterator[tuple[str, dict[str, Any]]]:
     """A loopback OpenAI-compatible /v1/embeddings endpoint."""
-    state: dict[str, Any] = {"status": 200, "bodies": [], "auth": None}
+    state: dict[str, Any] = {"status": 200, "bodies": [], "auth": None, "first": None}
 
     async def embeddings(request: web.Request) -> web.Response:
         body = await request.json()
@@ -82,6 +83,8 @@ async def endpoint() -> AsyncIterator[tuple[str, dict[str, Any]]]:
         if state["status"] != 200:
             return web.json_response({"error": "x"}, status=state["status"])
         data = [{"index": i, "embedding": [float(len(t)), 0.0, 0.0]} for i, t in enumerate(body["input"])]
+        if state["first"] is not None:  # a test asked for another first component (NaN, inf)
+            data[0]["embedding"][0] = state["first"]
         return web.json_response({"data": list(reversed(data)), "model": body["model"]})
 
     app = web.Application()
@@ -125,6 +128,42 @@ class TestOpenAIEmbedder:
         """A closed port raises LaneUnavailable."""
         with pytest.raises(LaneUnavailable):
             OpenAIEmbedder(url="http://127.0.0.1:9", model="e", timeout_s=2).embed(["a"])
+
+
+class TestOpenAIEmbedderRedirects:
+    """The embedder goes through the guarded client: its API key never follows a redirect off its origin."""
+
+    @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+    @pytest.mark.parametrize("where", ["other_port", "metadata", "metadata_mapped"])
+    async def test_redirect_elsewhere_refused_and_key_kept(self, status: int, where: str) -> None:
+        """A 30x to another port or to the metadata address (plain or IPv4-mapped) is refused; nothing (least of
+        all the Bearer key) reaches the target."""
+        async with recording() as (target, received):
+            location = {
+                "other_port": f"http://127.0.0.1:{target.port}/v1/embeddings",
+                "metadata": "http://169.254.169.254/latest/meta-data/iam/",
+                "metadata_mapped": "http://[::ffff:169.254.169.254]/latest/meta-data/iam/",
+            }[where]
+            async with serve(redirector(location)) as origin:
+                emb = OpenAIEmbedder(url=f"http://127.0.0.1:{origin.port}/r/{status}", model="e", api_key="sk-k")
+                with pytest.raises((LaneRejected, LaneBadResponse)):
+                    await asyncio.to_thread(emb.embed, ["a"])
+        assert received == []
+
+    async def test_non_finite_vectors_are_bad_response(self, endpoint: tuple[str, dict[str, Any]]) -> None:
+        """A vector holding NaN is refused rather than normalised into NaNs."""
+        url, state = endpoint
+        emb = OpenAIEmbedder(url=url, model="e")
+        assert await asyncio.to_thread(emb.embed, [""]) == [[0.0, 0.0, 0.0]]  # zero vector: kept as is
+        for bad in (float("nan"), float("inf"), float("-inf")):
+            state["first"] = bad
+            with pytest.raises(LaneBadResponse, match="non-finite"):
+                await asyncio.to_thread(emb.embed, ["a"])
+
+    def test_bad_url_is_config_error(self) -> None:
+        """An endpoint URL the parser rejects fails at build time naming the key."""
+        with pytest.raises(ConfigError, match=r"embeddings\.url"):
+            OpenAIEmbedder(url="http://[::1", model="e")
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,9 @@ import pytest
 from aiohttp import web
 
 from fabric.config import PreflightConfig
+from fabric.httpclient import allowlist_from_lanes, create_session
 from fabric.preflight import LoopLagMonitor, Preflight, refine_rules
+from tests.support.http import recording, redirector, serve
 from tests.support.settings import quiet_logs  # noqa: F401
 
 YEAR = 2026
@@ -178,6 +180,16 @@ class TestChatEndpoint:
         assert state["body"]["model"] == "m"
         assert state["body"]["messages"][-1]["role"] == "user"
 
+    async def test_chat_answer_is_cleaned(self, chat_server: tuple[str, dict[str, Any]]) -> None:
+        """The model's answer is untrusted text: lone surrogates repaired, controls removed, length capped."""
+        url, state = chat_server
+        state["reply"] = "bad \ud800 query\x00\u202e" + "x" * 1000
+        async with aiohttp.ClientSession() as http:
+            r = await Preflight(PreflightConfig(chat_url=url), http=http).run("q", **run_kw())
+        assert r.refined_query.startswith("bad \ufffd query")
+        assert len(r.refined_query) == 500
+        r.refined_query.encode("utf-8")
+
     async def test_chat_over_budget_bypasses(self, chat_server: tuple[str, dict[str, Any]]) -> None:
         """A chat endpoint slower than the budget bypasses with budget_exceeded."""
         url, state = chat_server
@@ -219,3 +231,27 @@ class TestLoopLag:
         await asyncio.sleep(0.01)
         await mon.stop()
         assert mon.lag_ms >= 0.0
+
+
+class TestChatEndpointRedirects:
+    """The chat endpoint is called through the guarded client: its redirects cannot carry the query elsewhere."""
+
+    @pytest.mark.parametrize("status", [302, 303, 307, 308])
+    @pytest.mark.parametrize("where", ["other_port", "metadata"])
+    async def test_redirect_elsewhere_never_reaches_target(self, status: int, where: str) -> None:
+        """A 30x from the chat endpoint to another port or the metadata address is refused; nothing arrives."""
+        async with recording() as (target, received):
+            location = {
+                "other_port": f"http://127.0.0.1:{target.port}/v1/chat/completions",
+                "metadata": "http://169.254.169.254/latest/meta-data/",
+            }[where]
+            async with serve(redirector(location)) as origin:
+                chat_url = f"http://127.0.0.1:{origin.port}/r/{status}"
+                http = create_session(allowlist_from_lanes([], extra_urls=[chat_url]))
+                try:
+                    r = await Preflight(PreflightConfig(chat_url=chat_url), http=http).run("secret q", **run_kw())
+                finally:
+                    await http.close()
+        assert received == []
+        assert r.bypassed
+        assert (r.reason or "").startswith("model_unavailable")

@@ -98,6 +98,41 @@ class TestSearchEndpoint:
         assert (resp.status, "error" in await resp.json()) == (404, True)
 
 
+class TestHostileBodies:
+    """Bodies an attacker would send: each a clear 400 naming the field, never a 500 or a traceback."""
+
+    @pytest.mark.parametrize(
+        ("body", "field", "words"),
+        [
+            (b'{"query": ' + b"[" * 1000 + b"]" * 1000 + b"}", "body", "nested too deeply"),  # 2 KiB, 1,000 deep
+            (b'{"query": "x", "constraints": ' + b'{"a":' * 100 + b"1" + b"}" * 101, "constraints", "deeper than 64"),
+            (b'{"query": "bad \\ud800 query"}', "query", "lone surrogate"),
+            (b'{"query": "x", "budget_ms": NaN}', "body", "NaN"),
+            (b'{"query": "x", "\\udc00": 1}', "<key>", "lone surrogate"),
+        ],
+    )
+    async def test_refused_with_400(self, client: TestClient, body: bytes, field: str, words: str) -> None:
+        """Deep nesting, lone surrogates (values and keys) and NaN answer 400 naming the field."""
+        resp = await client.post("/v1/search", data=body, headers={"Content-Type": "application/json"})
+        text = await resp.text()
+        assert resp.status == 400, text
+        error = (await resp.json())["error"]
+        assert field in error["field"]
+        assert words in error["message"]
+        assert "Traceback" not in text
+
+    @pytest.mark.parametrize("change", [{"budget_ms": 900}, {"preflight": False}])
+    async def test_cursor_bound_to_budget_and_preflight(self, client: TestClient, change: dict[str, object]) -> None:
+        """A cursor is bound to budget_ms and preflight: toggling either between pages is refused, not shifted."""
+        first = {"query": "rrf", "budget_ms": 300, "top_k": 2, "lanes": ["keyword"], "preflight": True}
+        page = await (await client.post("/v1/search", json=first)).json()
+        assert page["next_cursor"]
+        same = await client.post("/v1/search", json={**first, "cursor": page["next_cursor"]})
+        assert same.status == 200
+        resp = await client.post("/v1/search", json={**first, **change, "cursor": page["next_cursor"]})
+        assert (resp.status, (await resp.json())["error"]["field"]) == (400, "cursor")
+
+
 class TestOpsEndpoints:
     async def test_healthz(self, client: TestClient) -> None:
         """/healthz answers ok."""
@@ -120,5 +155,16 @@ class TestOpsEndpoints:
 
 
 def test_public_api() -> None:
-    """The module exports the app factory, the engine key and the error shape."""
-    assert set(mod.__all__) == {"ENGINE_KEY", "TASKS_KEY", "create_app", "error_body"}
+    """The module exports the app factory, the app keys, the guard seam, the task factory and the error shape."""
+    assert set(mod.__all__) == {
+        "ENGINE_KEY",
+        "TASKS_KEY",
+        "GUARD_KEY",
+        "GUARDED_PREFIXES",
+        "RequestGuard",
+        "open_guard",
+        "create_app",
+        "error_body",
+        "ingest_tasks",
+        "store_runner",
+    }

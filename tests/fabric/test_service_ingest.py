@@ -199,6 +199,25 @@ class TestBadRequests:
         resp = await client.post("/v1/ingest", json={"entries": [{"id": "a", "text": "t"}, {"text": "no id"}]})
         assert (await resp.json())["error"] == {"field": "entries[1]", "message": "missing field id"}
 
+    @pytest.mark.parametrize(
+        ("body", "field"),
+        [
+            (b'{"entries": ' + b"[" * 1000 + b"]" * 1000 + b"}", "body"),  # 2 KiB nested 1,000 deep
+            (b'{"entries": [{"id": "a", "text": "bad \\ud800"}]}', "entries[0].text"),
+            (b'{"entries": [{"id": "a\\udfff", "text": "t"}]}', "entries[0].id"),
+            (b'{"entries": [{"id": "a", "text": "t"}, {"id": "b", "text": "t", "url": "\\ud800"}]}', "entries[1].url"),
+            (b'{"path": "good\\ud800.jsonl"}', "path"),
+        ],
+    )
+    async def test_hostile_body_is_400_naming_field(self, client: TestClient, body: bytes, field: str) -> None:
+        """Deep nesting and lone surrogates in text, id, url or path answer 400 naming the field; no task starts."""
+        resp = await client.post("/v1/ingest", data=body, headers={"Content-Type": "application/json"})
+        text = await resp.text()
+        assert (resp.status, (await resp.json())["error"]["field"]) == (400, field), text
+        assert "Traceback" not in text
+        assert client.app is not None
+        assert client.app[TASKS_KEY].counts()["queued"] == 0
+
     async def test_invalid_json_is_400(self, client: TestClient) -> None:
         """Malformed JSON answers 400 on field body."""
         resp = await client.post("/v1/ingest", data=b"{nope", headers={"Content-Type": "application/json"})

@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fabric.config import Settings
 from fabric.errors import QueryError
 from fabric.models import FusionMode, Mode
-from fabric.validation import parse_request
+from fabric.validation import KNOWN_KEYS, parse_request
 from tests.support.settings import make_settings
 
 
@@ -134,3 +136,25 @@ class TestFields:
     def test_non_mapping_rejected(self, settings: Settings) -> None:
         """A request must be an object."""
         assert _field(["q"], settings) == "request"  # type: ignore[arg-type]
+
+
+_ANY_TEXT = st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=30)
+_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _ANY_TEXT | st.sampled_from(["simple", "rrf", "web"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_ANY_TEXT, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+class TestFuzz:
+    @given(data=st.dictionaries(st.sampled_from([*KNOWN_KEYS, "offset", "x"]), _VALUE, max_size=6))
+    def test_any_body_is_a_request_or_a_query_error(self, data: dict[str, object]) -> None:
+        """Whatever the JSON body, validation returns a request or raises QueryError naming a field."""
+        settings = make_settings(Path("/nonexistent-home"), {"keyword": {}, "vector": {}})
+        try:
+            parse_request(data, settings)
+        except QueryError as exc:
+            failed = exc
+        else:
+            return
+        assert failed.field

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -61,3 +66,84 @@ class TestIngestCommand:
         err = capsys.readouterr().err
         assert "a.md:1: invalid JSON" in err
         assert "Traceback" not in err
+
+
+def _jsonl(path: Path, lines: list[bytes]) -> Path:
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    return path
+
+
+def _big_jsonl(path: Path, n: int = 600) -> Path:
+    rows = [json.dumps({"id": f"e{i}", "title": f"T{i}", "text": f"word{i} " * 150}).encode() for i in range(n)]
+    return _jsonl(path, rows)
+
+
+class TestHostileInput:
+    @pytest.mark.parametrize(
+        ("line", "words"),
+        [
+            (b'{"id": "a", "text": "bad \\ud800 text"}', "2: text: invalid Unicode: lone surrogate"),
+            (b'{"id": "a\\udfff", "text": "t"}', "2: id: invalid Unicode"),
+            (b'{"id": "a", "text": "t", "title": "\\udc80"}', "2: title: invalid Unicode"),
+            (b"[" * 100_000 + b"]" * 100_000, "2: nested too deeply"),
+            (b'{"id": "a", "text": "t", "m": ' + b"[" * 70 + b"]" * 70 + b"}", "nested deeper than 64 levels"),
+            (b'{"id": "a", "text": "t", "score": NaN}', "2: invalid JSON: NaN"),
+        ],
+    )
+    def test_bad_jsonl_line_exits_2_naming_line_and_field(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], line: bytes, words: str
+    ) -> None:
+        """A lone surrogate in text/id/title, a line nested 100,000 deep or NaN: exit 2, one line, no traceback."""
+        src = _jsonl(tmp_path / "in.jsonl", [b'{"id": "ok", "text": "fine"}', line])
+        assert main(["--home", str(tmp_path / "h"), "ingest", str(src), "--json"]) == 2
+        err = capsys.readouterr().err
+        assert words in err
+        assert "Traceback" not in err
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 256 KiB tmpfs (needs root: skipped otherwise; the RLIMIT_FSIZE test below runs anywhere)."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+class TestFullDisk:
+    def test_full_tmpfs_exits_1_with_one_line(
+        self, small_disk: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Ingesting 600 KB into a 256 KiB file system: SQLite's "database or disk is full" becomes one clear
+        line and exit 1, both with and without --json (the progress bars close first)."""
+        src = _big_jsonl(tmp_path / "big.jsonl")
+        for extra in (["--json"], []):
+            home = small_disk / f"h{len(extra)}"
+            assert main(["--home", str(home), "ingest", str(src), *extra]) == 1
+            err = capsys.readouterr().err
+            assert "fabric: error: ingest could not write its stores" in err
+            assert "disk is full" in err
+            assert "Traceback" not in err
+            shutil.rmtree(home)
+
+    def test_file_size_limit_exits_1_without_traceback(self, tmp_path: Path) -> None:
+        """The same through a real subprocess whose files may not grow past 256 KiB (RLIMIT_FSIZE, no root
+        needed): SQLite's write error is one clear line and exit 1."""
+
+        src = _big_jsonl(tmp_path / "big.jsonl")
+        env = {**os.environ, "FABRIC__embeddings__backend": "none", "FABRIC_CACHE_DIR": str(tmp_path / "cache")}
+        cli = [sys.executable, "-m", "fabric.cli", "--home", str(tmp_path / "h"), "ingest", str(src), "--json"]
+        # the shell sets the limit (no preexec_fn in a threaded test process) and ignores SIGXFSZ, so writes past
+        # 256 KiB fail with EFBIG as a full disk's fail with ENOSPC
+        argv = ["sh", "-c", 'trap "" XFSZ; ulimit -f 256; exec "$@"', "sh", *cli]
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+        assert done.returncode == 1, done.stderr
+        assert "fabric: error: ingest could not write its stores: OperationalError" in done.stderr
+        assert "Traceback" not in done.stderr

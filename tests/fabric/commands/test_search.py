@@ -176,3 +176,25 @@ class TestEmptyHome:
         captured = capsys.readouterr()
         assert "notice" not in json.loads(captured.out)
         assert captured.err == ""
+
+
+class TestSeed001Contract:
+    def test_weights_limit_total_and_contributions(self, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+        """--weights and --limit reach the engine; the JSON has total and per-item lane contributions."""
+        assert main([*argv, "q", "--json", "--limit", "4", "--weights", "semantic=3", "--fusion", "rrf"]) == 0
+        body = json.loads(capsys.readouterr().out)
+        assert len(body["items"]) == 4
+        assert body["total"] == 24
+        assert body["lanes"]["vector"]["weight"] == 3.0
+        first = body["items"][0]
+        assert first["id"].startswith("vector-")
+        assert first["score_semantic"] > first["score_lexical"]
+        assert sum(first["contributions"].values()) == pytest.approx(first["score_total"], abs=1e-5)
+
+    def test_bad_weights_exit_2(self, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+        assert main([*argv, "q", "--weights", "semantic=lots"]) == 2
+        err = capsys.readouterr().err
+        assert "weights.semantic" in err
+        assert "expected a number" in err
+        assert main([*argv, "q", "--limit", "3", "--top-k", "4"]) == 2
+        assert "limit" in capsys.readouterr().err

@@ -1,8 +1,21 @@
-"""``fabric serve`` argument parsing (serving itself is covered by tests/fabric/test_service.py)."""
+"""``fabric serve``: argument parsing, and one live subprocess reached over MCP (the routes themselves are covered
+by tests/fabric/test_service.py and tests/fabric/test_mcp_http.py)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
 from fabric.cli import build_parser
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 class TestServeCommand:
@@ -15,3 +28,35 @@ class TestServeCommand:
         """--host and --port are honoured."""
         args = build_parser().parse_args(["serve", "--host", "0.0.0.0", "--port", "9000"])
         assert (args.host, args.port) == ("0.0.0.0", 9000)
+
+
+async def test_live_serve_answers_mcp_over_http(tmp_path: Path) -> None:
+    """A real ``fabric serve`` subprocess (default embedded lanes) answers the SDK's streamable HTTP client at /mcp."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("FABRIC_HOME", None)
+    args = ["-m", "fabric.cli", "--home", str(tmp_path / "home"), "serve", "--port", str(port)]
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, *args, cwd=str(ROOT), env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+    )
+    try:
+        assert proc.stdout is not None
+        banner = (await proc.stdout.readline()).decode()
+        assert "MCP at /mcp" in banner, banner
+        url = f"http://127.0.0.1:{port}/mcp"
+        entries = [
+            {"id": "e-42", "title": "deployment", "text": "Use blue-green deploys for zero-downtime releases."},
+            {"id": "e-7", "title": "bread", "text": "Bread needs flour, water and salt."},
+        ]
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            ingested = await session.call_tool("ingest", {"entries": entries})
+            assert json.loads(ingested.content[0].text)["status"] == "succeeded"
+            result = await session.call_tool("query", {"topic": "deployment strategy", "limit": 1})
+        assert result.content[0].text == "Found 2 entries; showing top 1 by hybrid score."
+        assert json.loads(result.content[1].resource.text)["items"][0]["id"] == "e-42"
+    finally:
+        proc.terminate()
+        await proc.wait()

@@ -1,0 +1,169 @@
+"""The lane boundary: every hit a lane returns is made safe here, in one place, before fusion, caching or output.
+
+Lanes speak to upstreams we do not control (a web search engine, a feed, a quotes API) and to stores that hold
+whatever was ingested. A single bad field must not fail the query (a lone surrogate ``\\ud800`` in a title made
+the whole answer a 500 at the first UTF-8 encode), so :func:`sanitize_hits` repairs what can be repaired:
+
+- **invalid Unicode**: lone surrogates become U+FFFD;
+- **control characters**: C0 (except tab/newline in ``text``), DEL and C1 are removed; in one-line fields (id,
+  title, url, domain, ...) newlines and tabs become spaces, and bidirectional overrides (U+202A–U+202E,
+  U+2066–U+2069, which can disguise a URL or a title) are removed;
+- **oversized fields**: cut at :data:`LIMITS` characters (text 20,000, title 1,000, url 4,096, ...);
+- **non-finite numbers**: a NaN/inf ``quality`` becomes None, a SimHash outside 64 bits becomes None;
+- **metadata**: kept to JSON scalars, lists and mappings at most 4 deep and 64 wide, strings cleaned and cut, keys
+  made strings, non-finite floats None.
+
+A hit that cannot be repaired (no id after cleaning, a NaN or infinite score, a non-numeric score or rank) is
+dropped, and the survivors are re-ranked 1..n in their lane order. A lane whose every hit had to be dropped
+answered nothing usable: :class:`~fabric.errors.LaneBadResponse`, which the executor records as that lane's
+error (``bad_response`` penalty) instead of failing the query. The executor calls :func:`sanitize_hits` on every
+lane's answer, so what is fused, cached or served has passed here.
+
+Cost: clean hits are returned as they are (one regex search per string field; no copy).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from itertools import islice
+from typing import Any
+
+from fabric.errors import LaneBadResponse
+from fabric.models import Hit
+
+__all__ = ["LIMITS", "MAX_META_DEPTH", "MAX_META_ITEMS", "clean_line", "clean_text", "sanitize_hit", "sanitize_hits"]
+
+LIMITS: Mapping[str, int] = {
+    "id": 1024,
+    "title": 1000,
+    "text": 20_000,
+    "url": 4096,
+    "domain": 255,
+    "source_ref": 2048,
+    "doc_id": 1024,
+    "url_key": 4096,
+    "title_key": 2000,
+}
+"""Longest accepted value of each string field of :class:`~fabric.models.Hit`, in characters."""
+
+MAX_META_DEPTH = 4
+"""Deepest metadata nesting kept (deeper values become None)."""
+MAX_META_ITEMS = 64
+"""Most keys (or list items) kept per metadata level."""
+_META_STR = 2000
+
+_BAD_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+_BAD_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff\u202a-\u202e\u2066-\u2069]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_LINE_BREAKS = re.compile(r"[\t\n\r\x0b\x0c\x1c-\x1f\x85]")
+_LINE_DROP = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]")
+_TEXT_DROP = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_STR_FIELDS = ("id", "title", "url", "domain", "source_ref", "doc_id", "url_key", "title_key")
+
+
+def clean_text(value: str, limit: int) -> str:
+    """Multi-line text: lone surrogates → U+FFFD, control characters removed (tab/newline kept), cut to ``limit``."""
+    if _BAD_TEXT.search(value) is not None:
+        value = _TEXT_DROP.sub("", _SURROGATE.sub("\ufffd", value))
+    return value if len(value) <= limit else value[:limit]
+
+
+def clean_line(value: str, limit: int) -> str:
+    """One-line field: as :func:`clean_text`, and line breaks → spaces, bidirectional overrides removed."""
+    if value.isprintable():  # C-speed fast path: no controls, no surrogates, no format characters
+        return value if len(value) <= limit else value[:limit]
+    if _BAD_LINE.search(value) is not None:
+        value = _LINE_DROP.sub("", _LINE_BREAKS.sub(" ", _SURROGATE.sub("\ufffd", value)))
+    return value if len(value) <= limit else value[:limit]
+
+
+def _meta_value(value: Any, depth: int) -> Any:
+    if value is None or isinstance(value, bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return clean_text(value, _META_STR)
+    if depth >= MAX_META_DEPTH:
+        return None
+    if isinstance(value, Mapping):
+        return {clean_line(str(k), 200): _meta_value(v, depth + 1) for k, v in islice(value.items(), MAX_META_ITEMS)}
+    if isinstance(value, list | tuple):
+        return [_meta_value(v, depth + 1) for v in islice(value, MAX_META_ITEMS)]
+    return clean_text(str(value), _META_STR)
+
+
+def _scalar_clean(v: Any) -> bool:
+    if isinstance(v, str):
+        return len(v) <= _META_STR and _BAD_TEXT.search(v) is None
+    if isinstance(v, float):
+        return math.isfinite(v)
+    return v is None or isinstance(v, bool | int)
+
+
+def _meta_clean(meta: Mapping[str, Any]) -> bool:
+    """True when ``meta`` is small, shallow and clean (the common case: nothing to copy)."""
+    if len(meta) > MAX_META_ITEMS:
+        return False
+    for k, v in meta.items():
+        if not isinstance(k, str) or len(k) > 200 or _BAD_LINE.search(k) is not None:
+            return False
+        if isinstance(v, list | tuple):
+            if len(v) > MAX_META_ITEMS or not all(_scalar_clean(x) for x in v):
+                return False
+        elif not _scalar_clean(v):
+            return False
+    return True
+
+
+def sanitize_hit(hit: Hit) -> Hit | None:
+    """The repaired hit (``hit`` itself when already clean), or None when it cannot be used."""
+    if not isinstance(hit.score, int | float) or not math.isfinite(hit.score) or not isinstance(hit.rank, int):
+        return None
+    changes: dict[str, Any] = {}
+    for name in _STR_FIELDS:
+        value = getattr(hit, name)
+        if value is None:
+            continue
+        fixed = clean_line(value if isinstance(value, str) else str(value), LIMITS[name])
+        if fixed is not value:
+            changes[name] = fixed
+    text = hit.text if isinstance(hit.text, str) else str(hit.text)
+    fixed_text = clean_text(text, LIMITS["text"])
+    if fixed_text is not hit.text:
+        changes["text"] = fixed_text
+    if hit.quality is not None and not (isinstance(hit.quality, int | float) and math.isfinite(hit.quality)):
+        changes["quality"] = None
+    if hit.simhash is not None and not (isinstance(hit.simhash, int) and 0 <= hit.simhash < 1 << 64):
+        changes["simhash"] = None
+    if hit.metadata and not _meta_clean(hit.metadata):
+        changes["metadata"] = _meta_value(dict(hit.metadata), 0)
+    if not changes.get("id", hit.id).strip():
+        return None
+    return replace(hit, **changes) if changes else hit
+
+
+def sanitize_hits(hits: Sequence[Hit], *, lane: str = "", provider: str = "") -> list[Hit]:
+    """Repair every hit; drop the unusable ones and re-rank the rest 1..n in lane order.
+
+    Raises:
+        LaneBadResponse: the lane returned hits and none of them could be used (or not a list of hits).
+    """
+    if not isinstance(hits, list | tuple):
+        raise LaneBadResponse(f"lane answered {type(hits).__name__}, not a list of hits", lane=lane, provider=provider)
+    out: list[Hit] = []
+    dropped = 0
+    for hit in hits:
+        fixed = sanitize_hit(hit) if isinstance(hit, Hit) else None
+        if fixed is None:
+            dropped += 1
+            continue
+        out.append(fixed)
+    if hits and not out:
+        raise LaneBadResponse(f"none of {len(hits)} hits was usable", lane=lane, provider=provider)
+    if dropped:
+        out = [h if h.rank == i else replace(h, rank=i) for i, h in enumerate(out, start=1)]
+    return out

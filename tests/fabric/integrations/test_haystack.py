@@ -1,0 +1,66 @@
+"""The Haystack component against haystack-ai (pinned): in a Pipeline (run and run_async), in-process and remote."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from haystack import Document, Pipeline
+
+from fabric.integrations.haystack import FabricRetriever
+from fabric.integrations.source import FabricSource
+from tests.support.ingested import QUERIES, engine, engine_ids
+
+
+def test_pipeline_in_process_matches_engine(fabric_home: Path) -> None:
+    """A Pipeline running the component (run) returns the engine's ids in order, scored by score_total."""
+    expected = asyncio.run(engine_ids(fabric_home))
+    retriever = FabricRetriever(FabricSource(engine=engine(fabric_home)), top_k=4)
+    pipeline = Pipeline()
+    pipeline.add_component("retriever", retriever)
+    try:
+        got = [[d.id for d in pipeline.run({"retriever": {"query": q}})["retriever"]["documents"]] for q in QUERIES]
+        docs = retriever.run("deployment strategy", top_k=2)["documents"]
+    finally:
+        retriever.source.close()
+    assert got == expected
+    assert len(docs) == 2
+    assert isinstance(docs[0], Document)
+    assert docs[0].content == "Use blue-green deploys for zero-downtime releases."
+    assert docs[0].score == docs[0].meta["score_total"]
+    assert set(docs[0].meta["lane_status"]) == {"keyword", "vector", "graph"}
+
+
+async def test_async_pipeline_in_process(fabric_home: Path) -> None:
+    """Pipeline.run_async calls the component's run_async on the caller's loop, over an engine the caller opened."""
+    expected = await engine_ids(fabric_home)
+    async with engine(fabric_home) as eng:
+        pipeline = Pipeline()
+        pipeline.add_component("retriever", FabricRetriever.from_engine(eng, top_k=4))
+        got = []
+        for q in QUERIES:
+            out = await pipeline.run_async({"retriever": {"query": q}})
+            got.append([d.id for d in out["retriever"]["documents"]])
+    assert got == expected
+
+
+def test_run_remote(service_url: str, fabric_home: Path) -> None:
+    expected = asyncio.run(engine_ids(fabric_home))
+    retriever = FabricRetriever.from_url(service_url, top_k=4)
+    try:
+        got = [[d.id for d in retriever.run(q)["documents"]] for q in QUERIES]
+    finally:
+        retriever.source.close()
+    assert got == expected
+
+
+async def test_run_async_remote(service_url: str, fabric_home: Path) -> None:
+    expected = await engine_ids(fabric_home)
+    retriever = FabricRetriever.from_url(service_url, top_k=4)
+    try:
+        got = [[d.id for d in (await retriever.run_async(q))["documents"]] for q in QUERIES]
+        weighted = (await retriever.run_async("flour and water", weights={"semantic": 0.0}))["documents"]
+    finally:
+        await retriever.source.aclose()
+    assert got == expected
+    assert all(d.meta["score_semantic"] == 0.0 for d in weighted)
