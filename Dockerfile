@@ -17,7 +17,8 @@ COPY fusion ./fusion
 RUN pip install ".[embeddings]"
 WORKDIR /app
 COPY config ./config
-RUN rm -rf /src && useradd --system --home /data fabric && mkdir -p /data && chown fabric /data
+RUN rm -rf /src && useradd --system --home /data fabric && mkdir -p /data /run/fabric-keys \
+  && chown fabric /data /run/fabric-keys
 
 USER fabric
 VOLUME ["/data"]

@@ -5,5 +5,5 @@ wall-clock assertions in tests.
 
 __all__ = ["BENCHES"]
 
-BENCHES = ("budget", "fusion", "load", "adapters", "ingest_http", "instructions", "mcp")
+BENCHES = ("budget", "fusion", "load", "adapters", "ingest_http", "instructions", "mcp", "tenants")
 """Benchmark module names under :mod:`bench`."""

@@ -6,7 +6,7 @@ status, headers and body chunks out, streamed as the SDK sends them (JSON or SSE
 (every POST is self-contained, so any replica can answer it) with JSON responses.
 
 The route is an ordinary aiohttp route: the service's middlewares (its error handler and its request guard,
-:data:`fabric.service.GUARD_KEY`, where API keys plug in) run before the SDK sees the request. The SDK's own DNS
+:mod:`fabric.auth`: API keys, roles, per-tenant limits) run before the SDK sees the request. The SDK's own DNS
 rebinding protection is on when the service binds a loopback address.
 """
 

@@ -4,12 +4,20 @@ The seed's monitoring table is computable from them (:meth:`EngineMetrics.summar
 
 - lane success rate = ``fabric_lane_outcomes_total{status="success"}`` / all lane outcomes;
 - deduplication rate = ``fabric_dedup_removed_total`` / ``fabric_dedup_candidates_total``;
-- response time = ``fabric_query_latency_seconds`` (histogram: mean, buckets for quantiles).
+- response time = ``fabric_query_latency_seconds`` (histogram: mean, buckets for quantiles);
+- fusion-quality proxy = ``fabric_lane_agreement`` (histogram, per query with two or more lanes returning hits):
+  the mean over lane pairs of the overlap of their top 10 ids, ``|A ∩ B| / min(10, |A|, |B|)``;
+- empty-answer rate = ``fabric_empty_answers_total`` / ``fabric_queries_total`` (no lane returned a hit);
+- citation support rate = ``fabric_citation_sentences_total{supported="true"}`` / all aligned sentences (fed by
+  :meth:`EngineMetrics.observe_citations` wherever citations are aligned for a client).
+
+``deploy/prometheus/alerts.yml`` alerts on these series.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import combinations
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -18,7 +26,10 @@ from fabric.models import LaneOutcome
 
 __all__ = ["EngineMetrics"]
 
-_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
+_AGREEMENT_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+_TOP = 10
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
+"""Seconds; 0.3 (seed 001: p95 < 300 ms) and 3.0 (seed 003: response time > 3 s) are bucket bounds."""
 
 
 class EngineMetrics:
@@ -50,6 +61,14 @@ class EngineMetrics:
         self._latency_children: dict[str, Any] = {}
         self._provider_children: dict[str, tuple[Any, Any, Any]] = {}
         self._provider_values: dict[str, tuple[float, float, float]] = {}
+        self.agreement = Histogram(
+            "fabric_lane_agreement", "Top-10 overlap between lanes (fusion-quality proxy)",
+            buckets=_AGREEMENT_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.empty = Counter("fabric_empty_answers", "Queries where no lane returned a hit", registry=r)
+        self.citations = Counter(
+            "fabric_citation_sentences", "Answer sentences aligned with passages", ["supported"], registry=r
+        )
         self.abandoned_running = Gauge(
             "fabric_abandoned_tasks_running", "Abandoned lane calls still running", registry=r
         )
@@ -66,6 +85,26 @@ class EngineMetrics:
             if hist is None:
                 hist = self._latency_children[name] = self.lane_latency.labels(name)
             hist.observe(out.latency_ms / 1000.0)
+
+        self._observe_agreement(outcomes)
+
+    def _observe_agreement(self, outcomes: Mapping[str, LaneOutcome]) -> None:
+        """Empty answers and the lanes' top-10 agreement of one query."""
+        tops = [{h.id for h in out.hits[:_TOP]} for out in outcomes.values() if out.hits]
+        if not tops:
+            self.empty.inc()
+            return
+        if len(tops) < 2:
+            return
+        pairs = [len(a & b) / min(_TOP, len(a), len(b)) for a, b in combinations(tops, 2)]
+        self.agreement.observe(sum(pairs) / len(pairs))
+
+    def observe_citations(self, *, supported: int, total: int) -> None:
+        """Count aligned answer sentences: ``supported`` of ``total`` had at least one citing passage."""
+        if not 0 <= supported <= total:
+            raise ValueError(f"expected 0 <= supported <= total, got {supported} of {total}")
+        self.citations.labels("true").inc(supported)
+        self.citations.labels("false").inc(total - supported)
 
     def set_provider(self, provider: str, *, suspended: bool, health: Mapping[str, Any]) -> None:
         """Export one provider's state: the suspended gauge, penalty factor and failure rate (runs per lane per
@@ -122,7 +161,13 @@ class EngineMetrics:
             else None,
             "partial_share": round(self._value("fabric_partial_answers_total") / queries, 4) if queries else None,
             "abandoned_tasks": int(self._value("fabric_abandoned_tasks_total")),
+            "empty_answer_rate": round(self._value("fabric_empty_answers_total") / queries, 4) if queries else None,
+            "lane_agreement_mean": self._mean("fabric_lane_agreement"),
         }
+
+    def _mean(self, histogram: str) -> float | None:
+        count = self._value(f"{histogram}_count")
+        return round(self._value(f"{histogram}_sum") / count, 4) if count else None
 
     def exposition(self) -> bytes:
         """The Prometheus text exposition of this engine's registry."""

@@ -22,10 +22,10 @@ Routes:
 ``/mcp``
     The MCP server (:mod:`fabric.mcp_server`) over the streamable HTTP transport (:mod:`fabric.mcp_http`).
 
-Request guard: every ``/v1/*`` and ``/mcp`` request first passes the app's guard (:data:`GUARD_KEY`, an async
-callable returning None to let the request through or a response to answer instead). There are no API keys
-yet: the default guard lets everything through; the API-key check plugs in there (``create_app(guard=...)``)
-and covers the HTTP API and MCP alike.
+Every route but ``/healthz`` and ``/readyz`` needs ``Authorization: Bearer <key>`` once keys exist and is
+limited per tenant (:mod:`fabric.auth`, :mod:`fabric.limits`): ``401``/``403``/``429`` in the same error shape.
+Entries claiming ``trust: trusted`` or ``source_kind: operator``, and path submissions, need an admin key
+(``403`` naming the field); an id another source holds answers ``409`` with ``conflicts`` (id → source).
 
 The engine is opened on start-up and closed on clean-up. Bodies are capped per route: ``max_body_bytes`` for
 search, ``ingest.max_body_bytes`` for ingestion; a larger body answers ``413``.
@@ -45,27 +45,19 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from fabric import safejson
+from fabric.auth import Guard, install_guard, principal
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError
 from fabric.ingest.pipeline import IngestReport, Progress, ingest
-from fabric.ingest.submission import SubmitError, parse_submission, resolve_root
+from fabric.ingest.submission import SubmitError, check_operator_fields, parse_submission, resolve_root
 from fabric.ingest.tasks import IngestTasks, TaskStatus
 from fabric.ingest.writers import build_writers
+from fabric.keys import KeyStore, Role
+from fabric.limits import LimitConfig, TenantLimits, TenantMetrics
 from fabric.serverlimits import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
 from fabric.validation import parse_request
 
-__all__ = [
-    "ENGINE_KEY",
-    "GUARDED_PREFIXES",
-    "GUARD_KEY",
-    "TASKS_KEY",
-    "RequestGuard",
-    "create_app",
-    "error_body",
-    "ingest_tasks",
-    "open_guard",
-    "store_runner",
-]
+__all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "default_guard", "error_body", "ingest_tasks", "store_runner"]
 
 log = structlog.get_logger(__name__)
 
@@ -75,21 +67,6 @@ ENGINE_KEY = web.AppKey("engine", Engine)
 TASKS_KEY = web.AppKey("ingest_tasks", IngestTasks)
 """Where the app keeps its ingestion tasks."""
 _SEARCH_LIMIT_KEY = web.AppKey("search_max_body_bytes", int)
-
-RequestGuard = Callable[[web.Request], Awaitable[web.StreamResponse | None]]
-"""Decides whether a request may proceed: None lets it through, a response is answered instead."""
-
-GUARD_KEY: web.AppKey[RequestGuard] = web.AppKey("request_guard")
-"""Where the app keeps its request guard."""
-
-GUARDED_PREFIXES = ("/v1/", "/mcp")
-"""Paths behind the guard (health, readiness and metrics stay open to probes)."""
-
-
-async def open_guard(_request: web.Request) -> web.StreamResponse | None:
-    """The default guard: no API keys are configured, every request proceeds."""
-    return None
-
 
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _MAX_KEY_CHARS = 255
@@ -113,17 +90,6 @@ async def _errors(request: web.Request, handler: _Handler) -> web.StreamResponse
     except Exception as exc:  # the API edge: log the traceback, answer a clean 500
         log.exception("request_failed", path=request.path, error=type(exc).__name__)
         return web.json_response(error_body(None, "internal error"), status=500)
-
-
-@web.middleware
-async def _guarded(request: web.Request, handler: _Handler) -> web.StreamResponse:
-    """Run the app's guard before any guarded route (the seam for API keys)."""
-    if request.path.startswith(GUARDED_PREFIXES):
-        guard: RequestGuard = request.app[GUARD_KEY]
-        refused = await guard(request)
-        if refused is not None:
-            return refused
-    return await handler(request)
 
 
 class _BodyError(Exception):
@@ -201,6 +167,7 @@ async def _ingest(request: web.Request) -> web.Response:
     try:
         key = _idempotency_key(request)
         sub = await asyncio.to_thread(parse_submission, data, config, tasks.root)
+        check_operator_fields(sub, allowed=principal(request).role >= Role.ADMIN)
         inline = sub.kind == "entries" and not sub.force_async and sub.count <= config.sync_max_entries and tasks.idle
         task, created = await tasks.submit(sub, key=key)
     except SubmitError as exc:
@@ -211,7 +178,8 @@ async def _ingest(request: web.Request) -> web.Response:
     if task.status is TaskStatus.SUCCEEDED and (inline or not created):
         return web.json_response(body)
     if task.status is TaskStatus.FAILED and inline:
-        return web.json_response(error_body(None, task.error or "ingestion failed", task=body), status=500)
+        status, field = (409, "entries") if task.conflicts else (500, None)
+        return web.json_response(error_body(field, task.error or "ingestion failed", task=body), status=status)
     return web.json_response(body, status=202, headers={"Location": body["status_url"]})
 
 
@@ -265,6 +233,13 @@ def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Await
     return run
 
 
+def default_guard(engine: Engine, limits: LimitConfig | None = None) -> Guard:
+    """The guard of the engine's home: keys from ``<home>/keys.sqlite``, per-tenant limits and metrics."""
+    return Guard(
+        KeyStore(engine.settings.home), TenantLimits(limits or LimitConfig()), TenantMetrics(engine.metrics.registry)
+    )
+
+
 def ingest_tasks(engine: Engine) -> IngestTasks:
     """The ingestion task queue writing into the engine's stores (not started).
 
@@ -285,7 +260,7 @@ def create_app(
     engine: Engine,
     *,
     max_body_bytes: int = 64 * 1024,
-    guard: RequestGuard = open_guard,
+    guard: Guard | None = None,
     mcp: bool = True,
     host: str = "127.0.0.1",
 ) -> web.Application:
@@ -294,7 +269,8 @@ def create_app(
     Args:
         engine: the engine to serve (opened at start-up).
         max_body_bytes: body cap of ``POST /v1/search``.
-        guard: the request guard of ``/v1/*`` and ``/mcp`` (see the module docstring).
+        guard: the request guard (API keys, roles, per-tenant limits: :mod:`fabric.auth`) of every route but the
+            probes, ``/mcp`` included; default :func:`default_guard` (the keys of the engine's home).
         mcp: whether to mount the MCP streamable HTTP transport at ``/mcp``.
         host: the address the service binds (the MCP transport's DNS rebinding protection is on for loopback).
 
@@ -303,13 +279,13 @@ def create_app(
     """
     ingest_cfg = engine.settings.ingest
     app = web.Application(
-        middlewares=[_errors, request_marks, _guarded], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes)
+        middlewares=[_errors, request_marks], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes)
     )
     app[ENGINE_KEY] = engine
     app[_SEARCH_LIMIT_KEY] = max_body_bytes
-    app[GUARD_KEY] = guard
     tasks = ingest_tasks(engine)
     app[TASKS_KEY] = tasks
+    install_guard(app, guard or default_guard(engine))
 
     async def on_startup(_app: web.Application) -> None:
         await engine.open()

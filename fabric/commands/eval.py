@@ -27,10 +27,16 @@ __all__ = ["add_common_arguments", "execute", "load_cli_settings", "register", "
 DEFAULT_OUT = Path("evals/artifacts/retrieval.json")
 
 
-def add_common_arguments(parser: argparse.ArgumentParser, *, default_split: str) -> None:
-    """Arguments ``eval`` and ``tune`` share: dataset, split, corpus, lanes, fusion, mode, limit."""
-    parser.add_argument("dataset", type=Path, metavar="DATASET_DIR", help="BEIR folder (queries.jsonl, qrels/)")
-    parser.add_argument("--split", default=default_split, help=f"qrels split (default {default_split})")
+def add_common_arguments(parser: argparse.ArgumentParser, *, default_split: str, many: bool = False) -> None:
+    """Arguments ``eval`` and ``tune`` share: dataset, split, corpus, lanes, fusion, mode, limit.
+
+    With ``many`` the dataset is repeatable and ``--split`` takes one split for all or one per dataset.
+    """
+    n = "+" if many else None
+    folder_help = "BEIR folder (queries.jsonl, qrels/)" + (", repeatable" if many else "")
+    parser.add_argument("dataset", type=Path, nargs=n, metavar="DATASET_DIR", help=folder_help)
+    split_help = "qrels split, one for all or one per dataset" if many else "qrels split"
+    parser.add_argument("--split", nargs=n, default=default_split, help=f"{split_help} (default {default_split})")
     parser.add_argument("--corpus", type=Path, help="corpus file or Markdown folder overriding the dataset's")
     parser.add_argument("--lanes", nargs="+", help="lanes to evaluate (default: enabled keyword/vector/graph lanes)")
     parser.add_argument("--fusion", choices=[m.value for m in FusionMode], help="fusion mode override")

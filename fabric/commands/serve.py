@@ -1,11 +1,20 @@
-"""``fabric serve [--host 127.0.0.1] [--port 8080]``: the HTTP API (:mod:`fabric.service`) over the engine."""
+"""``fabric serve [--host 127.0.0.1] [--port 8080] [--insecure] [--rate R --burst B --max-concurrent N]``.
+
+The HTTP API (:mod:`fabric.service`) over the engine. With no API key in the home (``fabric keys create``) the
+service is open, as the single tenant ``default``; it then refuses to listen on anything but a loopback address
+unless started with ``--insecure``. Limits apply per tenant (:mod:`fabric.limits`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import sys
 from typing import Any
 
-__all__ = ["register", "run"]
+from fabric.errors import ConfigError
+
+__all__ = ["check_bind", "is_loopback", "register", "run"]
 
 
 def register(sub: Any) -> None:
@@ -21,7 +30,37 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--header-timeout-s", type=float, default=10.0, help="request head deadline (default 10 s)")
     p.add_argument("--body-timeout-s", type=float, default=30.0, help="request body deadline (default 30 s)")
+    p.add_argument(
+        "--insecure", action="store_true", help="allow a non-loopback address without any API key (open to all)"
+    )
+    p.add_argument("--rate", type=float, default=100.0, help="requests per second per tenant (default 100)")
+    p.add_argument("--burst", type=int, default=200, help="token bucket size per tenant (default 200)")
+    p.add_argument("--max-concurrent", type=int, default=32, help="requests in flight per tenant (default 32)")
     p.set_defaults(func=run)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only the loopback interface (``localhost``, 127.0.0.0/8, ``::1``)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name or "" (every interface): not provably loopback
+
+
+def check_bind(host: str, active_keys: int, *, insecure: bool) -> None:
+    """Refuse to serve without keys on a non-loopback address unless ``insecure``.
+
+    Raises:
+        ConfigError: no key exists, ``host`` is not loopback and ``insecure`` is not set.
+    """
+    if active_keys or is_loopback(host) or insecure:
+        return
+    raise ConfigError(
+        f"refusing to listen on {host!r} with no API key: anyone reaching the port could search and ingest. "
+        "Create one with `fabric keys create --tenant NAME --role admin`, bind 127.0.0.1, or pass --insecure"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -30,18 +69,29 @@ def run(args: argparse.Namespace) -> int:
 
     from fabric.commands.search import load_cli_settings
     from fabric.engine import Engine
+    from fabric.keys import KeyStore
+    from fabric.limits import LimitConfig
     from fabric.logs import configure_logging
     from fabric.serverlimits import ServerLimits, serve_app
-    from fabric.service import create_app
+    from fabric.service import create_app, default_guard
 
     configure_logging(level="DEBUG" if getattr(args, "verbose", False) else "INFO")
     settings = load_cli_settings(args)
+    keys = KeyStore(settings.home).active_count()
+    check_bind(args.host, keys, insecure=args.insecure)
+    try:
+        tenant_limits = LimitConfig(rate=args.rate, burst=args.burst, concurrency=args.max_concurrent)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if not keys:
+        where = "every interface (--insecure)" if not is_loopback(args.host) else "loopback"
+        print(f"fabric: no API key configured: open to any client on {where}, as tenant 'default'", file=sys.stderr)
     banner = (
         f"fabric: serving on http://{args.host}:{args.port} "
         "(POST /v1/search, POST /v1/ingest, GET /v1/ingest/<id>, MCP at /mcp, /healthz, /readyz, /metrics)"
     )
     engine = Engine(settings)
-    app = create_app(engine, host=args.host)
+    app = create_app(engine, guard=default_guard(engine, tenant_limits), host=args.host)
     limits = ServerLimits(
         header_timeout_s=args.header_timeout_s, body_timeout_s=args.body_timeout_s, max_connections=args.max_connections
     )

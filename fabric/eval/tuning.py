@@ -1,5 +1,9 @@
 """Offline fusion tuning: fit lane weights, the RRF k and the fusion mode on cached per-lane rankings.
 
+Several datasets can be fitted at once (:class:`TuneSet`): a configuration's objective is then the worst (or
+the mean) over the datasets of its nDCG@10 gain over a reference, plain RRF k = 60 with equal weights, so a
+choice that helps one collection by hurting another scores by the one it hurts.
+
 Each lane's hits are fetched once per query (the fused pass keeps them); every candidate configuration is then
 fused offline with the project's own pure functions (:func:`fusion.rrf.fuse_rrf`, :mod:`fusion.score`) and
 scored by nDCG@10, so hundreds of configurations cost seconds. Offline fusion ranks by the fusion score alone
@@ -23,9 +27,12 @@ from fusion.score import NORMALISERS, fuse_scores
 __all__ = [
     "K_GRID",
     "MODES",
+    "OBJECTIVES",
+    "REFERENCE",
     "WEIGHT_GRID",
     "FusionChoice",
     "TuneReport",
+    "TuneSet",
     "fuse_offline",
     "score_choice",
     "split_queries",
@@ -39,6 +46,8 @@ K_GRID = (10, 20, 40, 60, 100)
 """RRF constants searched (rrf mode only)."""
 WEIGHT_GRID = (0.0, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0)
 """Lane weights searched, one lane at a time (coordinate ascent)."""
+OBJECTIVES = ("worst", "mean")
+"""How per-dataset gains combine into one objective."""
 
 Rankings = Mapping[str, Mapping[str, Sequence[LaneHit]]]
 """Query id → lane → hits, best first."""
@@ -51,39 +60,59 @@ class FusionChoice:
     mode: str = "rrf"
     k: int = 60
     weights: Mapping[str, float] = field(default_factory=dict)
+    combmnz: bool = False
+    """Score modes: multiply by the number of lanes that returned the item."""
 
     def to_dict(self) -> dict[str, object]:
         """JSON shape."""
-        return {"mode": self.mode, "rrf_k": self.k, "weights": dict(self.weights)}
+        return {"mode": self.mode, "rrf_k": self.k, "combmnz": self.combmnz, "weights": dict(self.weights)}
+
+
+REFERENCE = FusionChoice(mode="rrf", k=60)
+"""What gains are measured against: plain RRF, k = 60, every lane weight 1."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TuneSet:
+    """One dataset's cached lane rankings and judgements."""
+
+    name: str
+    rankings: Mapping[str, Mapping[str, Sequence[LaneHit]]]
+    """Query id → lane → hits, best first."""
+    qrels: Mapping[str, Mapping[str, int]]
+    query_ids: Sequence[str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TuneReport:
-    """Default vs chosen configuration on the fit and held-out halves."""
+    """Default, reference and chosen configuration on each dataset's fit and held-out halves."""
 
     default: FusionChoice
     best: FusionChoice
-    scores: Mapping[str, Mapping[str, float]]
-    """``default`` / ``best`` → ``fit`` / ``heldout`` / ``all`` → nDCG@10."""
+    objective: str
+    scores: Mapping[str, Mapping[str, Mapping[str, float]]]
+    """Dataset → ``default`` / ``best`` / ``reference`` → ``fit`` / ``heldout`` / ``all`` → nDCG@10."""
     by_mode: Mapping[str, Mapping[str, object]]
-    """Best configuration found per mode → its nDCG@10 (fit and held-out)."""
-    untuned: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
-    """Each mode with equal weights and k = 60 → nDCG@10 (fit, held-out, all): the modes compared as shipped."""
-    fit_queries: int
-    heldout_queries: int
+    """Best configuration found per mode → its config and per-dataset nDCG@10 (fit, held-out, all)."""
+    untuned: Mapping[str, Mapping[str, Mapping[str, float]]] = field(default_factory=dict)
+    """Each mode with equal weights and k = 60 → dataset → nDCG@10 (fit, held-out, all)."""
+    fit_queries: Mapping[str, int]
+    heldout_queries: Mapping[str, int]
     evaluated: int
     """Configurations scored."""
 
     def to_dict(self) -> dict[str, object]:
         """JSON shape of the report."""
         return {
+            "objective": self.objective,
+            "reference": REFERENCE.to_dict(),
             "default": self.default.to_dict(),
             "best": self.best.to_dict(),
-            "ndcg_at_10": {k: dict(v) for k, v in self.scores.items()},
+            "ndcg_at_10": {name: {c: dict(v) for c, v in per.items()} for name, per in self.scores.items()},
             "by_mode": {k: dict(v) for k, v in self.by_mode.items()},
-            "untuned": {k: dict(v) for k, v in self.untuned.items()},
-            "fit_queries": self.fit_queries,
-            "heldout_queries": self.heldout_queries,
+            "untuned": {k: {n: dict(v) for n, v in per.items()} for k, per in self.untuned.items()},
+            "fit_queries": dict(self.fit_queries),
+            "heldout_queries": dict(self.heldout_queries),
             "configurations_evaluated": self.evaluated,
         }
 
@@ -134,7 +163,8 @@ def fuse_offline(
             norm = _normalised(lanes, choice.mode)
             if cache is not None:
                 cache[key] = norm
-        scores = {hit_id: fuse_scores(parts, weights) for hit_id, parts in norm.items()}
+        mnz = choice.combmnz
+        scores = {hit_id: fuse_scores(parts, weights, combmnz=mnz) for hit_id, parts in norm.items()}
     order = sorted(scores, key=lambda i: (-scores[i], i))
     return dedupe([doc_of[i] for i in order])
 
@@ -158,89 +188,110 @@ def score_choice(
     return total / len(query_ids)
 
 
+def _candidates(best: FusionChoice, lanes: Sequence[str]) -> list[FusionChoice]:
+    """One coordinate-ascent sweep's candidates around ``best``: k (rrf), CombMNZ (score modes), each weight."""
+    out: list[FusionChoice] = []
+    if best.mode == "rrf":
+        out += [replace(best, k=k) for k in K_GRID]
+    else:
+        out.append(replace(best, combmnz=not best.combmnz))
+    for lane in lanes:
+        out += [replace(best, weights={**best.weights, lane: w}) for w in WEIGHT_GRID]
+    return [c for c in out if any(v > 0 for v in c.weights.values())]
+
+
 def tune(
-    rankings: Rankings,
-    qrels: Mapping[str, Mapping[str, int]],
-    query_ids: Sequence[str],
+    sets: Sequence[TuneSet],
     default: FusionChoice,
     *,
     modes: Sequence[str] = MODES,
     rounds: int = 2,
+    objective: str = "worst",
 ) -> TuneReport:
-    """Search modes, k and lane weights on the fit half; report default and best on both halves.
+    """Search modes, k, CombMNZ and lane weights on the fit halves; report every configuration on both halves.
 
     Args:
-        rankings: per-query lane hits (from the fused pass).
-        qrels: judgements.
-        query_ids: judged queries to use.
-        default: the configured fusion (the reference).
+        sets: per-dataset lane hits (from the fused pass) and judgements.
+        default: the configured fusion.
         modes: fusion modes to search.
-        rounds: coordinate-ascent sweeps over the lanes.
+        rounds: coordinate-ascent sweeps.
+        objective: ``worst`` (the smallest) or ``mean`` of the per-dataset fit-half gains over :data:`REFERENCE`.
     """
-    fit, held = split_queries(query_ids)
-    lanes = sorted({lane for per in rankings.values() for lane in per})
-    evaluated = 0
-    cache: dict[tuple[str, int, tuple[float, ...]], float] = {}
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {objective!r}")
+    halves = {ts.name: split_queries(ts.query_ids) for ts in sets}
+    lanes = sorted({lane for ts in sets for per in ts.rankings.values() for lane in per})
     norm_cache: dict[tuple[int, str], dict[str, dict[str, float]]] = {}
+    cache: dict[tuple[object, ...], float] = {}
 
-    def objective(c: FusionChoice) -> float:
-        nonlocal evaluated
-        key = (c.mode, c.k, tuple(c.weights.get(lane, 1.0) for lane in lanes))
+    def fit_score(c: FusionChoice, ts: TuneSet) -> float:
+        return score_choice(ts.rankings, ts.qrels, halves[ts.name][0], c, cache=norm_cache)
+
+    reference = replace(REFERENCE, weights=dict.fromkeys(lanes, 1.0))
+    base = {ts.name: fit_score(reference, ts) for ts in sets}
+
+    def value(c: FusionChoice) -> float:
+        key = (c.mode, c.k, c.combmnz, tuple(c.weights.get(lane, 1.0) for lane in lanes))
         if key not in cache:
-            evaluated += 1
-            cache[key] = score_choice(rankings, qrels, fit, c, cache=norm_cache)
+            gains = [fit_score(c, ts) - base[ts.name] for ts in sets]
+            cache[key] = min(gains) if objective == "worst" else sum(gains) / len(gains)
         return cache[key]
 
     best_per_mode: dict[str, tuple[float, FusionChoice]] = {}
     for mode in modes:
-        start = FusionChoice(mode=mode, k=default.k, weights=dict.fromkeys(lanes, 1.0))
-        best, best_s = start, objective(start)
+        best = FusionChoice(mode=mode, k=default.k, weights=dict.fromkeys(lanes, 1.0))
+        best_v = value(best)
         for _ in range(rounds):
-            if mode == "rrf":
-                for k in K_GRID:
-                    cand = replace(best, k=k)
-                    if (s := objective(cand)) > best_s:
-                        best, best_s = cand, s
-            for lane in lanes:
-                for w in WEIGHT_GRID:
-                    cand = replace(best, weights={**best.weights, lane: w})
-                    if any(v > 0 for v in cand.weights.values()) and (s := objective(cand)) > best_s:
-                        best, best_s = cand, s
-        best_per_mode[mode] = (best_s, best)
-    best_s, best = max(best_per_mode.values(), key=lambda t: t[0])
+            for cand in _candidates(best, lanes):
+                if (v := value(cand)) > best_v:
+                    best, best_v = cand, v
+        best_per_mode[mode] = (best_v, best)
+    chosen = max(best_per_mode.values(), key=lambda t: t[0])[1]
     default = replace(default, weights={lane: default.weights.get(lane, 1.0) for lane in lanes})
 
-    def both(c: FusionChoice) -> dict[str, float]:
-        return {
-            "fit": round(score_choice(rankings, qrels, fit, c, cache=norm_cache), 6),
-            "heldout": round(score_choice(rankings, qrels, held, c, cache=norm_cache), 6),
-            "all": round(score_choice(rankings, qrels, list(query_ids), c, cache=norm_cache), 6),
-        }
+    def both(c: FusionChoice) -> dict[str, dict[str, float]]:
+        out = {}
+        for ts in sets:
+            fit, held = halves[ts.name]
+            out[ts.name] = {
+                split: round(score_choice(ts.rankings, ts.qrels, ids, c, cache=norm_cache), 6)
+                for split, ids in (("fit", fit), ("heldout", held), ("all", list(ts.query_ids)))
+            }
+        return out
 
+    per = {"default": both(default), "best": both(chosen), "reference": both(reference)}
     return TuneReport(
         default=default,
-        best=best,
-        scores={"default": both(default), "best": both(best)},
-        by_mode={mode: {**both(c), "config": c.to_dict()} for mode, (_, c) in best_per_mode.items()},
+        best=chosen,
+        objective=objective,
+        scores={ts.name: {label: per[label][ts.name] for label in per} for ts in sets},
+        by_mode={mode: {"config": c.to_dict(), **both(c)} for mode, (_, c) in best_per_mode.items()},
         untuned={mode: both(FusionChoice(mode=mode, k=60, weights=dict.fromkeys(lanes, 1.0))) for mode in modes},
-        fit_queries=len(fit),
-        heldout_queries=len(held),
-        evaluated=evaluated,
+        fit_queries={name: len(h[0]) for name, h in halves.items()},
+        heldout_queries={name: len(h[1]) for name, h in halves.items()},
+        evaluated=len(cache),
     )
 
 
 def to_toml(choice: FusionChoice, report: TuneReport) -> str:
-    """A user config file (``--config`` / ``FABRIC_CONFIG``) setting the chosen fusion mode, k and weights."""
-    s = report.scores
+    """A user config file (``--config`` / ``FABRIC_CONFIG``) setting the chosen fusion mode, k, CombMNZ and weights."""
     lines = [
-        "# Written by `fabric tune`: fusion fitted on half the judged queries, checked on the other half.",
-        f"# nDCG@10 default {s['default']['fit']:.4f} fit / {s['default']['heldout']:.4f} held-out; "
-        f"chosen {s['best']['fit']:.4f} fit / {s['best']['heldout']:.4f} held-out (offline fusion, no boosts).",
+        "# Written by `fabric tune`: fusion fitted on half the judged queries of each dataset, checked on the other"
+        f" half (objective: {report.objective} gain over plain RRF k=60; offline fusion, no boosts).",
+    ]
+    for name, per in report.scores.items():
+        d, b = per["default"], per["best"]
+        lines.append(
+            f"# {name} nDCG@10: default {d['fit']:.4f} fit / {d['heldout']:.4f} held-out; "
+            f"chosen {b['fit']:.4f} fit / {b['heldout']:.4f} held-out"
+        )
+    lines += [
         "schema = 1",
         "",
         "[fusion]",
         f'mode = "{choice.mode}"',
         f"rrf_k = {choice.k}",
+        f"combmnz = {'true' if choice.combmnz else 'false'}",
     ]
     for lane, weight in sorted(choice.weights.items()):
         lines += ["", f"[lanes.{lane}]", f"weight = {weight}"]

@@ -99,6 +99,19 @@ class Ledger:
         )
         return {r[0]: LedgerEntry(r[0], r[1], r[2], r[3], frozenset(json.loads(r[4])), r[5], r[6]) for r in rows}
 
+    def owners(self, ids: Sequence[str], source: str) -> dict[str, str]:
+        """The ids among ``ids`` that the ledger holds for a source other than ``source``, with that source."""
+        found: dict[str, str] = {}
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            rows = self.conn.execute(
+                f"SELECT id, source FROM ledger WHERE id IN ({marks}) AND source != ?",
+                (*part, source),
+            )
+            found.update(dict(rows.fetchall()))
+        return found
+
     def mark_pending(self, upserts: Sequence[tuple[str, str, str, str]], deletes: Sequence[str]) -> None:
         """Write-ahead: ``(id, doc_id, source, new_hash)`` about to be written, ids about to be deleted."""
         now = _now()

@@ -7,7 +7,9 @@
   Operator-authored: ``source_kind = operator``, trusted (front matter ``trust:``/``source_kind:`` override).
   ``published_at`` from front matter ``date:`` or a ``YYYY-MM-DD`` in the file name.
 - ``jsonl``: one entry per line with ``id``, ``title``, ``text`` and optional ``url``, ``published_at``,
-  ``source_kind``, ``trust``; one chunk per entry.
+  ``source_kind``, ``trust``; one chunk per entry. A ``url`` must be an absolute ``http(s)`` URL.
+
+Publication dates later than now plus :data:`FUTURE_SKEW` are refused in every format.
 
 JSON lines (``jsonl`` and BEIR's ``corpus.jsonl``) are parsed by :func:`fabric.safejson.loads`: a line nested
 deeper than 64 levels, holding a lone surrogate (``"\ud800"``) or ``NaN`` is an :class:`IngestError` naming
@@ -24,7 +26,7 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,9 +41,12 @@ from fusion.simhash import simhash64, simhash_many
 from fusion.text import title_key
 from fusion.urls import url_key
 
-__all__ = ["FORMATS", "LoadedSource", "detect_format", "finalize", "finalize_all", "load_source"]
+__all__ = ["FORMATS", "FUTURE_SKEW", "LoadedSource", "detect_format", "finalize", "finalize_all", "load_source"]
 
 FORMATS = ("beir", "markdown", "jsonl")
+FUTURE_SKEW = timedelta(days=1)
+"""How far past now a publication date may lie (time zones, clock skew); later dates are refused."""
+_MAX_URL_CHARS = 2048
 _TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 
 
@@ -173,6 +178,25 @@ def _enum(cls: Any, value: Any, default: Any, where: str) -> Any:
         raise IngestError(f"{where}: {exc}") from None
 
 
+def _check_url(raw: Any, where: str) -> str:
+    """An entry's ``url``: absolute ``http(s)://host...`` only (``javascript:``, ``data:``, ``file:`` and relative
+    URLs are refused: clients render it as a link)."""
+    url = str(raw).strip()
+    plain = len(url) <= _MAX_URL_CHARS and url.isprintable() and not any(c.isspace() for c in url)
+    parts = urlsplit(url) if plain else None
+    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        shown = url if len(url) <= 80 else url[:77] + "..."
+        raise IngestError(f"{where}: url: expected an absolute http(s) URL, got {shown!r}")
+    return url
+
+
+def _check_date(value: datetime | None, where: str) -> datetime | None:
+    """A publication date no later than now plus :data:`FUTURE_SKEW` (future dates would rank as fresh)."""
+    if value is not None and value > datetime.now(UTC) + FUTURE_SKEW:
+        raise IngestError(f"{where}: published_at: {value.date().isoformat()} is in the future")
+    return value
+
+
 def _load_jsonl(path: Path) -> LoadedSource:
     ref = f"jsonl:{path.name}"
     chunks = []
@@ -189,7 +213,8 @@ def _load_jsonl(path: Path) -> LoadedSource:
                 raise IngestError(f"{where}: published_at: expected YYYY-MM-DD[THH:MM:SS], got {row['published_at']!r}")
         chunk = Chunk(
             id=eid, doc_id=eid, chunk_id=eid, title=str(row.get("title") or ""), text=str(row["text"]),
-            url=str(row.get("url") or f"doc:{ref}/{eid}"), published_at=published,
+            url=_check_url(row["url"], where) if row.get("url") else f"doc:{ref}/{eid}",
+            published_at=_check_date(published, where),
             source_kind=_enum(SourceKind, row.get("source_kind"), SourceKind.IMPORT, f"{where}: source_kind"),
             source_ref=str(row.get("source_ref") or ref),
             trust=_enum(Trust, row.get("trust"), Trust.UNTRUSTED, f"{where}: trust"),
@@ -216,7 +241,7 @@ def _load_markdown(path: Path) -> LoadedSource:
         meta, body = split_frontmatter(raw)
         doc_id = f"{source}:{rel}"
         title = meta.get("title") or _first_heading(body) or file.stem
-        published = parse_date(meta.get("date")) or parse_date(file.name)
+        published = _check_date(parse_date(meta.get("date")) or parse_date(file.name), str(file))
         kind = _enum(SourceKind, meta.get("source_kind"), SourceKind.OPERATOR, f"{file}: source_kind")
         trust = _enum(Trust, meta.get("trust"), Trust.TRUSTED, f"{file}: trust")
         extra = {"path": rel, **{k: v for k, v in meta.items() if k in ("doc_kind", "tags", "commit")}}

@@ -5,7 +5,10 @@ For one source, each loaded chunk is compared with the ledger:
 - new id → ``create``; changed content hash → ``update``; same hash but ``pending`` (an interrupted run) or
   missing from a store it belongs in (say, vectors skipped while embeddings were down) → ``repair``;
 - unchanged and held by every target store → nothing is written;
-- ids the ledger holds for this source that the load no longer yields → ``delete`` from every store.
+- ids the ledger holds for this source that the load no longer yields → ``delete`` from every store;
+- ids the ledger holds for another source → :class:`IdConflictError` before anything is written (ids are not
+  namespaced by source, so BEIR and JSONL ids stay the ids clients cite; entry lists posted to the API count as
+  one source among themselves, so a client may update its own entries).
 
 Write-ahead: chunks to write or delete are marked ``pending`` first, then stores are written, then the ledger
 records ``done`` with the stores that succeeded (and the audit history). A store that fails leaves its chunks
@@ -24,13 +27,49 @@ from typing import Any
 
 import structlog
 
-from fabric.errors import FabricError, LaneError
+from fabric.errors import FabricError, IngestError, LaneError
 from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
 from fabric.ingest.loaders import finalize_all, load_source
 from fabric.ingest.model import Chunk, StoreWriter
 from fabric.models import Embedder
 
-__all__ = ["IngestReport", "Progress", "ingest"]
+__all__ = ["IdConflictError", "IngestReport", "Progress", "ingest"]
+
+
+class IdConflictError(IngestError):
+    """Ids the load yields that another source already holds; nothing was written.
+
+    Args:
+        taken: each conflicting id with the source holding it.
+    """
+
+    status = 409
+
+    def __init__(self, taken: dict[str, str]) -> None:
+        self.taken = dict(sorted(taken.items()))
+        first, owner = next(iter(self.taken.items()))
+        more = f" (and {len(taken) - 1} more)" if len(taken) > 1 else ""
+        super().__init__(
+            f"id {first!r} already exists for another source ({owner}){more}; ids are not overwritten across "
+            "sources: rename the entry or remove it from its source first"
+        )
+
+
+def _origin(source: str, home: Path) -> str:
+    """Who owns a ledger source for the id-conflict rule: every entry list posted to the API is one origin
+    (each is spooled to its own file); any other source is its own origin."""
+    spool = f"jsonl:{(home / 'spool').resolve()}/"
+    return "api" if source.startswith(spool) else source
+
+
+def _shown(source: str, home: Path) -> str:
+    """A source as told to a client: ``api`` or ``<format>:<file name>`` (no server path)."""
+    origin = _origin(source, home)
+    if origin == "api":
+        return origin
+    kind, _, rest = source.partition(":")
+    return f"{kind}:{Path(rest).name}"
+
 
 log = structlog.get_logger(__name__)
 
@@ -166,6 +205,7 @@ async def ingest(
 
     Raises:
         IngestError: the source cannot be read or parsed.
+        IdConflictError: an id is already held by another source (nothing is written).
     """
     progress = progress or Progress()
     t0 = time.perf_counter()
@@ -186,6 +226,10 @@ async def ingest(
         lexical = {w.store for w in writers if not w.needs_vectors}
         if embedder is None:
             report.embeddings = "disabled: no embedder (lexical only)"
+        taken = await asyncio.to_thread(ledger.owners, [c.id for c in chunks], loaded.source)
+        taken = {i: s for i, s in taken.items() if _origin(s, home) != _origin(loaded.source, home)}
+        if taken:
+            raise IdConflictError({i: _shown(s, home) for i, s in taken.items()})
         entries = await asyncio.to_thread(ledger.entries, loaded.source)
         targets = {c.id: all_stores if embedder is not None else lexical for c in chunks}
         todo, gone, report.unchanged = _plan(chunks, entries, targets)

@@ -26,7 +26,16 @@ from fabric.config import IngestConfig
 from fabric.errors import ConfigError, IngestError, QueryError
 from fabric.ingest.loaders import FORMATS, detect_format, load_source
 
-__all__ = ["SPOOL_NAME", "Submission", "SubmitError", "parse_submission", "resolve_root", "spool_entries"]
+__all__ = [
+    "OPERATOR_FIELDS",
+    "SPOOL_NAME",
+    "Submission",
+    "SubmitError",
+    "check_operator_fields",
+    "parse_submission",
+    "resolve_root",
+    "spool_entries",
+]
 
 _BODY_KEYS = ("entries", "path", "format", "async")
 SPOOL_NAME = "api.jsonl"
@@ -156,6 +165,28 @@ def parse_submission(data: Any, config: IngestConfig, root: Path | None) -> Subm
         fmt="jsonl",
         force_async=force_async,
     )
+
+
+OPERATOR_FIELDS = {"trust": "trusted", "source_kind": "operator"}
+"""Entry field values only an operator (``admin`` key, or the CLI) may set: they rank an entry as first-party."""
+
+
+def check_operator_fields(sub: Submission, *, allowed: bool) -> None:
+    """Refuse entries claiming operator trust, and path submissions, unless ``allowed`` (refused, never
+    silently downgraded).
+
+    Raises:
+        SubmitError: 403 naming the first entry field at fault (``entries[3].trust``).
+    """
+    if allowed:
+        return
+    if sub.kind == "path":  # files on the server's disk ingest as the operator's own notes
+        raise SubmitError("path", "only an admin key may ingest a path on the server", status=403)
+    for i, entry in enumerate(sub.entries):
+        for name, value in OPERATOR_FIELDS.items():
+            if str(entry.get(name) or "").strip().lower() == value:
+                msg = f"only an admin key may set {name}: {value} (a writer's entries are untrusted imports)"
+                raise SubmitError(f"entries[{i}].{name}", msg, status=403)
 
 
 def spool_entries(sub: Submission, path: Path) -> None:

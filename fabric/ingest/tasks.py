@@ -87,6 +87,8 @@ class IngestTask:
     """``IngestReport.to_dict()`` (the ``fabric ingest --json`` summary) once the pipeline finished."""
     error: str | None = None
     """Why the task failed."""
+    conflicts: dict[str, str] | None = None
+    """Ids another source already holds, with that source, when the task failed on them (HTTP 409)."""
     done: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when the task has finished (either way)."""
 
@@ -119,6 +121,7 @@ class IngestTask:
             "progress": {name: {"done": p.done, "total": p.total} for name, p in self.progress.items()},
             "report": self.report,
             "error": self.error,
+            **({"conflicts": self.conflicts} if self.conflicts else {}),
         }
 
 
@@ -289,6 +292,7 @@ class IngestTasks:
             report = await self.runner(task.source_path, task.submission.fmt, _TaskProgress(task))
         except (FabricError, OSError) as exc:
             error = self._public(str(exc), task)
+            task.conflicts = getattr(exc, "taken", None)
         except Exception as exc:  # the worker must survive any task: log the traceback, record the failure
             log.exception("ingest_task_crashed", task_id=task.id)
             error = f"internal error: {type(exc).__name__}"

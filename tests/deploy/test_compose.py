@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ from fabric.config import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("qdrant", "meilisearch", "arangodb", "searxng")
+PROMETHEUS = ROOT / "deploy" / "prometheus"
 
 
 @pytest.fixture(scope="module")
@@ -25,8 +29,8 @@ def compose() -> dict[str, Any]:
 
 class TestComposeFile:
     def test_services(self, compose: dict[str, Any]) -> None:
-        """The stack has the four backends and the fabric service."""
-        assert set(compose["services"]) == {*BACKENDS, "fabric"}
+        """The stack has the four backends, the fabric service and Prometheus."""
+        assert set(compose["services"]) == {*BACKENDS, "fabric", "prometheus"}
 
     def test_images_pinned(self, compose: dict[str, Any]) -> None:
         """Every image carries an explicit version tag (never latest)."""
@@ -91,6 +95,76 @@ class TestComposeFile:
         dockerfile = (ROOT / "Dockerfile").read_text()
         assert re.search(r"^FROM python:\d+\.\d+\.\d+-", dockerfile, re.M)
         assert '"fabric", "serve"' in dockerfile
+
+
+def _tag(compose: dict[str, Any], service: str) -> str:
+    return str(compose["services"][service]["image"]).rsplit(":", 1)[1].removeprefix("v")
+
+
+class TestImagesMatchClients:
+    """Each server image against the rule of the client version pyproject.toml pins (and the venv runs)."""
+
+    def _pinned(self, package: str) -> str:
+        pins = re.findall(rf'"{re.escape(package)}==([\w.]+)"', (ROOT / "pyproject.toml").read_text())
+        assert pins, f"{package} is not pinned in pyproject.toml"
+        assert pins[0] == version(package), f"{package}: venv runs {version(package)}, pyproject pins {pins[0]}"
+        return pins[0]
+
+    def test_qdrant_within_the_clients_window(self, compose: dict[str, Any]) -> None:
+        """qdrant-client's own check (same major, minor at most one apart) accepts the image's server version."""
+        from qdrant_client.common.version_check import is_compatible
+
+        client = self._pinned("qdrant-client")
+        assert is_compatible(client, _tag(compose, "qdrant")), f"qdrant {_tag(compose, 'qdrant')} vs client {client}"
+        assert not is_compatible(client, "1.15.4")  # the tag this stack pinned before: five minors away
+
+    def test_meilisearch_is_v1(self, compose: dict[str, Any]) -> None:
+        """The meilisearch Python client (0.x) guarantees compatibility with Meilisearch v1.x."""
+        assert self._pinned("meilisearch").startswith("0.")
+        assert _tag(compose, "meilisearch").split(".")[0] == "1"
+
+    def test_arango_at_least_3_11(self, compose: dict[str, Any]) -> None:
+        """python-arango 8.x requires ArangoDB 3.11 or later."""
+        assert self._pinned("python-arango").startswith("8.")
+        major, minor = (int(x) for x in _tag(compose, "arangodb").split(".")[:2])
+        assert (major, minor) >= (3, 11)
+
+
+class TestPrometheus:
+    def test_mounts_rules_and_config(self, compose: dict[str, Any]) -> None:
+        """Prometheus mounts the checked-in config and alert rules, read-only."""
+        mounts = compose["services"]["prometheus"]["volumes"]
+        assert "./deploy/prometheus/prometheus.yml:/etc/prometheus/prometheus.yml:ro" in mounts
+        assert "./deploy/prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro" in mounts
+        config = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())
+        assert config["rule_files"] == ["alerts.yml"]  # relative to the config file: /etc/prometheus/alerts.yml
+
+    def test_scrapes_fabric_with_a_provisioned_key(self, compose: dict[str, Any]) -> None:
+        """The scrape job targets the fabric service with a bearer key file that fabric's command creates on a
+        volume both services mount (fabric needs a key to listen on 0.0.0.0)."""
+        (job,) = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())["scrape_configs"]
+        assert job["static_configs"][0]["targets"] == ["fabric:8080"]
+        assert job["metrics_path"] == "/metrics"
+        key_file = job["authorization"]["credentials_file"]
+        key_dir = key_file.rsplit("/", 1)[0]
+        fabric, prom = compose["services"]["fabric"], compose["services"]["prometheus"]
+        assert f"fabric_keys:{key_dir}" in fabric["volumes"]
+        assert f"fabric_keys:{key_dir}:ro" in prom["volumes"]
+        command = " ".join(fabric["command"])
+        assert f"--token-file {key_file} --if-missing" in command
+        assert command.index("fabric keys create") < command.index("fabric serve --host 0.0.0.0")
+        assert "--insecure" not in command
+        assert f"mkdir -p /data {key_dir}" in (ROOT / "Dockerfile").read_text()  # owned by the fabric user
+
+    def test_same_release_as_the_checking_promtool(self, compose: dict[str, Any]) -> None:
+        """The image runs the Prometheus release whose promtool validates the rules in tests/deploy/test_alerts.py."""
+        promtool = shutil.which("promtool")
+        if promtool is None:
+            pytest.skip("promtool not installed (make test-deps installs Debian's prometheus package)")
+        out = subprocess.run([promtool, "--version"], capture_output=True, text=True, check=True)
+        found = re.search(r"version (\d+\.\d+\.\d+)", out.stdout + out.stderr)
+        assert found is not None
+        assert _tag(compose, "prometheus") == found.group(1)
 
 
 class TestComposeProfile:

@@ -21,7 +21,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from fabric.config import load_settings
 from fabric.engine import Engine
-from fabric.service import create_app, error_body
+from fabric.keys import KeyStore, Role
+from fabric.service import create_app
 from lanes.base import LaneResources
 from tests.support.embedded import BagEmbedder
 
@@ -89,21 +90,18 @@ async def test_bad_input_is_a_tool_error_with_the_api_message(server: TestServer
 
 
 async def test_guard_covers_mcp(tmp_path: Path) -> None:
-    """The service's request guard answers for /mcp as for /v1/* (the seam API keys plug into)."""
-
-    async def deny(request: web.Request) -> web.StreamResponse | None:
-        if request.headers.get("X-Key") == "ok":
-            return None
-        return web.json_response(error_body("api_key", "missing or wrong key"), status=401)
-
-    async with TestServer(_app(tmp_path / "home", guard=deny), host="127.0.0.1") as srv:
+    """Once a key exists, /mcp answers 401 without it, like /v1/*, and serves the SDK's client with it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    _record, token = KeyStore(home).create("team-a", Role.READER)
+    async with TestServer(_app(home), host="127.0.0.1") as srv:
         url = str(srv.make_url("/mcp"))
         async with httpx2.AsyncClient() as http:
             resp = await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
             assert resp.status_code == 401
-            assert resp.json()["error"]["field"] == "api_key"
+            assert resp.json()["error"]["field"] == "authorization"
         async with (
-            httpx2.AsyncClient(headers={"X-Key": "ok"}) as http,
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
             streamable_http_client(url, http_client=http) as (read, write),
             ClientSession(read, write) as session,
         ):

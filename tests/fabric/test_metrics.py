@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
 from fabric.metrics import EngineMetrics
-from fabric.models import LaneKind, LaneOutcome, LaneStatus
+from fabric.models import Hit, LaneKind, LaneOutcome, LaneStatus
 
 
 def outcome(name: str, status: LaneStatus) -> LaneOutcome:
@@ -52,3 +56,49 @@ class TestMetrics:
         assert 'fabric_provider_failure_rate{provider="p"} 0.25' in text
         assert 'fabric_provider_suspended{provider="q"} 0.0' in text
         assert 'fabric_provider_penalty{provider="q"} 1.0' in text
+
+
+def _hits(*ids: str) -> tuple[Hit, ...]:
+    return tuple(Hit(id=i, rank=n, score=1.0 / n) for n, i in enumerate(ids, start=1))
+
+
+class TestQualityProxies:
+    def test_lane_agreement_is_mean_pairwise_top10_overlap(self) -> None:
+        """Three lanes: overlaps 2/2, 1/2 and 1/2 → mean 2/3; lanes without hits do not count."""
+        m = EngineMetrics()
+        base = outcome("k", LaneStatus.SUCCESS)
+        m.observe_lanes({
+            "k": replace(base, hits=_hits("a", "b")),
+            "v": replace(base, lane="v", hits=_hits("b", "a", "c")),
+            "g": replace(base, lane="g", hits=_hits("a", "x")),
+            "w": replace(base, lane="w"),
+        })  # fmt: skip
+        assert m.summary()["lane_agreement_mean"] == round(2 / 3, 4)
+
+    def test_only_the_top_10_counts(self) -> None:
+        """Ids past rank 10 do not add agreement."""
+        m = EngineMetrics()
+        base = outcome("k", LaneStatus.SUCCESS)
+        ids = [f"d{i}" for i in range(20)]
+        m.observe_lanes({"k": replace(base, hits=_hits(*ids)), "v": replace(base, lane="v", hits=_hits(*ids[10:]))})
+        assert m.summary()["lane_agreement_mean"] == 0.0
+
+    def test_empty_answer_rate(self) -> None:
+        """A query where no lane returned a hit is an empty answer."""
+        m = EngineMetrics()
+        base = outcome("k", LaneStatus.SUCCESS)
+        m.observe_lanes({"k": base})
+        m.observe_query(total_ms=1.0, partial=False, candidates=0, removed=0)
+        m.observe_lanes({"k": replace(base, hits=_hits("a"))})
+        m.observe_query(total_ms=1.0, partial=False, candidates=1, removed=0)
+        assert m.summary()["empty_answer_rate"] == 0.5
+
+    def test_citation_counts(self) -> None:
+        """Supported and unsupported sentences are exported; impossible counts are refused."""
+        m = EngineMetrics()
+        m.observe_citations(supported=3, total=4)
+        text = m.exposition().decode()
+        assert 'fabric_citation_sentences_total{supported="true"} 3.0' in text
+        assert 'fabric_citation_sentences_total{supported="false"} 1.0' in text
+        with pytest.raises(ValueError, match="supported"):
+            m.observe_citations(supported=5, total=4)

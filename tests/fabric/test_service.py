@@ -155,15 +155,12 @@ class TestOpsEndpoints:
 
 
 def test_public_api() -> None:
-    """The module exports the app factory, the app keys, the guard seam, the task factory and the error shape."""
+    """The module exports the app factory, the app keys, the default guard, the task factory and the error shape."""
     assert set(mod.__all__) == {
         "ENGINE_KEY",
         "TASKS_KEY",
-        "GUARD_KEY",
-        "GUARDED_PREFIXES",
-        "RequestGuard",
-        "open_guard",
         "create_app",
+        "default_guard",
         "error_body",
         "ingest_tasks",
         "store_runner",

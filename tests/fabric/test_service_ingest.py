@@ -318,3 +318,36 @@ class TestPaths:
         assert (done["status"], done["report"]) == ("failed", None)
         assert done["error"].startswith("bad.jsonl:2: invalid JSON")
         assert str(root) not in done["error"]
+
+
+class TestTrustAndConflicts:
+    async def test_writer_cannot_mark_entries_trusted(self, tmp_path: Path) -> None:
+        """A writer key's trusted/operator entries are refused 403 naming the field; an admin's are accepted."""
+        from fabric.keys import KeyStore, Role
+
+        home = tmp_path / "home"
+        writer = KeyStore(home).create("acme", Role.WRITER)[1]
+        admin = KeyStore(home).create("acme", Role.ADMIN)[1]
+        entry = {"id": "op-1", "text": "Operator note.", "source_kind": "operator"}
+        async with TestClient(TestServer(_app(home), host="127.0.0.1")) as client:
+            resp = await client.post(
+                "/v1/ingest", json={"entries": [entry]}, headers={"Authorization": f"Bearer {writer}"}
+            )
+            assert (resp.status, (await resp.json())["error"]["field"]) == (403, "entries[0].source_kind")
+            resp = await client.post(
+                "/v1/ingest", json={"entries": [entry]}, headers={"Authorization": f"Bearer {admin}"}
+            )
+            assert resp.status == 200
+
+    async def test_id_of_another_source_is_409_with_the_source(self, client: TestClient) -> None:
+        """An entry id that a path source already holds answers 409 naming that source; the API's own ids update."""
+        first = await (await client.post("/v1/ingest", json={"path": "good.jsonl"})).json()
+        assert (await _finished(client, first["task_id"]))["status"] == "succeeded"
+        resp = await client.post("/v1/ingest", json={"entries": [{"id": "p-1", "text": "hijack"}]})
+        body = await resp.json()
+        assert resp.status == 409, body
+        assert body["error"]["task"]["conflicts"] == {"p-1": "jsonl:good.jsonl"}
+        ok = await client.post("/v1/ingest", json={"entries": [{"id": "api-1", "text": "v1"}]})
+        again = await client.post("/v1/ingest", json={"entries": [{"id": "api-1", "text": "v2"}]})
+        assert (ok.status, again.status) == (200, 200)
+        assert (await again.json())["report"]["created"] == 1  # each posted list is its own ledger source

@@ -128,5 +128,7 @@ class TestEvalRealEngine:
         assert main(["eval", str(TINY), "--lanes", "keyword", "--json"]) == 0
         art = json.loads(capsys.readouterr().out)
         assert art["lane_status"] == {"keyword": {"success": 6}}
-        assert art["metrics"]["fused"]["hit_at_5"] >= 5 / 6
+        # 5 of 6: "how to roll back a release" shares only function words ("a", "to") with its target ("Rollback
+        # procedure"), and the lane leaves those out of the query (lanes/keyword/stopwords.py).
+        assert art["metrics"]["fused"]["hit_at_5"] == round(5 / 6, 6)
         assert len(list((tmp_path / "cache" / "eval-homes").glob("*/ready.json"))) == 1

@@ -10,10 +10,13 @@ import socket
 import sys
 from pathlib import Path
 
+import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from fabric.cli import build_parser
+from fabric.cli import build_parser, main
+from fabric.commands.serve import check_bind, is_loopback
+from fabric.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -60,3 +63,29 @@ async def test_live_serve_answers_mcp_over_http(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         await proc.wait()
+
+
+class TestBindCheck:
+    @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1", "[::1]", "127.0.0.2"])
+    def test_loopback_without_keys_is_allowed(self, host: str) -> None:
+        """Loopback addresses serve open (tenant default) with no key."""
+        assert is_loopback(host)
+        check_bind(host, 0, insecure=False)
+
+    @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.168.1.4", "example.org", ""])
+    def test_other_addresses_need_keys_or_insecure(self, host: str) -> None:
+        """A non-loopback address with no key is refused naming the remedies; keys or --insecure allow it."""
+        with pytest.raises(ConfigError, match="--insecure"):
+            check_bind(host, 0, insecure=False)
+        check_bind(host, 1, insecure=False)
+        check_bind(host, 0, insecure=True)
+
+    def test_serve_refuses_before_opening_anything(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """`fabric serve --host 0.0.0.0` with an empty home exits 2 with the message (no engine is built)."""
+        assert main(["--home", str(tmp_path), "serve", "--host", "0.0.0.0", "--port", "1"]) == 2
+        assert "refusing to listen" in capsys.readouterr().err
+
+    def test_limit_flags(self) -> None:
+        """--rate, --burst and --max-concurrent default to the seed's 100/s per tenant."""
+        args = build_parser().parse_args(["serve"])
+        assert (args.rate, args.burst, args.max_concurrent, args.insecure) == (100.0, 200, 32, False)

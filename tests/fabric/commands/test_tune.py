@@ -17,8 +17,10 @@ class TestTuneCommand:
             == 0
         )
         out = json.loads(capsys.readouterr().out)
-        assert {"fit", "heldout", "all"} <= set(out["ndcg_at_10"]["best"])
-        assert out["ndcg_at_10"]["best"]["fit"] >= out["ndcg_at_10"]["default"]["fit"]
+        scores = out["ndcg_at_10"]["beir_tiny"]
+        assert {"fit", "heldout", "all"} <= set(scores["best"])
+        assert scores["best"]["fit"] >= scores["reference"]["fit"]
+        assert out["objective"] == "worst"
 
     def test_write_produces_a_loadable_config(self, fake, tmp_path: Path) -> None:
         """--write stores the choice where `fabric --config` can read it."""
@@ -29,6 +31,24 @@ class TestTuneCommand:
 
         settings = load_settings(user_file=target, env={})
         assert settings.fusion.mode.value == "rrf"
+
+    def test_fits_several_datasets_at_once(self, fake, capsys) -> None:
+        """Repeated dataset folders are fitted together, each with its own split and scores."""
+        args = ["tune", str(TINY), str(TINY), "--split", "test", "test", "--lanes", "keyword", "vector"]
+        assert main([*args, "--modes", "rrf", "--objective", "mean", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert set(out["ndcg_at_10"]) == {"beir_tiny", "beir_tiny/test"}
+        assert out["objective"] == "mean"
+        assert len(fake["engines"]) == 2
+
+    def test_mismatched_splits_exit_2(self, fake, capsys) -> None:
+        """Two datasets with three splits is a clear error."""
+        assert main(["tune", str(TINY), str(TINY), "--split", "a", "b", "c"]) == 2
+        assert "one split for all datasets or one per dataset" in capsys.readouterr().err
+
+    def test_unknown_objective_exits_2(self, fake, capsys) -> None:
+        assert main(["tune", str(TINY), "--objective", "median"]) == 2
+        assert "unknown objective 'median'" in capsys.readouterr().err
 
     def test_unknown_mode_exits_2(self, fake, capsys) -> None:
         """An unknown fusion mode is a clear error."""

@@ -233,6 +233,15 @@ class TestIndexFingerprint:
         loader.write_text("A = 2\n")
         assert harness.index_code_fingerprint(tmp_path) != before
 
+    def test_changes_with_a_lane_writer(self, tmp_path) -> None:
+        """The lanes' store writers (``lanes/<kind>/<backend>_writer.py``) are indexing code too."""
+        (tmp_path / "lanes" / "keyword").mkdir(parents=True)
+        writer = tmp_path / "lanes" / "keyword" / "sqlite_fts_writer.py"
+        writer.write_text("A = 1\n")
+        before = harness.index_code_fingerprint(tmp_path)
+        writer.write_text("A = 2\n")
+        assert harness.index_code_fingerprint(tmp_path) != before
+
     def test_ignores_unrelated_code(self, tmp_path) -> None:
         """Editing code that does not index (the CLI) keeps the fingerprint."""
         (tmp_path / "fabric").mkdir()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fabric.config import load_settings
-from fabric.eval.tuning import FusionChoice, fuse_offline, split_queries, to_toml, tune
+from fabric.eval.tuning import FusionChoice, TuneSet, fuse_offline, split_queries, to_toml, tune
 
 
 def _hits(*doc_ids: str) -> tuple[tuple[str, str, float], ...]:
@@ -23,6 +23,18 @@ def _world() -> tuple[dict, dict]:
         rankings[f"q{i}"] = {"good": _hits(*noise[:2], rel, *noise[2:6]), "noisy": _hits(*noise, rel)}
         qrels[f"q{i}"] = {rel: 1}
     return rankings, qrels
+
+
+def _set(name: str = "world") -> TuneSet:
+    rankings, qrels = _world()
+    return TuneSet(name=name, rankings=rankings, qrels=qrels, query_ids=list(qrels))
+
+
+def _flipped() -> TuneSet:
+    """The same world with the lanes' roles swapped: here 'noisy' is the good lane."""
+    rankings, qrels = _world()
+    swapped = {q: {"good": lanes["noisy"], "noisy": lanes["good"]} for q, lanes in rankings.items()}
+    return TuneSet(name="flipped", rankings=swapped, qrels=qrels, query_ids=list(qrels))
 
 
 class TestFuseOffline:
@@ -41,6 +53,13 @@ class TestFuseOffline:
         lanes = {"a": (("d#0", "d", 2.0), ("d#1", "d", 1.0), ("e#0", "e", 0.5))}
         assert fuse_offline(lanes, FusionChoice()) == ["d", "e"]
 
+    def test_combmnz_favours_items_found_by_more_lanes(self) -> None:
+        """CombMNZ multiplies by the lane count, so a doc in both lanes beats a single lane's top hit."""
+        a = (("x", "x", 10.0), ("y", "y", 6.0), ("z", "z", 0.0))
+        lanes = {"a": a, "b": (("zz", "zz", 1.0), ("y", "y", 0.3), ("v", "v", 0.0))}  # y 0.6 + 0.3 < x 1.0
+        assert fuse_offline(lanes, FusionChoice(mode="score_minmax"))[0] == "x"
+        assert fuse_offline(lanes, FusionChoice(mode="score_minmax", combmnz=True))[0] == "y"
+
     @pytest.mark.parametrize("mode", ["score_minmax", "score_dbsf"])
     def test_score_modes_use_native_scores(self, mode: str) -> None:
         """Score fusion follows normalised native scores, not ranks."""
@@ -51,19 +70,47 @@ class TestFuseOffline:
 class TestTune:
     def test_finds_weights_that_beat_the_default(self) -> None:
         """The search down-weights the noisy lane and beats equal weights on both halves."""
-        rankings, qrels = _world()
-        report = tune(rankings, qrels, list(qrels), FusionChoice(mode="rrf", k=60), modes=("rrf",))
+        report = tune([_set()], FusionChoice(mode="rrf", k=60), modes=("rrf",))
         assert report.best.weights["noisy"] < report.best.weights["good"]
-        assert report.scores["best"]["fit"] > report.scores["default"]["fit"]
-        assert report.scores["best"]["heldout"] > report.scores["default"]["heldout"]
+        scores = report.scores["world"]
+        assert scores["best"]["fit"] > scores["default"]["fit"]
+        assert scores["best"]["heldout"] > scores["default"]["heldout"]
 
     def test_reports_both_halves(self) -> None:
         """Fit and held-out counts add up to the queries."""
-        rankings, qrels = _world()
-        report = tune(rankings, qrels, list(qrels), FusionChoice(), modes=("rrf",), rounds=1)
-        assert report.fit_queries + report.heldout_queries == 40
-        assert report.fit_queries > 0
-        assert report.heldout_queries > 0
+        report = tune([_set()], FusionChoice(), modes=("rrf",), rounds=1)
+        assert report.fit_queries["world"] + report.heldout_queries["world"] == 40
+        assert report.fit_queries["world"] > 0
+        assert report.heldout_queries["world"] > 0
+
+    def test_worst_objective_refuses_to_trade_one_dataset_for_another(self) -> None:
+        """With two datasets wanting opposite weights, the worst-gain objective keeps both at plain RRF or better."""
+        report = tune([_set(), _flipped()], FusionChoice(), modes=("rrf",), objective="worst")
+        for per in report.scores.values():
+            assert per["best"]["fit"] >= per["reference"]["fit"]
+
+    def test_one_dataset_alone_would_regress_the_other(self) -> None:
+        """Fitted on one dataset only, the choice hurts the flipped one: the reason for fitting both."""
+        alone = tune([_set()], FusionChoice(), modes=("rrf",)).best
+        both = tune([_set(), _flipped()], FusionChoice(), modes=("rrf",)).best
+        flipped = _flipped()
+        from fabric.eval.tuning import score_choice
+
+        def on_flipped(c: FusionChoice) -> float:
+            return score_choice(flipped.rankings, flipped.qrels, flipped.query_ids, c)
+
+        assert on_flipped(alone) < on_flipped(FusionChoice(mode="rrf", k=60))
+        assert on_flipped(both) >= on_flipped(FusionChoice(mode="rrf", k=60))
+
+    def test_score_modes_search_combmnz(self) -> None:
+        """CombMNZ is part of the search for score modes and is reported in the choice."""
+        report = tune([_set()], FusionChoice(), modes=("score_minmax",), rounds=1)
+        assert "combmnz" in report.best.to_dict()
+        assert report.evaluated > 1
+
+    def test_unknown_objective_is_an_error(self) -> None:
+        with pytest.raises(ValueError, match="objective"):
+            tune([_set()], FusionChoice(), objective="median")
 
     def test_split_is_deterministic_and_disjoint(self) -> None:
         """The same ids always split the same way, into disjoint halves."""
@@ -76,11 +123,11 @@ class TestTune:
 class TestToml:
     def test_written_file_is_read_by_the_config_loader(self, tmp_path: Path) -> None:
         """The TOML sets fusion mode, k and lane weights through --config."""
-        rankings, qrels = _world()
-        report = tune(rankings, qrels, list(qrels), FusionChoice(), modes=("rrf",), rounds=1)
-        choice = FusionChoice(mode="rrf", k=40, weights={"keyword": 0.5, "vector": 1.5})
+        report = tune([_set()], FusionChoice(), modes=("rrf",), rounds=1)
+        choice = FusionChoice(mode="score_minmax", k=40, weights={"keyword": 0.5, "vector": 1.5}, combmnz=True)
         path = tmp_path / "fusion.local.toml"
         path.write_text(to_toml(choice, report))
         settings = load_settings(user_file=path, env={})
-        assert (settings.fusion.mode.value, settings.fusion.rrf_k) == ("rrf", 40)
+        assert (settings.fusion.mode.value, settings.fusion.rrf_k) == ("score_minmax", 40)
+        assert settings.fusion.combmnz is True
         assert (settings.lanes["keyword"].weight, settings.lanes["vector"].weight) == (0.5, 1.5)

@@ -104,6 +104,33 @@ class TestJsonl:
         with pytest.raises(IngestError, match=r"e.jsonl:2: missing field text"):
             load_source(p)
 
+    @pytest.mark.parametrize(
+        "url", ["javascript:alert(1)", "data:text/html,<b>x</b>", "JavaScript:alert(1)", "file:///etc/passwd",
+                "/relative/path", "https://", "ftp://example.org/x", "http://exa mple.org/\n"],
+    )  # fmt: skip
+    def test_non_http_urls_are_refused(self, tmp_path: Path, url: str) -> None:
+        """Only absolute http(s) URLs with a host are accepted; the error names line and field."""
+        p = tmp_path / "e.jsonl"
+        p.write_text(json.dumps({"id": "a", "text": "x", "url": url}) + "\n")
+        with pytest.raises(IngestError, match=r"e.jsonl:1: url: expected an absolute http\(s\) URL"):
+            load_source(p)
+
+    def test_future_dates_are_refused(self, tmp_path: Path) -> None:
+        """A publication date past now + FUTURE_SKEW is refused; today is accepted."""
+        p = tmp_path / "e.jsonl"
+        today = datetime.now(UTC).date().isoformat()
+        p.write_text(json.dumps({"id": "a", "text": "x", "published_at": today}) + "\n")
+        assert load_source(p).chunks[0].published_at is not None
+        p.write_text(json.dumps({"id": "a", "text": "x", "published_at": "2999-01-01"}) + "\n")
+        with pytest.raises(IngestError, match=r"e.jsonl:1: published_at: 2999-01-01 is in the future"):
+            load_source(p)
+
+    def test_future_front_matter_date_is_refused(self, tmp_path: Path) -> None:
+        """Markdown front matter dates obey the same rule."""
+        (tmp_path / "n.md").write_text("---\ndate: 2999-01-01\n---\n# N\n\nx\n")
+        with pytest.raises(IngestError, match="in the future"):
+            load_source(tmp_path / "n.md")
+
     def test_invalid_json_names_the_line(self, tmp_path: Path) -> None:
         """Malformed JSON raises IngestError with the line number."""
         p = tmp_path / "e.jsonl"

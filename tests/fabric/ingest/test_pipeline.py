@@ -11,7 +11,7 @@ import pytest
 from fabric.errors import LaneUnavailable
 from fabric.ingest.ledger import Ledger
 from fabric.ingest.model import Chunk, StoreWriter
-from fabric.ingest.pipeline import ingest
+from fabric.ingest.pipeline import IdConflictError, ingest
 from fabric.models import LaneKind
 from lanes.graph.sqlite_writer import SqliteGraphWriter
 from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
@@ -205,3 +205,28 @@ class TestFailOpen:
         rep = await _run(docs, home, Down())
         assert rep.embeddings.startswith("unavailable")
         assert len(_sqlite_ids(home / "keyword.sqlite")) == 3
+
+
+class TestIdConflicts:
+    async def test_jsonl_id_of_a_markdown_chunk_is_refused(self, docs: Path, tmp_path: Path) -> None:
+        """A JSONL entry whose id is a Markdown chunk id is refused with the holder; no store changes."""
+        home = tmp_path / "home"
+        emb = BagEmbedder()
+        await _run(docs, home, emb)
+        before = await _stores(home, emb)
+        taken = sorted(before[0])[0]
+        entries = tmp_path / "e.jsonl"
+        entries.write_text(f'{{"id": "{taken}", "text": "hijack"}}\n{{"id": "fresh", "text": "new"}}\n')
+        with pytest.raises(IdConflictError) as err:
+            await _run(entries, home, emb)
+        assert err.value.taken == {taken: "markdown:docs"}
+        assert await _stores(home, emb) == before
+
+    async def test_a_source_may_update_its_own_ids(self, docs: Path, tmp_path: Path) -> None:
+        """Re-ingesting the same source with changed text is an update, not a conflict."""
+        home = tmp_path / "home"
+        emb = BagEmbedder()
+        await _run(docs, home, emb)
+        (docs / "a.md").write_text("# Note A\n\nRewritten about Qdrant.\n")
+        report = await _run(docs, home, emb)
+        assert report.updated == 1

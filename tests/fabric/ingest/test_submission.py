@@ -10,7 +10,13 @@ import fabric.ingest.submission as mod
 from fabric.config import IngestConfig
 from fabric.errors import ConfigError
 from fabric.ingest.loaders import load_source
-from fabric.ingest.submission import SubmitError, parse_submission, resolve_root, spool_entries
+from fabric.ingest.submission import (
+    SubmitError,
+    check_operator_fields,
+    parse_submission,
+    resolve_root,
+    spool_entries,
+)
 
 CFG = IngestConfig()
 
@@ -91,9 +97,37 @@ class TestResolveRoot:
             resolve_root(IngestConfig(allowed_root=str(tmp_path / "missing")))
 
 
+class TestOperatorFields:
+    @pytest.mark.parametrize(("field", "value"), [("trust", "trusted"), ("source_kind", "operator"),
+                                                  ("trust", " Trusted ")])  # fmt: skip
+    def test_writer_cannot_claim_operator_trust(self, field: str, value: str) -> None:
+        """An entry claiming operator trust is refused with 403 naming entries[i].<field>."""
+        body = {"entries": [{"id": "a", "text": "t"}, {"id": "b", "text": "t", field: value}]}
+        with pytest.raises(SubmitError) as err:
+            check_operator_fields(parse_submission(body, CFG, None), allowed=False)
+        assert (err.value.status, err.value.field) == (403, f"entries[1].{field}")
+
+    def test_untrusted_entries_pass_and_admin_may_claim(self) -> None:
+        """Untrusted imports pass for a writer; an admin may mark entries trusted."""
+        plain = parse_submission({"entries": [{"id": "a", "text": "t", "trust": "untrusted"}]}, CFG, None)
+        check_operator_fields(plain, allowed=False)
+        trusted = parse_submission({"entries": [{"id": "a", "text": "t", "trust": "trusted"}]}, CFG, None)
+        check_operator_fields(trusted, allowed=True)
+
+    def test_path_needs_admin(self, tmp_path: Path) -> None:
+        """A path submission (operator files on the server) is refused for a writer."""
+        (tmp_path / "n.md").write_text("# N\n\nx\n")
+        sub = parse_submission({"path": "n.md"}, CFG, tmp_path)
+        with pytest.raises(SubmitError) as err:
+            check_operator_fields(sub, allowed=False)
+        assert (err.value.status, err.value.field) == (403, "path")
+
+
 def test_public_api() -> None:
     """The module exports the parser, the spooler and their types."""
     assert set(mod.__all__) == {
+        "OPERATOR_FIELDS",
+        "check_operator_fields",
         "SPOOL_NAME",
         "Submission",
         "SubmitError",

@@ -9,7 +9,7 @@ import pytest
 
 import lanes.keyword.sqlite_fts as mod
 from fabric.models import BoundConstraints, LaneKind, LaneRequest, Trust
-from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane, match_expression
+from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane, match_expression, query_terms
 from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
 from tests.support.embedded import chunk, resources, spec
 
@@ -52,6 +52,23 @@ class TestMatchExpression:
     def test_no_tokens_gives_none(self) -> None:
         """A query of punctuation only has no expression."""
         assert match_expression('"()*^:') is None
+
+    def test_stopwords_are_left_out(self) -> None:
+        """Function words do not reach the OR query."""
+        assert match_expression("What is the rank of a fusion?") == '("rank" OR "fusion")'
+
+    def test_a_query_of_stopwords_keeps_its_words(self) -> None:
+        """With nothing but stopwords the words are searched as given rather than nothing."""
+        assert query_terms("What is it") == ["what", "is", "it"]
+
+    def test_repeated_terms_stay_repeated(self) -> None:
+        """A term said twice is two phrases, so bm25() counts it twice (query term frequency)."""
+        assert query_terms("titles of articles and the titles") == ["titles", "articles", "titles"]
+        assert match_expression("fusion rank fusion") == '("fusion" OR "rank" OR "fusion")'
+
+    def test_terms_are_capped(self) -> None:
+        """At most 64 terms reach the expression."""
+        assert len(query_terms(" ".join(f"w{i}" for i in range(100)))) == 64
 
 
 class TestSearch:
@@ -143,4 +160,4 @@ class TestSearch:
 
 def test_public_api() -> None:
     """The module exports exactly its lane and the expression builder."""
-    assert sorted(mod.__all__) == ["BACKEND", "SqliteFtsKeywordLane", "match_expression"]
+    assert sorted(mod.__all__) == ["BACKEND", "SqliteFtsKeywordLane", "match_expression", "query_terms"]

@@ -1,0 +1,128 @@
+"""Tenant limits benchmark: one tenant offered 2x its rate limit while a second stays under it, over HTTP.
+
+The service (:func:`fabric.service.create_app` with keys in a temporary home and the per-tenant limits given)
+runs in-process on 127.0.0.1 over an engine with one fake lane. Both tenants send open-loop (requests start on a
+fixed schedule, whatever the answers): tenant ``heavy`` at ``--over`` times ``--rate``, tenant ``light`` at
+``--under`` times it, for ``--seconds``. Figures per tenant: requests sent, answers by status, the 429 ratio
+with its ideal value ``1 - (rate * seconds + burst) / sent`` for the heavy one, and the light tenant's p50/p95
+latency and non-200 answers (it must not be hurt by the heavy one's rejections).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from fabric.config import LaneConfig, ModeConfig, PreflightConfig, Settings
+from fabric.logs import configure_logging
+from fabric.models import LaneKind, Mode
+from lanes.base import LaneResources
+from lanes.fake import FakeLane
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``fabric bench tenants``."""
+    parser.add_argument("--rate", type=float, default=100.0, help="per-tenant limit, requests/s (default 100)")
+    parser.add_argument("--burst", type=int, default=200, help="per-tenant bucket size (default 200)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="duration of the load (default 10)")
+    parser.add_argument("--over", type=float, default=2.0, help="heavy tenant's load / rate (default 2)")
+    parser.add_argument("--under", type=float, default=0.5, help="light tenant's load / rate (default 0.5)")
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
+
+
+async def _tenant(client: aiohttp.ClientSession, url: str, key: str, rps: float, seconds: float) -> dict[str, Any]:
+    """Open-loop load of one tenant: request i starts at i / rps."""
+    statuses: Counter[int] = Counter()
+    latencies: list[float] = []
+    headers = {"Authorization": f"Bearer {key}"}
+
+    async def one(i: int) -> None:
+        t0 = time.perf_counter()
+        async with client.post(url, json={"query": f"tenant query {i % 20}", "top_k": 10}, headers=headers) as r:
+            await r.read()
+            statuses[r.status] += 1
+        if r.status == 200:
+            latencies.append((time.perf_counter() - t0) * 1000.0)
+
+    n = int(rps * seconds)
+    start = time.perf_counter()
+    tasks = []
+    for i in range(n):
+        delay = start + i / rps - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(i)))
+    await asyncio.gather(*tasks)
+    return {"sent": n, "status": dict(sorted(statuses.items())), "latencies": latencies}
+
+
+async def _bench(args: argparse.Namespace) -> dict[str, Any]:
+    from aiohttp.test_utils import TestServer
+
+    from fabric.engine import Engine
+    from fabric.keys import KeyStore, Role
+    from fabric.limits import LimitConfig
+    from fabric.service import create_app, default_guard
+
+    with tempfile.TemporaryDirectory(prefix="fabric-tenants-") as tmp:
+        home = Path(tmp)
+        keys = {name: KeyStore(home).create(name, Role.READER)[1] for name in ("heavy", "light")}
+        settings = Settings(
+            home=home,
+            modes={Mode.TECHNICAL: ModeConfig(total_budget_ms=1000.0, lanes={"keyword": 1000.0})},
+            lanes={"keyword": LaneConfig(name="keyword", kind=LaneKind.KEYWORD, backend="fake")},
+            preflight=PreflightConfig(enabled=False),
+        )
+        lanes = {"keyword": FakeLane(name="keyword", kind=LaneKind.KEYWORD, provider="fake", hits=20, delay_ms=1.0)}
+        engine = Engine(settings, lanes=lanes, resources=LaneResources(home=home))
+        limits = LimitConfig(rate=args.rate, burst=args.burst, concurrency=10_000)
+        server = TestServer(create_app(engine, guard=default_guard(engine, limits)), host="127.0.0.1")
+        await server.start_server()
+        url = f"http://127.0.0.1:{server.port}/v1/search"
+        try:
+            connector = aiohttp.TCPConnector(limit=0)
+            async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as client:
+                heavy, light = await asyncio.gather(
+                    _tenant(client, url, keys["heavy"], args.rate * args.over, args.seconds),
+                    _tenant(client, url, keys["light"], args.rate * args.under, args.seconds),
+                )
+        finally:
+            await server.close()
+    ideal = max(0.0, 1.0 - (args.rate * args.seconds + args.burst) / heavy["sent"]) if heavy["sent"] else 0.0
+    return {
+        "rate": args.rate,
+        "burst": args.burst,
+        "seconds": args.seconds,
+        "heavy_sent": heavy["sent"],
+        "heavy_status": heavy["status"],
+        "heavy_429_ratio": round(heavy["status"].get(429, 0) / heavy["sent"], 4) if heavy["sent"] else 0.0,
+        "heavy_429_ratio_ideal": round(ideal, 4),
+        "light_sent": light["sent"],
+        "light_status": light["status"],
+        "light_non_200": light["sent"] - light["status"].get(200, 0),
+        "light_p50_ms": round(_pct(light["latencies"], 0.5), 3),
+        "light_p95_ms": round(_pct(light["latencies"], 0.95), 3),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Run the benchmark and return its figures."""
+    if args.rate <= 0 or args.burst < 1 or args.seconds <= 0 or args.over <= 0 or args.under <= 0:
+        from fabric.errors import QueryError
+
+        raise QueryError("bench", "--rate, --burst, --seconds, --over and --under must be positive")
+    configure_logging(level="CRITICAL")
+    return asyncio.run(_bench(args))

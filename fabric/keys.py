@@ -1,0 +1,199 @@
+"""API keys bound to tenants, stored hashed in ``<home>/keys.sqlite``.
+
+A key is ``fab_<key id>_<secret>``: the id (12 hex digits) names the key in listings and revocations, the secret
+is 32 random bytes (``secrets.token_urlsafe``). Only the SHA-256 of the whole key is stored — a plain hash is
+enough for a 256-bit random token (no dictionary to guess from, unlike a password) — and compared with
+:func:`hmac.compare_digest`. The key itself is shown once, by ``fabric keys create``.
+
+Roles, each including the one before: ``reader`` (search, read tasks and metrics), ``writer`` (ingest entries
+that are untrusted imports), ``admin`` (also entries marked ``trust: trusted`` or ``source_kind: operator``).
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import hmac
+import re
+import secrets
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fabric.errors import ConfigError
+
+__all__ = ["KEYS_FILE", "KeyRecord", "KeyStore", "Principal", "Role", "check_tenant"]
+
+KEYS_FILE = "keys.sqlite"
+"""File name of the key store under the home."""
+
+_TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_TOKEN = re.compile(r"^fab_([0-9a-f]{12})_[A-Za-z0-9_-]{40,64}$")
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_id TEXT PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    role TEXT NOT NULL,
+    key_hash TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    revoked_at TEXT
+);
+"""
+
+
+class Role(enum.IntEnum):
+    """What a key may do; a higher role includes the lower ones."""
+
+    READER = 1
+    WRITER = 2
+    ADMIN = 3
+
+    @classmethod
+    def from_str(cls, value: str) -> Role:
+        """Parse ``reader``, ``writer`` or ``admin``.
+
+        Raises:
+            ValueError: any other value.
+        """
+        try:
+            return cls[value.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown role {value!r}; valid: reader, writer, admin") from None
+
+    @property
+    def label(self) -> str:
+        """The lower-case name."""
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: the tenant, the role, and the key id (None in open mode)."""
+
+    tenant: str
+    role: Role
+    key_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    """One stored key (never its secret)."""
+
+    key_id: str
+    tenant: str
+    role: Role
+    created_at: str
+    revoked_at: str | None
+
+    def to_dict(self) -> dict[str, str | None]:
+        """JSON-ready form for ``fabric keys list --json``."""
+        return {
+            "key_id": self.key_id, "tenant": self.tenant, "role": self.role.label, "created_at": self.created_at,
+            "revoked_at": self.revoked_at,
+        }  # fmt: skip
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def check_tenant(name: str) -> str:
+    """The tenant name, validated.
+
+    Raises:
+        ConfigError: not 1 to 63 of lower-case letters, digits, ``-`` and ``_`` (starting with a letter or digit).
+    """
+    if not _TENANT.match(name):
+        raise ConfigError(f"tenant {name!r}: expected 1-63 characters of a-z, 0-9, '-', '_' (not starting with - or _)")
+    return name
+
+
+class KeyStore:
+    """The key table; every method opens its own short connection (safe from any thread)."""
+
+    def __init__(self, home: Path) -> None:
+        self.path = home / KEYS_FILE
+
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=10.0)
+        conn.executescript(_SCHEMA)
+        return conn
+
+    def create(self, tenant: str, role: Role) -> tuple[KeyRecord, str]:
+        """A new key for ``tenant``: its record and the key itself (shown once, never stored).
+
+        Raises:
+            ConfigError: invalid tenant name.
+        """
+        check_tenant(tenant)
+        key_id = secrets.token_hex(6)
+        token = f"fab_{key_id}_{secrets.token_urlsafe(32)}"
+        record = KeyRecord(key_id, tenant, role, _now(), None)
+        conn = self._connect()
+        try:
+            with conn:
+                conn.execute(
+                    "INSERT INTO api_keys (key_id, tenant, role, key_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+                    (key_id, tenant, role.label, _hash(token), record.created_at),
+                )
+        finally:
+            conn.close()
+        return record, token
+
+    def list(self) -> list[KeyRecord]:
+        """Every key, revoked ones included, oldest first."""
+        if not self.path.exists():
+            return []
+        conn = self._connect()
+        try:
+            rows = conn.execute(
+                "SELECT key_id, tenant, role, created_at, revoked_at FROM api_keys ORDER BY created_at, key_id"
+            ).fetchall()
+        finally:
+            conn.close()
+        return [KeyRecord(r[0], r[1], Role.from_str(r[2]), r[3], r[4]) for r in rows]
+
+    def revoke(self, key_id: str) -> bool:
+        """Revoke a key by id; False when no active key has that id."""
+        conn = self._connect()
+        try:
+            with conn:
+                cur = conn.execute(
+                    "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL", (_now(), key_id)
+                )
+        finally:
+            conn.close()
+        return cur.rowcount > 0
+
+    def active_count(self) -> int:
+        """Number of keys not revoked (0: the service runs in open mode where that is allowed)."""
+        if not self.path.exists():
+            return 0
+        conn = self._connect()
+        try:
+            row = conn.execute("SELECT COUNT(*) FROM api_keys WHERE revoked_at IS NULL").fetchone()
+        finally:
+            conn.close()
+        return int(row[0])
+
+    def verify(self, token: str) -> Principal | None:
+        """The principal of an active key, or None for a malformed, unknown or revoked key."""
+        m = _TOKEN.match(token)
+        if m is None or not self.path.exists():
+            return None
+        conn = self._connect()
+        try:
+            row = conn.execute(
+                "SELECT tenant, role, key_hash FROM api_keys WHERE key_id = ? AND revoked_at IS NULL", (m.group(1),)
+            ).fetchone()
+        finally:
+            conn.close()
+        if row is None or not hmac.compare_digest(row[2], _hash(token)):
+            return None
+        return Principal(row[0], Role.from_str(row[1]), m.group(1))

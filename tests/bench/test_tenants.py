@@ -1,0 +1,28 @@
+"""``fabric bench tenants`` smoke test: a tiny run over HTTP with real keys and the per-tenant limits."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from bench import tenants
+from fabric.errors import QueryError
+
+
+def test_heavy_tenant_is_limited_and_every_request_answered() -> None:
+    """Offered 2x its limit with a burst far below the load, the heavy tenant gets 429s; every request of both
+    tenants is answered 200 or 429 (never an error)."""
+    figures = tenants.run(argparse.Namespace(rate=20.0, burst=2, seconds=1.0, over=2.0, under=0.25))
+    assert figures["heavy_sent"] == 40
+    assert figures["heavy_status"].get(429, 0) > 0
+    assert sum(figures["heavy_status"].values()) == 40
+    assert set(figures["heavy_status"]) <= {200, 429}
+    assert sum(figures["light_status"].values()) == figures["light_sent"] == 5
+    assert {"light_p50_ms", "light_p95_ms", "heavy_429_ratio_ideal"} <= set(figures)
+
+
+def test_bad_arguments_are_a_query_error() -> None:
+    """A non-positive rate is refused naming the options."""
+    with pytest.raises(QueryError, match="--rate"):
+        tenants.run(argparse.Namespace(rate=0.0, burst=2, seconds=1.0, over=2.0, under=0.5))
