@@ -25,6 +25,7 @@ from typing import Any
 from fabric.config_readers import SCHEMA, build, coerce, env_overrides, merge, positive, read_toml
 from fabric.errors import ConfigError
 from fabric.models import FusionMode, LaneKind, Mode
+from fabric.router.config import RouterConfig, validate_router_config
 
 __all__ = [
     "CONFIG_FILES",
@@ -48,7 +49,7 @@ __all__ = [
     "load_settings",
 ]
 
-CONFIG_FILES = ("modes.toml", "lanes.toml", "fusion.toml", "authority.toml", "engine.toml")
+CONFIG_FILES = ("modes.toml", "lanes.toml", "fusion.toml", "authority.toml", "engine.toml", "router.toml")
 
 
 class _EnvUrls(Mapping[str, tuple[str, str]]):
@@ -270,6 +271,8 @@ class Settings:
     penalties: PenaltyConfig = field(default_factory=PenaltyConfig)
     embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
+    router: RouterConfig = field(default_factory=RouterConfig)
+    """The query router of seed 004 (``config/router.toml``, :mod:`fabric.router.config`)."""
     sources: tuple[str, ...] = ()
     """Files the settings were read from, in order."""
 
@@ -332,7 +335,7 @@ def load_settings(
 
 _SECTIONS = frozenset(
     {"modes", "lanes", "fusion", "authority", "default", "domains", "engine", "preflight", "penalties", "embeddings",
-     "ingest", "home"}
+     "ingest", "router", "home"}
 )  # fmt: skip
 
 
@@ -344,11 +347,13 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
     positive(fusion.rrf_k, src, "fusion.rrf_k")
     home = Path(env.get("FABRIC_HOME") or data.get("home") or ".fabric")
     cache_dir = Path(env.get("FABRIC_CACHE_DIR") or data.get("cache_dir") or ".cache/fabric")
+    lanes = _read_lanes(data.get("lanes", {}), src, env)
+    router: RouterConfig = build(RouterConfig, data.get("router", {}), src, "router")
     return Settings(
         home=home,
         cache_dir=cache_dir,
         modes=_read_modes(data.get("modes", {}), src),
-        lanes=_read_lanes(data.get("lanes", {}), src, env),
+        lanes=lanes,
         fusion=fusion,
         authority=_read_authority(data.get("domains", {}), src),
         authority_default=coerce(float, data.get("default", 0.5), src, "default"),
@@ -357,6 +362,7 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         penalties=build(PenaltyConfig, data.get("penalties", {}), src, "penalties"),
         embeddings=build(EmbeddingsConfig, data.get("embeddings", {}), src, "embeddings"),
         ingest=_read_ingest(data.get("ingest", {}), src),
+        router=validate_router_config(router, lanes if "router" in data else {}, src),
         sources=sources,
     )
 

@@ -22,6 +22,7 @@ created once under the home (``cursor.secret``), read when the engine opens.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -53,6 +54,7 @@ from fabric.penalties import ProviderPenalties
 from fabric.preflight import LoopLagMonitor, Preflight
 from fabric.query_plan import QueryPlan, QueryRun, build_result, plan_lanes, request_fingerprint
 from fabric.resources import close_resources, open_resources
+from fabric.router.planner import RoutedPlan, Router
 from fabric.stages import run_stage2
 from fusion.cursor import decode_cursor, encode_cursor
 from fusion.pipeline import FusionContext, FusionOutput, fuse
@@ -92,6 +94,7 @@ class Engine:
         self.executor = LaneExecutor({}, penalties=self.penalties, metrics=self.metrics)
         self.preflight = Preflight(settings.preflight, clock=clock)
         self.loop_lag = LoopLagMonitor()
+        self.router = Router(settings.router, executor=self.executor, home=settings.home)
         self._secret = b""
         self._unopened: set[str] = set()
         self._inflight = 0
@@ -214,6 +217,8 @@ class Engine:
         t0 = time.perf_counter()
         plan = self.plan(request)
         run = await self.run(request, plan, trace_id)
+        if run.routed is not None:  # seed 004: the router narrowed the plan to its strategy's lanes
+            plan = dataclasses.replace(plan, lanes=tuple(run.routed.plan))
         return self._build(request, plan, run, trace_id, t0)
 
     def plan(self, request: SearchRequest) -> QueryPlan:
@@ -251,6 +256,9 @@ class Engine:
         bound = bind_constraints(request.constraints, now=plan.now, preflight=pf)
         lane_top_k = s.engine.lane_top_k if bound.max_results is None else min(s.engine.lane_top_k, bound.max_results)
         lane_request = LaneRequest(query=pf.refined_query, top_k=lane_top_k, constraints=bound, trace_id=trace_id)
+        routed = await self._route(request, plan, pf, lane_request)
+        if routed is not None:
+            plan, lane_request = dataclasses.replace(plan, lanes=tuple(routed.plan)), routed.lane_request
         ctx = FusionContext(
             config=s.fusion,
             now=plan.now,
@@ -259,7 +267,8 @@ class Engine:
             authority_default=s.authority_default,
             stage_of={p.name: p.stage for p in plan.lanes},
         )
-        outcomes, stages, by_design, lanes_ms = await self._call_lanes(plan, lane_request, ctx)
+        done = dict(routed.done) if routed is not None else {}
+        outcomes, stages, by_design, lanes_ms = await self._call_lanes(plan, lane_request, ctx, done)
         t_fuse = time.perf_counter()
         fused = fuse(outcomes, ctx)
         return QueryRun(
@@ -269,9 +278,21 @@ class Engine:
             stages=stages,
             by_design=by_design,
             preflight_ms=preflight_ms,
-            lanes_ms=lanes_ms,
+            lanes_ms=lanes_ms + (routed.wait_ms if routed is not None else 0.0),
             fusion_ms=(time.perf_counter() - t_fuse) * 1000.0,
             chat_preflight=bool(s.preflight.chat_url) and not (pf.reason or "").startswith(("disabled", "pressure")),
+            routed=routed,
+        )
+
+    async def _route(
+        self, request: SearchRequest, plan: QueryPlan, pf: PreflightResult, lane_request: LaneRequest
+    ) -> RoutedPlan | None:
+        """Seed 004's router (``route != "all"``): the strategy's lanes and filters, with the probe's outcomes."""
+        if request.route == "all":
+            return None
+        embedder = self.resources.embedder if self.resources is not None else None
+        return await self.router.plan(
+            request, pf, plan.lanes, lane_request, now=plan.now, deadline=plan.deadline, embedder=embedder
         )
 
     async def _preflight(self, request: SearchRequest, plan: QueryPlan) -> PreflightResult:
@@ -295,7 +316,7 @@ class Engine:
         return pf
 
     async def _call_lanes(
-        self, plan: QueryPlan, lane_request: LaneRequest, ctx: FusionContext
+        self, plan: QueryPlan, lane_request: LaneRequest, ctx: FusionContext, done: Mapping[str, LaneOutcome]
     ) -> tuple[dict[str, LaneOutcome], dict[str, Any], set[str], float]:
         """Stage 1, then stage 2 when stage 1 yields too few items (:func:`fabric.stages.run_stage2`).
 
@@ -303,7 +324,8 @@ class Engine:
         """
         t_lanes = time.perf_counter()
         waited = RunStats()
-        outcomes = await self.executor.run(plan.stage(1), lane_request, deadline=plan.deadline, stats=waited)
+        todo = [p for p in plan.stage(1) if p.name not in done]  # ``done``: run already (the router's probe)
+        outcomes = {**done, **await self.executor.run(todo, lane_request, deadline=plan.deadline, stats=waited)}
         stage1_ms = round((time.perf_counter() - t_lanes) * 1000.0, 3)
         by_design: set[str] = set()
         stage2 = plan.stage(2)

@@ -305,6 +305,9 @@ class SearchRequest:
     Validation also accepts the components ``lexical`` / ``semantic`` / ``graph`` and expands them to the lanes
     of that kind. Part of the cursor's fingerprint, like ``fusion``.
     """
+    route: str = "all"
+    """``all`` (every planned lane), ``auto`` (the router of seed 004 decides) or a strategy: ``dense``,
+    ``temporal``, ``graph`` (see :mod:`fabric.router`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -358,6 +361,8 @@ class SearchResult:
     timings: Mapping[str, float] = field(default_factory=lambda: EMPTY_MAPPING)
     stages: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
     fusion_mode: FusionMode = FusionMode.RRF
+    route: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
+    """How the query was routed (``fabric.router.strategies.RouteRecord.to_dict``)."""
     total: int = 0
     """Matching entries: the fused candidate set before paging (seed 001's "Found N entries")."""
     contributions: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: EMPTY_MAPPING)
@@ -403,6 +408,7 @@ class SearchResult:
             "dedup": dict(self.dedup),
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "stages": dict(self.stages),
+            "route": dict(self.route),
             "receipt": self.receipt(),
         }
 

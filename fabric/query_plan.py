@@ -13,15 +13,19 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fabric.budgets import lane_budget_ms
 from fabric.config import FusionConfig, LaneConfig, ModeConfig
 from fabric.contributions import contributions
 from fabric.executor import PlannedLane
 from fabric.models import FusionMode, LaneOutcome, LaneStatus, PreflightResult, SearchRequest, SearchResult
+from fabric.router.strategies import RouteRecord
 from fusion.cursor import fingerprint
 from fusion.pipeline import FusionOutput
+
+if TYPE_CHECKING:
+    from fabric.router.planner import RoutedPlan
 
 __all__ = ["QueryPlan", "QueryRun", "build_result", "plan_lanes", "request_fingerprint"]
 
@@ -72,6 +76,8 @@ class QueryRun:
     fusion_ms: float = 0.0
     chat_preflight: bool = False
     """Whether the pre-flight waited on a remote chat model (its time is then not the engine's overhead)."""
+    routed: RoutedPlan | None = None
+    """The router's plan when ``route != "all"`` (seed 004): its lanes replace the plan's, its record is reported."""
 
 
 def plan_lanes(
@@ -114,6 +120,7 @@ def request_fingerprint(request: SearchRequest, names: Sequence[str], default_fu
             "top_k": request.top_k,
             **({"weights": dict(request.weights)} if request.weights is not None else {}),
             "bound": [request.budget_ms, request.preflight],  # a page depends on both: a toggle must not shift
+            "route": request.route,
         }
     )
 
@@ -166,4 +173,5 @@ def build_result(
         fusion_mode=mode,
         total=len(fused.items),
         contributions=contributions(page, ordered, fusion_config, mode) if fusion_config is not None else {},
+        route=(run.routed.record if run.routed is not None else RouteRecord.federation(plan.names)).to_dict(),
     )

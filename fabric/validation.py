@@ -5,11 +5,11 @@ valid values, so callers (CLI, HTTP, Python) can show one clear line instead of 
 
 Accepted keys: ``query`` (required), ``mode``, ``top_k`` (or its seed-001 name ``limit``: the same page size;
 giving both with different values is an error), ``cursor``, ``constraints``, ``budget_ms``, ``strict``,
-``fusion``, ``lanes``, ``weights``, ``preflight``. ``weights`` maps lane names, or the components ``lexical`` /
-``semantic`` / ``graph`` (every lane of that kind), to a weight in [0, 100] (some enabled lane must keep a
-weight above 0), e.g.
-``{"semantic": 2, "graph": 0.5}`` or ``"semantic=2,graph=0.5"``. ``offset`` is refused on purpose: pages are
-addressed by the opaque ``cursor`` only.
+``fusion``, ``lanes``, ``weights``, ``preflight``, ``route`` (``all``, ``auto`` or a strategy: docs/router.md).
+``weights`` maps lane names, or the components ``lexical`` / ``semantic`` / ``graph`` (every lane of that kind),
+to a weight in [0, 100] (some enabled lane must keep a weight above 0), e.g. ``{"semantic": 2, "graph": 0.5}``
+or ``"semantic=2,graph=0.5"``. ``offset`` is refused on purpose: pages are addressed by the opaque ``cursor``
+only.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 from fabric.config import Settings
 from fabric.errors import QueryError
 from fabric.models import Constraints, FusionMode, LaneKind, Mode, SearchRequest
+from fabric.router.strategies import ROUTE_ALL, ROUTES
 
 __all__ = ["KNOWN_KEYS", "MAX_BUDGET_MS", "MAX_WEIGHT", "parse_request"]
 
@@ -36,6 +37,7 @@ KNOWN_KEYS = (
     "weights",
     "limit",
     "preflight",
+    "route",
 )
 """Top-level request keys."""
 
@@ -256,4 +258,5 @@ def parse_request(data: Mapping[str, Any], settings: Settings) -> SearchRequest:
         lanes=_lanes(data.get("lanes"), settings),
         weights=_weights(data.get("weights"), settings),
         preflight=True if data.get("preflight") is None else _bool(data["preflight"], "preflight"),
+        route=ROUTE_ALL if data.get("route") is None else _choice(data["route"], "route", ROUTES),
     )

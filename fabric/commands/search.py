@@ -2,7 +2,7 @@
 
 Options mirror the request fields (:mod:`fabric.validation`): ``--mode``, ``--top-k``, ``--cursor``,
 ``--budget-ms``, ``--strict``, ``--lanes a,b``, ``--fusion``, ``--weights semantic=2,graph=0.5``, ``--limit``
-(seed 001's name for ``--top-k``), ``--constraint key=value`` (repeatable),
+(seed 001's name for ``--top-k``), ``--route``, ``--constraint key=value`` (repeatable),
 ``--no-preflight``. ``--json`` prints ``SearchResult.to_dict()`` (the DESIGN.md shape); ``--explain`` adds,
 per item, every score component and the item's rank in each lane. Bad input exits 2 with one line.
 """
@@ -40,6 +40,7 @@ def register(sub: Any) -> None:
     p.add_argument("--fusion", help="rrf | append_fill | score_minmax | score_dbsf")
     p.add_argument("--limit", help="items per page: seed 001's name for --top-k (give one)")
     p.add_argument("--weights", help="per-request lane weights, e.g. semantic=2,graph=0.5 (lanes or components)")
+    p.add_argument("--route", help="all (default) | auto | dense | temporal | graph (docs/router.md)")
     p.add_argument(
         "--constraint",
         action="append",
@@ -75,7 +76,7 @@ def parse_constraints(pairs: list[str]) -> dict[str, str]:
 
 def _request_data(args: argparse.Namespace) -> dict[str, Any]:
     data: dict[str, Any] = {"query": args.query}
-    for key in ("mode", "top_k", "limit", "cursor", "budget_ms", "lanes", "fusion", "weights"):
+    for key in ("mode", "top_k", "limit", "cursor", "budget_ms", "lanes", "fusion", "weights", "route"):
         value = getattr(args, key)
         if value is not None:
             data[key] = value

@@ -44,6 +44,13 @@ class TestSearchCommand:
         assert len(body["items"]) == 5
         assert body["lanes"]["keyword"]["status"] == "success"
 
+    def test_route_dense_runs_keyword_and_vector(self, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+        """--route dense: the result's route section names the strategy; the graph lane does not run."""
+        assert main([*argv, "hello world", "--json", "--route", "dense"]) == 0
+        body = json.loads(capsys.readouterr().out)
+        assert (body["route"]["strategy"], body["route"]["chooser"]) == ("dense", "request")
+        assert list(body["lanes"]) == ["keyword", "vector"]
+
     def test_cursor_continues(self, argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
         """The printed next_cursor fetches the next page."""
         main([*argv, "q", "--json", "--top-k", "5"])
@@ -80,6 +87,7 @@ class TestSearchCommand:
             (["q", "--constraint", "nonsense"], "constraints"),
             (["q", "--lanes", "nope"], "lanes"),
             (["q", "--fusion", "magic"], "fusion"),
+            (["q", "--route", "fastest"], "route"),
             (["q", "--cursor", "forged"], "cursor"),
         ],
     )

@@ -1,0 +1,57 @@
+"""Tests for the ``[router]`` settings: project defaults, overrides and the checks naming ``router.<key>``."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabric.config import load_settings
+from fabric.errors import ConfigError
+from fabric.router.config import RouterConfig, StrategyLanes, validate_router_config
+
+
+def env(**kw: str) -> dict[str, str]:
+    return {f"FABRIC__router__{k}": v for k, v in kw.items()}
+
+
+def test_project_file_holds_the_seed_thresholds() -> None:
+    """config/router.toml: skewness 0.5, max score 0.65, δ 0.05, top-10 probe; heuristic decides auto; Dense is
+    keyword + vector (measured: docs/router.md)."""
+    cfg = load_settings(env={}).router
+    assert (cfg.skew_max, cfg.max_score_min, cfg.delta, cfg.probe_k) == (0.5, 0.65, 0.05, 10)
+    assert cfg.auto == "heuristic"
+    assert cfg.strategies == StrategyLanes(
+        dense=("keyword", "vector"), temporal=("keyword", "vector"), graph=("keyword", "vector", "graph")
+    )
+    assert cfg == RouterConfig()  # the file states the defaults, nothing hidden
+
+
+def test_env_override() -> None:
+    """Thresholds are tunable without code."""
+    assert load_settings(env=env(skew_max="0.8")).router.skew_max == 0.8
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        ({"auto": '"magic"'}, "router.auto"),
+        ({"probe_k": "1"}, "router.probe_k"),
+        ({"delta": "-0.1"}, "router.delta"),
+        ({"temporal_pattern": '"(unclosed"'}, "router.temporal_pattern"),
+        ({"probe_lane": '"nope"'}, "router.probe_lane"),
+        ({"strategies__graph": '["vector", "ghost"]'}, "router.strategies"),
+        ({"strategies__dense": "[]"}, "router.strategies.dense"),
+        ({"colour": '"blue"'}, "router"),
+    ],
+)
+def test_bad_values_name_the_key(overrides: dict[str, str], key: str) -> None:
+    """Every bad setting is a ConfigError naming its dotted key."""
+    with pytest.raises(ConfigError) as info:
+        load_settings(env=env(**overrides))
+    assert info.value.key.startswith(key)
+
+
+def test_lane_names_are_checked_only_against_known_lanes() -> None:
+    """Without lanes (tests, partial configs) names are not checked; planning then falls back to every lane."""
+    assert validate_router_config(RouterConfig(), {}, "x") == RouterConfig()
+    with pytest.raises(ConfigError, match="unknown lane 'vector'"):
+        validate_router_config(RouterConfig(), {"keyword": object()}, "x")

@@ -1,0 +1,267 @@
+"""Tests for the planning seam: the engine with fake lanes under every route."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fabric.config import Settings
+from fabric.engine import Engine
+from fabric.errors import QueryError
+from fabric.models import Hit, LaneKind, LaneRequest, SearchResult
+from fabric.router.config import RouterConfig, StrategyLanes
+from fabric.router.planner import filter_years
+from fabric.validation import parse_request
+from lanes.base import LaneResources
+from lanes.fake import FakeLane
+from tests.support.settings import make_settings, quiet_logs  # noqa: F401
+
+LANES = {"keyword": {}, "vector": {"kind": LaneKind.VECTOR}, "graph": {"kind": LaneKind.GRAPH}}
+
+
+class Recording(FakeLane):
+    """A fake lane that remembers each request."""
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.requests: list[LaneRequest] = []
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        self.requests.append(request)
+        hits = await super().search(request)
+        c = request.constraints
+        if c.date_from is not None and c.date_to is not None:  # the native year filter
+            return filter_years(hits, (c.date_from.year, c.date_to.year))
+        return hits
+
+
+def vec_hits(scores: list[float], years: list[int] | None = None) -> list[Hit]:
+    years = years or [2000] * len(scores)
+    return [
+        Hit(id=f"v{i}", rank=i + 1, score=s, title=f"v {i}", text=f"vector text {i}", metadata={"years": [y]})
+        for i, (s, y) in enumerate(zip(scores, years, strict=True))
+    ]
+
+
+PEAKED = [0.9, 0.4, 0.38, 0.37, 0.36, 0.35, 0.34, 0.33, 0.32, 0.31]
+FLAT = [0.80, 0.79, 0.78, 0.77, 0.76, 0.75, 0.74, 0.73, 0.72, 0.71]
+
+
+def lanes(vector: list[Hit]) -> dict[str, Recording]:
+    return {
+        "keyword": Recording(name="keyword", hits=5),
+        "vector": Recording(name="vector", kind=LaneKind.VECTOR, hits=vector),
+        "graph": Recording(name="graph", kind=LaneKind.GRAPH, hits=5),
+    }
+
+
+VECTOR_ONLY = RouterConfig(strategies=StrategyLanes(dense=("vector",), temporal=("vector",), graph=("vector", "graph")))
+"""Strategies on the vector lane alone, so each test sees exactly which lane the plan adds."""
+
+
+def settings_for(tmp_path: Path, router: RouterConfig = VECTOR_ONLY) -> Settings:
+    return dataclasses.replace(make_settings(tmp_path, LANES), router=router)
+
+
+async def run(tmp_path: Path, fakes: dict[str, Recording], **data: Any) -> SearchResult:
+    settings = settings_for(tmp_path)
+    async with Engine(settings, lanes=fakes) as engine:
+        return await engine.search(parse_request({"query": "vitamin d levels", **data}, settings))
+
+
+def calls(fakes: dict[str, Recording]) -> dict[str, int]:
+    return {n: len(f.requests) for n, f in fakes.items()}
+
+
+async def test_default_route_is_the_federation(tmp_path: Path) -> None:
+    """No route: every lane runs, the record says so."""
+    fakes = lanes(vec_hits(PEAKED))
+    res = await run(tmp_path, fakes)
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 1}
+    assert res.to_dict()["route"]["strategy"] == "all"
+    assert res.route["lane_calls"] == 3
+
+
+async def test_auto_peaked_probe_is_dense_and_reuses_the_probe(tmp_path: Path) -> None:
+    """A peaked probe routes to Dense: one vector call in all, whose hits are the answer."""
+    fakes = lanes(vec_hits(PEAKED))
+    res = await run(tmp_path, fakes, route="auto")
+    assert calls(fakes) == {"keyword": 0, "vector": 1, "graph": 0}
+    r = res.route
+    assert (r["strategy"], r["chooser"], r["rule"], r["lane_calls"], r["probe_reused"]) == (
+        "dense", "heuristic", "fallback", 1, True,
+    )  # fmt: skip
+    assert r["signals"]["max"] == 0.9
+    assert r["signals"]["skew"] > 0.5
+    assert r["signals"]["dist"] == 1.0  # fake lanes: no embedder
+    assert list(res.lanes) == ["vector"]
+    assert [it.id for it in res.items][:3] == ["v0", "v1", "v2"]
+
+
+async def test_default_dense_is_keyword_plus_the_reused_probe(tmp_path: Path) -> None:
+    """The shipped Dense (keyword + vector): the probe stands in for the vector lane, the keyword lane runs once."""
+    fakes = lanes(vec_hits(PEAKED))
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=RouterConfig())
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "vitamin d levels", "route": "auto"}, settings))
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 0}
+    assert (res.route["strategy"], res.route["lane_calls"], res.route["probe_reused"]) == ("dense", 2, True)
+    assert set(res.lanes) == {"keyword", "vector"}
+
+
+async def test_auto_flat_confident_probe_adds_graph(tmp_path: Path) -> None:
+    """A flat, confident probe (rule 3) routes to Graph: the probe is reused, only the graph lane runs after it."""
+    fakes = lanes(vec_hits(FLAT))
+    res = await run(tmp_path, fakes, route="auto")
+    assert calls(fakes) == {"keyword": 0, "vector": 1, "graph": 1}
+    assert (res.route["strategy"], res.route["rule"], res.route["lane_calls"]) == ("graph", "probe_flat", 2)
+    assert set(res.lanes) == {"vector", "graph"}
+
+
+async def test_auto_relational_text_needs_no_probe(tmp_path: Path) -> None:
+    """Rule 2 decides on the words: vector and graph run once each, no signals."""
+    fakes = lanes(vec_hits(PEAKED))
+    res = await run(tmp_path, fakes, route="auto", query="connection between Kestrel Motors and Orbis Rail")
+    assert calls(fakes) == {"keyword": 0, "vector": 1, "graph": 1}
+    assert res.route["rule"] == "relational_phrase"
+    assert res.route["signals"] is None
+
+
+async def test_temporal_filters_by_year(tmp_path: Path) -> None:
+    """Rule 1 with a year range: the vector lane gets the year bounds; Dense would not."""
+    years = [2018, 2019, 2020, 2021, 2022, 2019, 2005, 2020, 2001, 2021]
+    fakes = lanes(vec_hits(PEAKED, years))
+    res = await run(tmp_path, fakes, route="auto", query="what changed between 2019 and 2021 in rail policy")
+    (req,) = fakes["vector"].requests
+    assert req.constraints.date_from == datetime(2019, 1, 1, tzinfo=UTC)
+    assert res.route["strategy"] == "temporal"
+    assert res.route["year_filter"] == [2019, 2021]
+    assert {it.id for it in res.items} == {"v1", "v2", "v3", "v5", "v7", "v9"}
+
+    fakes = lanes(vec_hits(PEAKED, years))
+    res = await run(tmp_path, fakes, route="dense", query="what changed between 2019 and 2021 in rail policy")
+    (req,) = fakes["vector"].requests
+    assert req.constraints.date_from is None
+    assert len(res.items) == 10
+    assert (res.route["chooser"], res.route["rule"]) == ("request", "route=dense")
+
+
+async def test_temporal_reuses_the_probe_when_enough_hits_pass(tmp_path: Path) -> None:
+    """The classifier path probes first; Temporal then filters the probe's hits instead of a second call."""
+    fakes = lanes(vec_hits(FLAT, [2020] * 10))
+    async with with_classifier(tmp_path, fakes, "temporal") as engine:
+        req = parse_request({"query": "rail policy in 2020", "route": "auto", "top_k": 5}, engine.settings)
+        res = await engine.search(req)
+    assert calls(fakes)["vector"] == 1
+    r = res.route
+    assert (r["strategy"], r["chooser"], r["probe_reused"], r["probe_year_hits"]) == (
+        "temporal",
+        "classifier",
+        True,
+        10,
+    )
+    assert r["probabilities"]["temporal"] == 1.0
+    assert 0.0 < r["signals"]["dist"] < 1.0  # measured with the embedder
+
+
+async def test_temporal_deep_fills_when_the_probe_is_short(tmp_path: Path) -> None:
+    """Too few probe hits in the range: the lane runs again with the native filter."""
+    fakes = lanes(vec_hits(FLAT, [2020] + [1990] * 9))
+    async with with_classifier(tmp_path, fakes, "temporal") as engine:
+        req = parse_request({"query": "rail in 2020", "route": "auto", "top_k": 5}, engine.settings)
+        res = await engine.search(req)
+    assert calls(fakes)["vector"] == 2
+    assert res.route["deep_fill"] is True
+    assert res.route["lane_calls"] == 2
+
+
+async def test_missing_classifier_falls_back_to_heuristic(tmp_path: Path) -> None:
+    """chooser=classifier without an artifact: the heuristic decides, and the reason says why."""
+    fakes = lanes(vec_hits(PEAKED))
+    settings = settings_for(tmp_path, dataclasses.replace(VECTOR_ONLY, auto="classifier"))
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "timeline of rail", "route": "auto"}, settings))
+    assert res.route["chooser"] == "heuristic"
+    assert "classifier unavailable" in res.route["reason"]
+
+
+async def test_restricted_lanes_without_the_strategy_lane(tmp_path: Path) -> None:
+    """A request restricted to the keyword lane: no probe, and the plan keeps the lanes it was given."""
+    fakes = lanes(vec_hits(PEAKED))
+    res = await run(tmp_path, fakes, route="auto", lanes=["keyword"])
+    assert calls(fakes) == {"keyword": 1, "vector": 0, "graph": 0}
+    assert res.route["rule"] == "no_probe"
+    assert "every planned lane runs" in res.route["reason"]
+
+
+async def test_unknown_route_is_a_clear_error(tmp_path: Path) -> None:
+    """The valid values are listed."""
+    settings = settings_for(tmp_path)
+    with pytest.raises(QueryError) as info:
+        parse_request({"query": "x", "route": "fastest"}, settings)
+    assert info.value.field == "route"
+    assert "auto, all, dense, temporal, graph" in str(info.value)
+    assert parse_request({"query": "x", "route": " AUTO "}, settings).route == "auto"
+
+
+class _Embedder:
+    """A tiny deterministic embedder: letter counts of a-d (enough for a centroid and a cosine)."""
+
+    name = "letters"
+    dim = 4
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        return [[float(t.count(c)) + 0.1 for c in "abcd"] for t in texts]
+
+
+def with_classifier(
+    tmp_path: Path, fakes: dict[str, Recording], name: str, router: RouterConfig = VECTOR_ONLY
+) -> Engine:
+    engine = Engine(settings_for(tmp_path, router), lanes=fakes, resources=LaneResources(embedder=_Embedder()))
+    engine.router.chooser = "classifier"
+    engine.router.classifier = _Always(name)  # type: ignore[assignment]
+    return engine
+
+
+class _Always:
+    """A stand-in classifier that always picks one strategy (the real one is tested in test_classifier)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def probabilities(self, text_vector: Any, signals: Any) -> dict[Any, float]:
+        from fabric.router.strategies import STRATEGY_ORDER
+
+        return {s: 1.0 if s.value == self.name else 0.0 for s in STRATEGY_ORDER}
+
+
+async def test_probe_time_counts_as_lane_time(tmp_path: Path) -> None:
+    """The probe's wait is lane time in the timings, not the engine's overhead."""
+    fakes = lanes(vec_hits(PEAKED))
+    fakes["vector"].delay_ms = 20.0
+    res = await run(tmp_path, fakes, route="auto")
+    assert res.route["strategy"] == "dense"
+    assert res.timings["lanes_ms"] >= 15.0
+    assert res.timings["overhead_ms"] < res.timings["total_ms"] - 15.0
+
+
+async def test_common_lanes_start_with_the_probe(tmp_path: Path) -> None:
+    """The shipped strategies all run keyword: it starts with the probe, and is reused unless a year filter applies."""
+    fakes = lanes(vec_hits(FLAT, [2020] * 10))
+    async with with_classifier(tmp_path, fakes, "graph", RouterConfig()) as engine:
+        res = await engine.search(parse_request({"query": "rail policy", "route": "auto"}, engine.settings))
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 1}
+    assert fakes["keyword"].requests[0].constraints.date_from is None
+    assert res.route["lane_calls"] == 3
+
+    fakes = lanes(vec_hits(FLAT, [2020] * 10))
+    async with with_classifier(tmp_path, fakes, "temporal", RouterConfig()) as engine:
+        req = parse_request({"query": "rail policy in 2020", "route": "auto", "top_k": 5}, engine.settings)
+        res = await engine.search(req)
+    assert calls(fakes) == {"keyword": 2, "vector": 1, "graph": 0}  # keyword again, with the year filter
+    assert fakes["keyword"].requests[1].constraints.date_from == datetime(2020, 1, 1, tzinfo=UTC)
+    assert res.route["lane_calls"] == 3
