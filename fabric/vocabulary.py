@@ -133,12 +133,15 @@ class BoundConstraints:
     """Inclusive lower bound on ``published_at``; None for no bound."""
     date_to: datetime | None = None
     """Inclusive upper bound on ``published_at``; None for no bound."""
+    query_years: tuple[int, int] | None = None
+    """Year range inferred from the query text (pre-flight): a soft filter. Lanes drop dated items outside it,
+    keep undated ones, and deep-fill a short answer from the unfiltered ranking; never a hard constraint."""
     preferred_domains: tuple[str, ...] = ()
     """Domains (or suffixes such as ``edu``) to prefer; lanes that can filter may restrict to them."""
     sites: tuple[str, ...] = ()
     """Domains from ``site:`` operators: a hard filter where the lane supports it."""
     phrases: tuple[str, ...] = ()
-    """Quoted phrases the user asked for verbatim."""
+    """Quoted phrases from the query text: lanes that can match phrases rank them higher (never required)."""
     max_results: int | None = None
     """Upper bound on hits a lane should return (from ``cost`` / ``depth``)."""
     search_depth: int = 1

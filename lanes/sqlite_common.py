@@ -23,7 +23,17 @@ from typing import Any, TypeVar
 from fabric.models import BoundConstraints, Hit, SourceKind, Trust
 from fabric.writers.model import Chunk, from_stored_simhash, to_stored_simhash
 
-__all__ = ["CHUNKS_DDL", "CHUNK_COLUMNS", "N_CHUNK_COLUMNS", "SqliteDb", "chunk_row", "filter_sql", "row_hit"]
+__all__ = [
+    "CHUNKS_DDL",
+    "CHUNK_COLUMNS",
+    "N_CHUNK_COLUMNS",
+    "SqliteDb",
+    "chunk_row",
+    "deep_fill",
+    "filter_sql",
+    "query_years_sql",
+    "row_hit",
+]
 
 T = TypeVar("T")
 
@@ -190,3 +200,36 @@ def filter_sql(constraints: BoundConstraints, *, alias: str = "c", trust: str | 
         parts.append(f"{alias}.trust = ?")
         params.append(trust)
     return (" AND ".join(parts) or "1"), params
+
+
+def query_years_sql(constraints: BoundConstraints, *, alias: str = "c") -> tuple[str, list[Any]] | None:
+    """The soft year condition for ``constraints.query_years`` (None when the query named no year).
+
+    A chunk passes when it is undated (no ``published_at`` and no year mentioned) or when its publication year
+    or a year it mentions is in the range: the inferred year filters only items that carry a date. Lanes run it
+    first and deep-fill a short answer from the same query without it (:func:`deep_fill`).
+    """
+    if constraints.query_years is None:
+        return None
+    lo, hi = constraints.query_years
+    lo_ts = datetime(lo, 1, 1, tzinfo=UTC).timestamp()
+    hi_ts = datetime(hi, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
+    cond = (
+        f"(({alias}.published_at IS NULL AND {alias}.years = '[]') OR ({alias}.published_at BETWEEN ? AND ?) OR "
+        f"EXISTS (SELECT 1 FROM json_each({alias}.years) WHERE value BETWEEN ? AND ?))"
+    )
+    return cond, [lo_ts, hi_ts, lo, hi]
+
+
+def deep_fill(preferred: Sequence[Any], fallback: Sequence[Any], top_k: int) -> list[Any]:
+    """``preferred`` rows (those passing a soft filter), then ``fallback`` rows (the unfiltered ranking) not
+    already in, up to ``top_k``; rows are identified by their first column (the chunk id)."""
+    out = list(preferred[:top_k])
+    seen = {row[0] for row in out}
+    for row in fallback:
+        if len(out) >= top_k:
+            break
+        if row[0] not in seen:
+            seen.add(row[0])
+            out.append(row)
+    return out

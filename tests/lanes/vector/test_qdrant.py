@@ -80,6 +80,28 @@ class TestSearch:
             hits = await lane.search(LaneRequest(query="alpha beta gamma delta", top_k=5, constraints=c))
         assert sorted(h.id for h in hits) == [f"y{i}" for i in range(5)]
 
+    async def test_query_years_put_dated_chunks_outside_them_last(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """Inferred years keep undated and in-range chunks first; one dated outside still fills the answer."""
+        docs = [
+            chunk("out", "alpha beta report of 2005"),
+            chunk("undated", "alpha beta gamma"),
+            chunk("in", "alpha 2019"),
+        ]
+        await _write(tmp_path, docs, embedder)
+        c = BoundConstraints(query_years=(2019, 2019))
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            hits = await lane.search(LaneRequest(query="alpha beta report of 2005", top_k=3, constraints=c))
+        assert [h.id for h in hits][-1] == "out"
+        assert [h.rank for h in hits] == [1, 2, 3]
+
+    async def test_query_years_never_empty_the_answer(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """When every chunk is dated outside the inferred years, the unfiltered ranking still answers."""
+        await _write(tmp_path, [chunk("a", "alpha report of 2005"), chunk("b", "beta report of 2006")], embedder)
+        c = BoundConstraints(query_years=(1979, 1979))
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            hits = await lane.search(LaneRequest(query="alpha report", top_k=5, constraints=c))
+        assert [h.id for h in hits] == ["a", "b"]
+
     async def test_site_filter_pages_deeper(self, tmp_path: Path, embedder: BagEmbedder) -> None:
         """A site filter (checked on payloads) pages past non-matching neighbours to fill top_k."""
         near = [chunk(f"n{i}", "alpha beta", url=f"https://other{i}.com/") for i in range(80)]
