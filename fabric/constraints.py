@@ -6,7 +6,7 @@ multiplier) that lanes apply as filters where their backend can, and the query t
 
 What the user set explicitly (``time_range``, ``sources``, a ``site:`` operator) is hard. What pre-flight
 infers from the words of a question is soft: a year in the text ("... in 1979 ...") becomes ``query_years``,
-which lanes apply only to items that carry a date and deep-fill from the unfiltered ranking when it leaves
+which lanes apply only to items that carry a publication date and deep-fill from the unfiltered ranking when it leaves
 them short, and quoted words become ``phrases`` that lanes rank higher but never require. A natural-language
 question thus never gets an empty answer because of an inferred filter.
 

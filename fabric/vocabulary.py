@@ -134,8 +134,9 @@ class BoundConstraints:
     date_to: datetime | None = None
     """Inclusive upper bound on ``published_at``; None for no bound."""
     query_years: tuple[int, int] | None = None
-    """Year range inferred from the query text (pre-flight): a soft filter. Lanes drop dated items outside it,
-    keep undated ones, and deep-fill a short answer from the unfiltered ranking; never a hard constraint."""
+    """Year range inferred from the query text (pre-flight): a soft filter. Lanes rank items published inside it
+    or undated first and deep-fill from the unfiltered ranking (items published outside come last); never a hard
+    constraint, and years a text only mentions do not date it."""
     preferred_domains: tuple[str, ...] = ()
     """Domains (or suffixes such as ``edu``) to prefer; lanes that can filter may restrict to them."""
     sites: tuple[str, ...] = ()

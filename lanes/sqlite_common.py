@@ -205,20 +205,18 @@ def filter_sql(constraints: BoundConstraints, *, alias: str = "c", trust: str | 
 def query_years_sql(constraints: BoundConstraints, *, alias: str = "c") -> tuple[str, list[Any]] | None:
     """The soft year condition for ``constraints.query_years`` (None when the query named no year).
 
-    A chunk passes when it is undated (no ``published_at`` and no year mentioned) or when its publication year
-    or a year it mentions is in the range: the inferred year filters only items that carry a date. Lanes run it
-    first and deep-fill a short answer from the same query without it (:func:`deep_fill`).
+    A chunk passes when it has no publication date or was published in the range: the inferred year filters
+    only items that carry a date. Years a text merely mentions are content, not its date (CISI abstracts cite
+    years; a question about "the 1979 totals" is not a request for 1979 items), and the query's year words
+    already match them as terms. Lanes run it first and deep-fill a short answer from the same query without
+    it (:func:`deep_fill`).
     """
     if constraints.query_years is None:
         return None
     lo, hi = constraints.query_years
     lo_ts = datetime(lo, 1, 1, tzinfo=UTC).timestamp()
     hi_ts = datetime(hi, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
-    cond = (
-        f"(({alias}.published_at IS NULL AND {alias}.years = '[]') OR ({alias}.published_at BETWEEN ? AND ?) OR "
-        f"EXISTS (SELECT 1 FROM json_each({alias}.years) WHERE value BETWEEN ? AND ?))"
-    )
-    return cond, [lo_ts, hi_ts, lo, hi]
+    return f"({alias}.published_at IS NULL OR {alias}.published_at BETWEEN ? AND ?)", [lo_ts, hi_ts]
 
 
 def deep_fill(preferred: Sequence[Any], fallback: Sequence[Any], top_k: int) -> list[Any]:

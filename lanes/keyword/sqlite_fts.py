@@ -10,7 +10,7 @@ words from ``request.constraints.phrases`` join the OR as FTS5 phrases, ``phrase
 chunk with the phrase ranks higher, one without it still matches); a one-word or stopword-only phrase adds
 nothing (its words are already terms). BM25 weights the title above the body. The hard date range, ``site:``
 domains and an optional trust filter apply in SQL; the query's inferred years (``query_years``) are a soft
-filter: chunks that carry a date outside them come after every other match (deep fill), never dropped.
+filter: chunks published outside them come after every other match (deep fill), never dropped.
 
 Options (``lanes.toml``)::
 

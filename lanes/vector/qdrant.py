@@ -10,7 +10,7 @@ Filters: ``trust`` (lane option) and the date range run inside Qdrant — a chun
 search itself fills ``top_k`` from as deep as needed. ``site:`` domains (with sub-domains) cannot be expressed
 as a Qdrant condition: they are checked on returned payloads and the lane pages deeper until ``top_k`` hits pass
 or the candidates run out (the deep fill of seed 004's FAISS note). The query's inferred years
-(``query_years``) are soft: a second search keeps chunks that mention a year in range or no year at all, they
+(``query_years``) are soft: a second search keeps chunks published in range or with no publication date, they
 come first, and the unfiltered ranking fills the rest, so an inferred year never empties the answer.
 
 Options (``lanes.toml``)::
@@ -41,13 +41,15 @@ __all__ = ["BACKEND", "QdrantVectorLane"]
 
 
 def _native_filter(c: BoundConstraints, trust: str | None, *, soft: bool = False) -> models.Filter | None:
-    """Qdrant conditions for the hard filters, plus (``soft``) the query's years: in range or no year at all."""
+    """Qdrant conditions for the hard filters, plus (``soft``) the query's years: published in range or undated."""
     from qdrant_client import models  # deferred: the SDK takes seconds to import
 
     must: list[Any] = []
     if soft and c.query_years is not None:
-        in_range = models.FieldCondition(key="years", range=models.Range(gte=c.query_years[0], lte=c.query_years[1]))
-        undated = models.IsEmptyCondition(is_empty=models.PayloadField(key="years"))
+        lo = datetime(c.query_years[0], 1, 1, tzinfo=UTC).timestamp()
+        hi = datetime(c.query_years[1], 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
+        in_range = models.FieldCondition(key="published_ts", range=models.Range(gte=lo, lte=hi))
+        undated = models.IsEmptyCondition(is_empty=models.PayloadField(key="published_ts"))
         must.append(models.Filter(should=[in_range, undated]))
     if c.date_from or c.date_to:
         rng = models.Range(gte=c.date_from.year if c.date_from else None, lte=c.date_to.year if c.date_to else None)

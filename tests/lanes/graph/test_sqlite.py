@@ -77,8 +77,9 @@ class TestLane:
         assert "c4" not in by_id
 
     async def test_query_years_put_dated_chunks_outside_them_last(self, tmp_path: Path) -> None:
-        """Inferred years rank an undated chunk first, and a chunk dated outside them still comes back."""
-        docs = [chunk("a-old", "Marie Curie lectured in 1911."), chunk("b-new", "Marie Curie.")]
+        """Inferred years rank an undated chunk first, and a chunk published outside them still comes back."""
+        old = datetime(1911, 5, 1, tzinfo=UTC)
+        docs = [chunk("a-old", "Marie Curie lectured.", published_at=old), chunk("b-new", "Marie Curie.")]
         await _store(tmp_path, docs)
         req = LaneRequest(query="Marie Curie", top_k=5, constraints=BoundConstraints(query_years=(1979, 1979)))
         async with SqliteGraphLane(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path)) as lane:

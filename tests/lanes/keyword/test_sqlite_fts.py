@@ -141,6 +141,18 @@ class TestSearch:
         c = BoundConstraints(query_years=(1979, 1979))
         assert ids(await lane.search(LaneRequest(query="2019", top_k=10, constraints=c))) == ["e"]
 
+    async def test_query_years_ignore_years_a_text_only_mentions(self, tmp_path: Path) -> None:
+        """A year an undated chunk mentions does not date it: with other years inferred its rank is kept."""
+        store = SqliteFtsWriter(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path / "m"))
+        await store.open()
+        await store.upsert([chunk("m", "Online searches in 1975 grew."), chunk("n", "Online searches grew fast.")])
+        await store.aclose()
+        c = BoundConstraints(query_years=(1979, 1979))
+        async with SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path / "m")) as lane:
+            plain = ids(await lane.search(LaneRequest(query="online searches 1975", top_k=5)))
+            soft = ids(await lane.search(LaneRequest(query="online searches 1975", top_k=5, constraints=c)))
+        assert plain == soft == ["m", "n"]
+
     async def test_query_years_favour_chunks_dated_inside(self, lane: SqliteFtsKeywordLane) -> None:
         """A chunk dated inside the inferred years stays among the preferred ones."""
         c = BoundConstraints(query_years=(2019, 2019))

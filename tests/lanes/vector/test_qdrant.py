@@ -81,11 +81,11 @@ class TestSearch:
         assert sorted(h.id for h in hits) == [f"y{i}" for i in range(5)]
 
     async def test_query_years_put_dated_chunks_outside_them_last(self, tmp_path: Path, embedder: BagEmbedder) -> None:
-        """Inferred years keep undated and in-range chunks first; one dated outside still fills the answer."""
+        """Inferred years keep undated and in-range chunks first; one published outside still fills the answer."""
         docs = [
-            chunk("out", "alpha beta report of 2005"),
+            chunk("out", "alpha beta report of 2005", published_at=datetime(2005, 3, 1, tzinfo=UTC)),
             chunk("undated", "alpha beta gamma"),
-            chunk("in", "alpha 2019"),
+            chunk("in", "alpha", published_at=datetime(2019, 3, 1, tzinfo=UTC)),
         ]
         await _write(tmp_path, docs, embedder)
         c = BoundConstraints(query_years=(2019, 2019))
@@ -95,11 +95,21 @@ class TestSearch:
         assert [h.rank for h in hits] == [1, 2, 3]
 
     async def test_query_years_never_empty_the_answer(self, tmp_path: Path, embedder: BagEmbedder) -> None:
-        """When every chunk is dated outside the inferred years, the unfiltered ranking still answers."""
-        await _write(tmp_path, [chunk("a", "alpha report of 2005"), chunk("b", "beta report of 2006")], embedder)
+        """When every chunk is published outside the inferred years, the unfiltered ranking still answers."""
+        old = datetime(2005, 3, 1, tzinfo=UTC)
+        docs = [chunk("a", "alpha report", published_at=old), chunk("b", "beta report", published_at=old)]
+        await _write(tmp_path, docs, embedder)
         c = BoundConstraints(query_years=(1979, 1979))
         async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
             hits = await lane.search(LaneRequest(query="alpha report", top_k=5, constraints=c))
+        assert [h.id for h in hits] == ["a", "b"]
+
+    async def test_query_years_ignore_years_a_text_only_mentions(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """A year the text mentions does not date an undated chunk: the ranking is unchanged."""
+        await _write(tmp_path, [chunk("a", "alpha beta report of 2005"), chunk("b", "alpha gamma")], embedder)
+        c = BoundConstraints(query_years=(1979, 1979))
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            hits = await lane.search(LaneRequest(query="alpha beta report", top_k=5, constraints=c))
         assert [h.id for h in hits] == ["a", "b"]
 
     async def test_site_filter_pages_deeper(self, tmp_path: Path, embedder: BagEmbedder) -> None:
