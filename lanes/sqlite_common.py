@@ -31,6 +31,7 @@ __all__ = [
     "chunk_row",
     "deep_fill",
     "filter_sql",
+    "non_increasing",
     "query_years_sql",
     "row_hit",
 ]
@@ -230,4 +231,13 @@ def deep_fill(preferred: Sequence[Any], fallback: Sequence[Any], top_k: int) -> 
         if row[0] not in seen:
             seen.add(row[0])
             out.append(row)
+    return out
+
+
+def non_increasing(scores: Sequence[float]) -> list[float]:
+    """``scores`` capped by their running minimum: after a deep fill, an item placed below the preferred ones
+    never carries a higher score than they do (score-based fusion would otherwise undo the order)."""
+    out: list[float] = []
+    for score in scores:
+        out.append(min(score, out[-1]) if out else score)
     return out

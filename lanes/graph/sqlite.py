@@ -28,7 +28,15 @@ from fabric.models import Hit, LaneRequest
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.graph.extract import EntityExtractor, RuleExtractor, normalize_entity, query_ngrams
 from lanes.graph.sqlite_writer import GRAPH_SCHEMA, SqliteGraphWriter, graph_path, load_aliases
-from lanes.sqlite_common import CHUNK_COLUMNS, SqliteDb, deep_fill, filter_sql, query_years_sql, row_hit
+from lanes.sqlite_common import (
+    CHUNK_COLUMNS,
+    SqliteDb,
+    deep_fill,
+    filter_sql,
+    non_increasing,
+    query_years_sql,
+    row_hit,
+)
 
 __all__ = ["BACKEND", "SqliteGraphLane"]
 
@@ -132,11 +140,12 @@ class SqliteGraphLane(BaseLane):
             raise LaneUnavailable(f"sqlite error: {exc}", lane=self.name, provider=self.provider) from exc
         log.debug("graph_entity_match", lane=self.name, rate=rate, matched=len(matched), query_entities=len(extracted))
         base = {"entity_match_rate": round(rate, 4), "matched_entities": matched[:20]}
+        ranked = non_increasing([round(scores[row[0]], 6) for row in rows])
         return [
             row_hit(
                 row,
                 rank=i,
-                score=round(scores[row[0]], 6),
+                score=ranked[i - 1],
                 graph_hops=info["hops"][row[0]],
                 metadata={**base, "via_entities": sorted(set(info["via"][row[0]]))[:10]},
             )

@@ -38,6 +38,7 @@ from lanes.sqlite_common import (
     SqliteDb,
     deep_fill,
     filter_sql,
+    non_increasing,
     query_years_sql,
     row_hit,
 )
@@ -119,9 +120,10 @@ class SqliteFtsKeywordLane(BaseLane):
                 rows = deep_fill(preferred, rows, request.top_k)
         except sqlite3.Error as exc:
             raise _map_error(exc) from exc
+        scores = non_increasing([-float(row[N_CHUNK_COLUMNS]) for row in rows])
         return [
-            row_hit(row, rank=i, score=-float(row[N_CHUNK_COLUMNS]), metadata={"match": expr})
-            for i, row in enumerate(rows, start=1)
+            row_hit(row, rank=i, score=score, metadata={"match": expr})
+            for i, (row, score) in enumerate(zip(rows, scores, strict=True), start=1)
         ]
 
     def _ranked(self, conn: sqlite3.Connection, expr: str, where: str, params: list[Any], top_k: int) -> list[Any]:

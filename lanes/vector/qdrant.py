@@ -130,7 +130,10 @@ class QdrantVectorLane(BaseLane):
                 hits = preferred + [h for h in hits if h.id not in seen]
         except Exception as exc:  # SDK/transport errors become typed lane errors
             raise map_qdrant_error(exc) from exc
-        return [dataclasses.replace(h, rank=i) for i, h in enumerate(hits[: request.top_k], start=1)]
+        out: list[Hit] = []
+        for i, h in enumerate(hits[: request.top_k], start=1):  # a filled hit never outscores a preferred one
+            out.append(dataclasses.replace(h, rank=i, score=min(h.score, out[-1].score) if out else h.score))
+        return out
 
     async def _collect(
         self, client: AsyncQdrantClient, collection: str, vector: Any, c: BoundConstraints, flt: Any, top_k: int

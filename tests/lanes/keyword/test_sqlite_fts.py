@@ -136,6 +136,13 @@ class TestSearch:
         assert found[-1] == "e"
         assert set(found) == {"a", "b", "e", "f", "g"}
 
+    async def test_filled_chunks_never_outscore_preferred_ones(self, lane: SqliteFtsKeywordLane) -> None:
+        """After the deep fill scores do not increase down the ranking, so score fusion keeps the order."""
+        c = BoundConstraints(query_years=(2021, 2021))
+        hits = await lane.search(LaneRequest(query="notes 2019 rank fusion", top_k=10, constraints=c))
+        assert hits[-1].id == "e"
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
     async def test_query_years_never_empty_the_answer(self, lane: SqliteFtsKeywordLane) -> None:
         """When only chunks dated outside the inferred years match, they are still returned (deep fill)."""
         c = BoundConstraints(query_years=(1979, 1979))

@@ -94,6 +94,17 @@ class TestSearch:
         assert [h.id for h in hits][-1] == "out"
         assert [h.rank for h in hits] == [1, 2, 3]
 
+    async def test_filled_hits_never_outscore_preferred_ones(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """A hit filled from the unfiltered ranking scores no higher than the preferred hits above it."""
+        old = datetime(2005, 3, 1, tzinfo=UTC)
+        docs = [chunk("out", "alpha beta gamma", published_at=old), chunk("undated", "alpha zeta")]
+        await _write(tmp_path, docs, embedder)
+        c = BoundConstraints(query_years=(2019, 2019))
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            hits = await lane.search(LaneRequest(query="alpha beta gamma", top_k=2, constraints=c))
+        assert [h.id for h in hits] == ["undated", "out"]
+        assert hits[1].score <= hits[0].score
+
     async def test_query_years_never_empty_the_answer(self, tmp_path: Path, embedder: BagEmbedder) -> None:
         """When every chunk is published outside the inferred years, the unfiltered ranking still answers."""
         old = datetime(2005, 3, 1, tzinfo=UTC)
