@@ -4,6 +4,12 @@ The seed appends text such as ``site:edu`` to the query; here every constraint b
 :class:`~fabric.models.BoundConstraints` (date bounds, preferred domains, max results, search depth, budget
 multiplier) that lanes apply as filters where their backend can, and the query text is left alone.
 
+What the user set explicitly (``time_range``, ``sources``, a ``site:`` operator) is hard. What pre-flight
+infers from the words of a question is soft: a year in the text ("... in 1979 ...") becomes ``query_years``,
+which lanes apply only to items that carry a publication date and deep-fill from the unfiltered ranking when it leaves
+them short, and quoted words become ``phrases`` that lanes rank higher but never require. A natural-language
+question thus never gets an empty answer because of an inferred filter.
+
 =====================  =====================================================================
 constraint             bound parameters
 =====================  =====================================================================
@@ -12,7 +18,7 @@ constraint             bound parameters
 ``cost``               ``low``/``medium``/``high`` → ``budget_multiplier`` 0.5/1.0/2.0, ``max_results`` 10/20/50
 ``depth``              ``simple``/``technical``/``research`` → ``max_results`` 10/20/50, ``search_depth`` 1/2/3
 ``citations_required`` carried through
-pre-flight             years → date bounds (intersected), ``site:`` → ``sites``, quotes → ``phrases``
+pre-flight             years → ``query_years`` (soft), ``site:`` → ``sites``, quotes → ``phrases`` (soft)
 =====================  =====================================================================
 """
 
@@ -52,11 +58,6 @@ DEPTH_PARAMETERS: Mapping[str, tuple[int, int]] = {"simple": (10, 1), "technical
 """``depth`` → (max_results, search_depth in graph hops)."""
 
 
-def _year_bounds(years: tuple[int, int]) -> tuple[datetime, datetime]:
-    lo, hi = sorted(years)
-    return datetime(lo, 1, 1, tzinfo=UTC), datetime(hi, 12, 31, 23, 59, 59, tzinfo=UTC)
-
-
 def bind_constraints(
     constraints: Constraints,
     *,
@@ -68,11 +69,12 @@ def bind_constraints(
     Args:
         constraints: validated user constraints.
         now: reference time (UTC) for relative time ranges; passed in so binding is deterministic.
-        preflight: pre-flight output; its years, sites and phrases are merged in when it was not bypassed.
+        preflight: pre-flight output; its years (soft), sites and phrases (soft) are merged in when it was not
+            bypassed.
 
     Returns:
-        The bound parameters. When the user's time range and the query's years do not overlap, the
-        query's explicit years win (they are the more specific wish).
+        The bound parameters. The user's time range stays the hard date bound; the query's years are carried
+        as the soft ``query_years`` next to it.
     """
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
@@ -93,16 +95,16 @@ def bind_constraints(
         limits.append(max_results)
     sites: tuple[str, ...] = ()
     phrases: tuple[str, ...] = ()
+    query_years: tuple[int, int] | None = None
     if preflight is not None and not preflight.bypassed:
         sites, phrases = preflight.sites, preflight.phrases
         if preflight.years is not None:
-            y_from, y_to = _year_bounds(preflight.years)
-            lo = max(y_from, date_from) if date_from else y_from
-            hi = min(y_to, date_to) if date_to else y_to
-            date_from, date_to = (lo, hi) if lo <= hi else (y_from, y_to)
+            lo, hi = sorted(preflight.years)
+            query_years = (lo, hi)
     return BoundConstraints(
         date_from=date_from,
         date_to=date_to,
+        query_years=query_years,
         preferred_domains=preferred,
         sites=sites,
         phrases=phrases,

@@ -1,10 +1,12 @@
 """Pre-flight lane (seed 003): refine the query within 500 ms, or step aside and say why.
 
-Rule-based refinement is the default and costs microseconds: normalise whitespace and case, pull out
+Rule-based refinement is the default and costs microseconds: normalise whitespace (case is kept), pull out
 quoted phrases, ``site:`` operators and years (``2019-2021``, ``between 2019 and 2021``, ``since 2020``,
 ``after 2015``, ``before 2015``, ``in 2018``), and classify the intent as ``temporal``, ``relational`` or
-``factual``. Extractions become structured constraints (see :mod:`fabric.constraints`); the query text keeps
-its words (quotes and ``site:`` operators removed), so lanes that cannot filter still see the terms.
+``factual``. Extractions become structured constraints (see :mod:`fabric.constraints`), soft ones: years a
+lane applies only to dated items with a deep fill, phrases a lane ranks higher but never requires (only an
+explicit ``site:`` operator is a hard filter). The query text keeps its words (quotes and ``site:`` operators
+removed), so lanes that cannot filter still see the terms.
 
 Optionally an OpenAI-compatible chat endpoint (``preflight.chat_url``, e.g. ``http://127.0.0.1:8000/v1``,
 ``POST {chat_url}/chat/completions``) rewrites the query text, through the app's shared guarded session and
@@ -134,9 +136,10 @@ def refine_rules(query: str, *, current_year: int) -> RuleRefinement:
     sites = tuple(dict.fromkeys(d.lower().removeprefix("www.") for neg, d in _SITE.findall(query) if not neg))
     text = _SITE.sub(" ", query)
     text = text.replace('"', " ").replace("“", " ").replace("”", " ")
-    text = " ".join(text.split()).lower()
+    # Case is kept: the FTS5 and MiniLM lanes fold it themselves, the graph lane finds entities by capitals.
+    text = " ".join(text.split())
     years = _years(text, current_year)
-    words = set(re.findall(r"[a-z]+", text))
+    words = set(re.findall(r"[a-z]+", text.lower()))
     if years is not None or words & _TEMPORAL_WORDS:
         intent = "temporal"
     elif words & _RELATIONAL_WORDS:

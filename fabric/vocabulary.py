@@ -133,12 +133,16 @@ class BoundConstraints:
     """Inclusive lower bound on ``published_at``; None for no bound."""
     date_to: datetime | None = None
     """Inclusive upper bound on ``published_at``; None for no bound."""
+    query_years: tuple[int, int] | None = None
+    """Year range inferred from the query text (pre-flight): a soft filter. Lanes rank items published inside it
+    or undated first and deep-fill from the unfiltered ranking (items published outside come last); never a hard
+    constraint, and years a text only mentions do not date it."""
     preferred_domains: tuple[str, ...] = ()
     """Domains (or suffixes such as ``edu``) to prefer; lanes that can filter may restrict to them."""
     sites: tuple[str, ...] = ()
     """Domains from ``site:`` operators: a hard filter where the lane supports it."""
     phrases: tuple[str, ...] = ()
-    """Quoted phrases the user asked for verbatim."""
+    """Quoted phrases from the query text: lanes that can match phrases rank them higher (never required)."""
     max_results: int | None = None
     """Upper bound on hits a lane should return (from ``cost`` / ``depth``)."""
     search_depth: int = 1

@@ -23,7 +23,18 @@ from typing import Any, TypeVar
 from fabric.models import BoundConstraints, Hit, SourceKind, Trust
 from fabric.writers.model import Chunk, from_stored_simhash, to_stored_simhash
 
-__all__ = ["CHUNKS_DDL", "CHUNK_COLUMNS", "N_CHUNK_COLUMNS", "SqliteDb", "chunk_row", "filter_sql", "row_hit"]
+__all__ = [
+    "CHUNKS_DDL",
+    "CHUNK_COLUMNS",
+    "N_CHUNK_COLUMNS",
+    "SqliteDb",
+    "chunk_row",
+    "deep_fill",
+    "filter_sql",
+    "non_increasing",
+    "query_years_sql",
+    "row_hit",
+]
 
 T = TypeVar("T")
 
@@ -190,3 +201,43 @@ def filter_sql(constraints: BoundConstraints, *, alias: str = "c", trust: str | 
         parts.append(f"{alias}.trust = ?")
         params.append(trust)
     return (" AND ".join(parts) or "1"), params
+
+
+def query_years_sql(constraints: BoundConstraints, *, alias: str = "c") -> tuple[str, list[Any]] | None:
+    """The soft year condition for ``constraints.query_years`` (None when the query named no year).
+
+    A chunk passes when it has no publication date or was published in the range: the inferred year filters
+    only items that carry a date. Years a text merely mentions are content, not its date (CISI abstracts cite
+    years; a question about "the 1979 totals" is not a request for 1979 items), and the query's year words
+    already match them as terms. Lanes run it first and deep-fill a short answer from the same query without
+    it (:func:`deep_fill`).
+    """
+    if constraints.query_years is None:
+        return None
+    lo, hi = constraints.query_years
+    lo_ts = datetime(lo, 1, 1, tzinfo=UTC).timestamp()
+    hi_ts = datetime(hi, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
+    return f"({alias}.published_at IS NULL OR {alias}.published_at BETWEEN ? AND ?)", [lo_ts, hi_ts]
+
+
+def deep_fill(preferred: Sequence[Any], fallback: Sequence[Any], top_k: int) -> list[Any]:
+    """``preferred`` rows (those passing a soft filter), then ``fallback`` rows (the unfiltered ranking) not
+    already in, up to ``top_k``; rows are identified by their first column (the chunk id)."""
+    out = list(preferred[:top_k])
+    seen = {row[0] for row in out}
+    for row in fallback:
+        if len(out) >= top_k:
+            break
+        if row[0] not in seen:
+            seen.add(row[0])
+            out.append(row)
+    return out
+
+
+def non_increasing(scores: Sequence[float]) -> list[float]:
+    """``scores`` capped by their running minimum: after a deep fill, an item placed below the preferred ones
+    never carries a higher score than they do (score-based fusion would otherwise undo the order)."""
+    out: list[float] = []
+    for score in scores:
+        out.append(min(score, out[-1]) if out else score)
+    return out

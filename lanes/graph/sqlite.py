@@ -28,7 +28,15 @@ from fabric.models import Hit, LaneRequest
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.graph.extract import EntityExtractor, RuleExtractor, normalize_entity, query_ngrams
 from lanes.graph.sqlite_writer import GRAPH_SCHEMA, SqliteGraphWriter, graph_path, load_aliases
-from lanes.sqlite_common import CHUNK_COLUMNS, SqliteDb, filter_sql, row_hit
+from lanes.sqlite_common import (
+    CHUNK_COLUMNS,
+    SqliteDb,
+    deep_fill,
+    filter_sql,
+    non_increasing,
+    query_years_sql,
+    row_hit,
+)
 
 __all__ = ["BACKEND", "SqliteGraphLane"]
 
@@ -109,15 +117,12 @@ class SqliteGraphLane(BaseLane):
         scores, matched, rate, info = self._rank(conn, request, extracted, grams)
         order = sorted(scores, key=lambda c: (-scores[c], c))
         where, params = filter_sql(request.constraints)
-        rows: list[Any] = []
-        for start in range(0, len(order), 500):  # deep fill: keep going until top_k pass the filters
-            part = order[start : start + 500]
-            sql = f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({_in(part)}) AND {where}"
-            found = {r[0]: r for r in conn.execute(sql, [*part, *params])}
-            rows += [found[c] for c in part if c in found]
-            if len(rows) >= request.top_k:
-                break
-        return rows[: request.top_k], scores, matched, rate, info
+        rows = _passing(conn, order, where, params, request.top_k)
+        soft = query_years_sql(request.constraints)
+        if soft is not None:  # the query's years: matching or undated chunks first, then the rest (deep fill)
+            preferred = _passing(conn, order, f"{where} AND {soft[0]}", [*params, *soft[1]], request.top_k)
+            rows = deep_fill(preferred, rows, request.top_k)
+        return rows, scores, matched, rate, info
 
     async def search(self, request: LaneRequest) -> list[Hit]:
         """Chunks reached from the query's entities, best first."""
@@ -135,11 +140,12 @@ class SqliteGraphLane(BaseLane):
             raise LaneUnavailable(f"sqlite error: {exc}", lane=self.name, provider=self.provider) from exc
         log.debug("graph_entity_match", lane=self.name, rate=rate, matched=len(matched), query_entities=len(extracted))
         base = {"entity_match_rate": round(rate, 4), "matched_entities": matched[:20]}
+        ranked = non_increasing([round(scores[row[0]], 6) for row in rows])
         return [
             row_hit(
                 row,
                 rank=i,
-                score=round(scores[row[0]], 6),
+                score=ranked[i - 1],
                 graph_hops=info["hops"][row[0]],
                 metadata={**base, "via_entities": sorted(set(info["via"][row[0]]))[:10]},
             )
@@ -153,3 +159,16 @@ class SqliteGraphLane(BaseLane):
 
 BACKEND = Backend(name="sqlite_graph", lane=SqliteGraphLane, writer=SqliteGraphWriter)
 """The embedded entity graph: SQLite tables under the fabric home."""
+
+
+def _passing(conn: sqlite3.Connection, order: list[str], where: str, params: list[Any], top_k: int) -> list[Any]:
+    """The first ``top_k`` chunks of ``order`` that pass ``where`` (deep fill: keep reading until they do)."""
+    rows: list[Any] = []
+    for start in range(0, len(order), 500):
+        part = order[start : start + 500]
+        sql = f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({_in(part)}) AND {where}"
+        found = {r[0]: r for r in conn.execute(sql, [*part, *params])}
+        rows += [found[c] for c in part if c in found]
+        if len(rows) >= top_k:
+            break
+    return rows[:top_k]

@@ -5,16 +5,20 @@ wrapped in double quotes, so user input can never reach FTS5 syntax (``NEAR``, `
 parentheses). English function words (:data:`~lanes.keyword.stopwords.ENGLISH_STOPWORDS`) are left out unless
 the query has nothing else, and a term repeated in the query stays repeated: FTS5's ``bm25()`` adds one
 contribution per query phrase, so a term said twice weighs twice, the query-term-frequency factor of textbook
-BM25 (on CISI's long questions nDCG@10 0.3444 → 0.3918; docs/eval.md). Quoted phrases from
-``request.constraints.phrases`` are required (AND) as FTS5 phrases. BM25 weights the title above the body.
-Date range, ``site:`` domains and an optional trust filter apply in SQL.
+BM25 (on CISI's long questions nDCG@10 0.3444 → 0.3918; docs/eval.md). Quoted phrases of two or more content
+words from ``request.constraints.phrases`` join the OR as FTS5 phrases, ``phrase_boost`` times (a boost: a
+chunk with the phrase ranks higher, one without it still matches); a one-word or stopword-only phrase adds
+nothing (its words are already terms). BM25 weights the title above the body. The hard date range, ``site:``
+domains and an optional trust filter apply in SQL; the query's inferred years (``query_years``) are a soft
+filter: chunks published outside them come after every other match (deep fill), never dropped.
 
 Options (``lanes.toml``)::
 
     [lanes.keyword]
     kind = "keyword"
     backend = "sqlite_fts"
-    options = { path = ".fabric/keyword.sqlite", title_weight = 2.0, text_weight = 1.0, trust = "" }
+    options = { path = ".fabric/keyword.sqlite", title_weight = 2.0, text_weight = 1.0, trust = "",
+                phrase_boost = 2 }
 """
 
 from __future__ import annotations
@@ -28,7 +32,16 @@ from fabric.models import Hit, LaneRequest
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.keyword.sqlite_fts_writer import FTS_SCHEMA, SqliteFtsWriter, fts_path
 from lanes.keyword.stopwords import ENGLISH_STOPWORDS
-from lanes.sqlite_common import CHUNK_COLUMNS, N_CHUNK_COLUMNS, SqliteDb, filter_sql, row_hit
+from lanes.sqlite_common import (
+    CHUNK_COLUMNS,
+    N_CHUNK_COLUMNS,
+    SqliteDb,
+    deep_fill,
+    filter_sql,
+    non_increasing,
+    query_years_sql,
+    row_hit,
+)
 
 __all__ = ["BACKEND", "SqliteFtsKeywordLane", "match_expression", "query_terms"]
 
@@ -48,26 +61,22 @@ def query_terms(query: str) -> list[str]:
     return (content or words)[:_MAX_TERMS]
 
 
-def match_expression(query: str, phrases: tuple[str, ...] = ()) -> str | None:
-    """The FTS5 MATCH expression for ``query``: quoted terms joined by OR, AND each quoted phrase.
+def match_expression(query: str, phrases: tuple[str, ...] = (), phrase_boost: int = 2) -> str | None:
+    """The FTS5 MATCH expression for ``query``: one OR of quoted terms and boosted quoted phrases.
 
-    Terms come from :func:`query_terms` (stopwords out, repeats kept so BM25 counts them). Only ``\\w+`` tokens
-    reach the expression, each inside double quotes, so it is always valid FTS5 syntax. Returns None when the
-    query has no searchable token.
+    Terms come from :func:`query_terms` (stopwords out, repeats kept so BM25 counts them). Each phrase of two or
+    more words with a content word is added ``phrase_boost`` times as an FTS5 phrase, so BM25 adds its weight
+    that often: phrases raise a chunk, they are never required. Only ``\\w+`` tokens reach the expression,
+    each inside double quotes, so it is always valid FTS5 syntax. Returns None when there is no searchable token.
     """
-    terms = query_terms(query)
-    phrase_exprs = []
+    parts = [f'"{t}"' for t in query_terms(query)]
     for phrase in phrases:
         words = _terms(phrase)
-        if words:
-            phrase_exprs.append('"' + " ".join(words) + '"')
-    if not terms and not phrase_exprs:
-        return None
-    parts = []
-    if terms:
-        parts.append("(" + " OR ".join(f'"{t}"' for t in terms) + ")")
-    parts += phrase_exprs
-    return " AND ".join(parts)
+        if len(words) >= 2 and any(w not in ENGLISH_STOPWORDS for w in words):
+            parts += ['"' + " ".join(words) + '"'] * max(phrase_boost, 0)
+        elif not parts and words:  # a query that is nothing but a quoted word still searches for it
+            parts.append('"' + " ".join(words) + '"')
+    return "(" + " OR ".join(parts) + ")" if parts else None
 
 
 def _map_error(exc: sqlite3.Error) -> Exception:
@@ -87,6 +96,7 @@ class SqliteFtsKeywordLane(BaseLane):
         self.title_weight = float(opts.get("title_weight", 2.0))
         self.text_weight = float(opts.get("text_weight", 1.0))
         self.trust = str(opts.get("trust", "")) or None
+        self.phrase_boost = int(opts.get("phrase_boost", 2))
         self.db = SqliteDb(fts_path(spec, resources), FTS_SCHEMA)
 
     async def open(self) -> None:
@@ -94,26 +104,36 @@ class SqliteFtsKeywordLane(BaseLane):
         await self.db.run(lambda conn: None)
 
     async def search(self, request: LaneRequest) -> list[Hit]:
-        """BM25-ranked chunks matching any query term (and every requested phrase)."""
-        expr = match_expression(request.query, request.constraints.phrases)
+        """BM25-ranked chunks matching any query term or phrase; inside the query's years first (deep fill)."""
+        expr = match_expression(request.query, request.constraints.phrases, self.phrase_boost)
         if expr is None or request.top_k <= 0:
             return []
         where, params = filter_sql(request.constraints, trust=self.trust)
+        soft = query_years_sql(request.constraints)
+        try:
+            rows = await self.db.run(lambda conn: self._ranked(conn, expr, where, params, request.top_k))
+            if soft is not None:  # the query's years: matching or undated chunks first, then the rest
+                cond, extra = soft
+                preferred = await self.db.run(
+                    lambda conn: self._ranked(conn, expr, f"{where} AND {cond}", [*params, *extra], request.top_k)
+                )
+                rows = deep_fill(preferred, rows, request.top_k)
+        except sqlite3.Error as exc:
+            raise _map_error(exc) from exc
+        scores = non_increasing([-float(row[N_CHUNK_COLUMNS]) for row in rows])
+        return [
+            row_hit(row, rank=i, score=score, metadata={"match": expr})
+            for i, (row, score) in enumerate(zip(rows, scores, strict=True), start=1)
+        ]
+
+    def _ranked(self, conn: sqlite3.Connection, expr: str, where: str, params: list[Any], top_k: int) -> list[Any]:
         cols = ", ".join(f"c.{col.strip()}" for col in CHUNK_COLUMNS.split(","))
         sql = (
             f"SELECT {cols}, bm25(chunks_fts, ?, ?) AS s FROM chunks_fts "
             f"JOIN chunks c ON c.rowid = chunks_fts.rowid "
             f"WHERE chunks_fts MATCH ? AND {where} ORDER BY s LIMIT ?"
         )
-        args: list[Any] = [self.title_weight, self.text_weight, expr, *params, request.top_k]
-        try:
-            rows = await self.db.run(lambda conn: conn.execute(sql, args).fetchall())
-        except sqlite3.Error as exc:
-            raise _map_error(exc) from exc
-        return [
-            row_hit(row, rank=i, score=-float(row[N_CHUNK_COLUMNS]), metadata={"match": expr})
-            for i, row in enumerate(rows, start=1)
-        ]
+        return conn.execute(sql, [self.title_weight, self.text_weight, expr, *params, top_k]).fetchall()
 
     async def aclose(self) -> None:
         """Close the connections."""

@@ -9,7 +9,9 @@ Filters: ``trust`` (lane option) and the date range run inside Qdrant — a chun
 (``years``, which includes its publication year) falls in the range's years (seed 004 year filter), so the ANN
 search itself fills ``top_k`` from as deep as needed. ``site:`` domains (with sub-domains) cannot be expressed
 as a Qdrant condition: they are checked on returned payloads and the lane pages deeper until ``top_k`` hits pass
-or the candidates run out (the deep fill of seed 004's FAISS note).
+or the candidates run out (the deep fill of seed 004's FAISS note). The query's inferred years
+(``query_years``) are soft: a second search keeps chunks published in range or with no publication date, they
+come first, and the unfiltered ranking fills the rest, so an inferred year never empties the answer.
 
 Options (``lanes.toml``)::
 
@@ -22,6 +24,7 @@ Options (``lanes.toml``)::
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -37,10 +40,17 @@ if TYPE_CHECKING:
 __all__ = ["BACKEND", "QdrantVectorLane"]
 
 
-def _native_filter(c: BoundConstraints, trust: str | None) -> models.Filter | None:
+def _native_filter(c: BoundConstraints, trust: str | None, *, soft: bool = False) -> models.Filter | None:
+    """Qdrant conditions for the hard filters, plus (``soft``) the query's years: published in range or undated."""
     from qdrant_client import models  # deferred: the SDK takes seconds to import
 
     must: list[Any] = []
+    if soft and c.query_years is not None:
+        lo = datetime(c.query_years[0], 1, 1, tzinfo=UTC).timestamp()
+        hi = datetime(c.query_years[1], 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
+        in_range = models.FieldCondition(key="published_ts", range=models.Range(gte=lo, lte=hi))
+        undated = models.IsEmptyCondition(is_empty=models.PayloadField(key="published_ts"))
+        must.append(models.Filter(should=[in_range, undated]))
     if c.date_from or c.date_to:
         rng = models.Range(gte=c.date_from.year if c.date_from else None, lte=c.date_to.year if c.date_to else None)
         must.append(models.FieldCondition(key="years", range=rng))
@@ -109,26 +119,40 @@ class QdrantVectorLane(BaseLane):
         client = self._client[1]
         collection = collection_name(self.spec, embedder.name)
         c = request.constraints
-        post = bool(c.sites)
-        page = max(request.top_k * 4, 64) if post else request.top_k
-        flt = _native_filter(c, self.trust)
-        hits: list[Hit] = []
         try:
             if not await client.collection_exists(collection):
                 return []
-            for n in range(self.max_pages if post else 1):
-                res = await client.query_points(
-                    collection, query=vector, query_filter=flt, limit=page, offset=n * page, with_payload=True
-                )
-                for point in res.points:
-                    payload = point.payload or {}
-                    if _exact(c, payload):
-                        hits.append(_hit(payload, len(hits) + 1, float(point.score)))
-                if len(hits) >= request.top_k or len(res.points) < page:
-                    break
+            hits = await self._collect(client, collection, vector, c, _native_filter(c, self.trust), request.top_k)
+            if c.query_years is not None:  # soft: in-range or undated chunks first, then the rest (deep fill)
+                flt = _native_filter(c, self.trust, soft=True)
+                preferred = await self._collect(client, collection, vector, c, flt, request.top_k)
+                seen = {h.id for h in preferred}
+                hits = preferred + [h for h in hits if h.id not in seen]
         except Exception as exc:  # SDK/transport errors become typed lane errors
             raise map_qdrant_error(exc) from exc
-        return hits[: request.top_k]
+        out: list[Hit] = []
+        for i, h in enumerate(hits[: request.top_k], start=1):  # a filled hit never outscores a preferred one
+            out.append(dataclasses.replace(h, rank=i, score=min(h.score, out[-1].score) if out else h.score))
+        return out
+
+    async def _collect(
+        self, client: AsyncQdrantClient, collection: str, vector: Any, c: BoundConstraints, flt: Any, top_k: int
+    ) -> list[Hit]:
+        """Nearest points passing ``flt`` and the payload checks, paging deeper while ``site:`` drops some."""
+        post = bool(c.sites)
+        page = max(top_k * 4, 64) if post else top_k
+        hits: list[Hit] = []
+        for n in range(self.max_pages if post else 1):
+            res = await client.query_points(
+                collection, query=vector, query_filter=flt, limit=page, offset=n * page, with_payload=True
+            )
+            for point in res.points:
+                payload = point.payload or {}
+                if _exact(c, payload):
+                    hits.append(_hit(payload, len(hits) + 1, float(point.score)))
+            if len(hits) >= top_k or len(res.points) < page:
+                break
+        return hits[:top_k]
 
     async def aclose(self) -> None:
         """Release the client."""

@@ -58,33 +58,28 @@ class TestBindConstraints:
         """citations_required is carried through."""
         assert bind_constraints(Constraints(citations_required=True), now=NOW).citations_required
 
-    def test_preflight_years_sites_phrases_merged(self) -> None:
-        """Pre-flight years become date bounds; sites and phrases are copied."""
-        pf = PreflightResult(bypassed=False, years=(2019, 2021), sites=("arxiv.org",), phrases=("deep learning",))
+    def test_preflight_years_are_soft_query_years(self) -> None:
+        """Years pre-flight inferred from the text become the soft ``query_years``, never hard date bounds."""
+        pf = PreflightResult(bypassed=False, years=(2021, 2019))
         b = bind_constraints(Constraints(), now=NOW, preflight=pf)
-        assert b.date_from == datetime(2019, 1, 1, tzinfo=UTC)
-        assert b.date_to is not None
-        assert b.date_to.year == 2021
-        assert b.sites == ("arxiv.org",)
-        assert b.phrases == ("deep learning",)
+        assert (b.query_years, b.date_from, b.date_to) == ((2019, 2021), None, None)
 
-    def test_years_intersect_time_range(self) -> None:
-        """Query years and time_range intersect when they overlap."""
-        pf = PreflightResult(bypassed=False, years=(2020, 2030))
-        b = bind_constraints(Constraints(time_range="recent"), now=NOW, preflight=pf)
-        assert b.date_from == NOW - timedelta(days=730)
-        assert b.date_to == NOW
+    def test_preflight_sites_and_phrases_copied(self) -> None:
+        """``site:`` domains and quoted phrases are copied from pre-flight."""
+        pf = PreflightResult(bypassed=False, sites=("arxiv.org",), phrases=("deep learning",))
+        b = bind_constraints(Constraints(), now=NOW, preflight=pf)
+        assert (b.sites, b.phrases) == (("arxiv.org",), ("deep learning",))
 
-    def test_disjoint_years_win_over_time_range(self) -> None:
-        """When they do not overlap, the query's explicit years win."""
+    def test_time_range_stays_hard_next_to_query_years(self) -> None:
+        """An explicit time_range keeps its hard date bounds when the query also names years."""
         pf = PreflightResult(bypassed=False, years=(2001, 2002))
         b = bind_constraints(Constraints(time_range="recent"), now=NOW, preflight=pf)
-        assert b.date_from is not None
-        assert b.date_from.year == 2001
+        assert (b.date_from, b.date_to, b.query_years) == (NOW - timedelta(days=730), NOW, (2001, 2002))
 
     def test_bypassed_preflight_ignored(self) -> None:
         """A bypassed pre-flight contributes nothing."""
         pf = PreflightResult(bypassed=True, reason="disabled", years=(2019, 2021), sites=("x.org",))
         b = bind_constraints(Constraints(), now=NOW, preflight=pf)
         assert b.date_from is None
+        assert b.query_years is None
         assert b.sites == ()

@@ -101,16 +101,15 @@ class TestSearch:
         assert lane.requests[0].trace_id == res.trace_id
 
     async def test_preflight_output_bound_into_lane_request(self, tmp_path: Path) -> None:
-        """Pre-flight refinement and extracted years reach the lanes as text and date bounds."""
+        """Pre-flight refinement and extracted years reach the lanes as text and soft query years."""
         lane = RecordingLane(name="a")
         async with Engine(make_settings(tmp_path, {"a": {}}), lanes={"a": lane}) as engine:
             res = await search(
                 engine, query='  Vaccine  "Side Effects" 2019-2021 site:nih.gov', constraints={"cost": "low"}
             )
         req = lane.requests[0]
-        assert res.preflight.refined_query == req.query == "vaccine side effects 2019-2021"
-        assert req.constraints.date_from is not None
-        assert req.constraints.date_from.year == 2019
+        assert res.preflight.refined_query == req.query == "Vaccine Side Effects 2019-2021"
+        assert (req.constraints.query_years, req.constraints.date_from) == ((2019, 2021), None)
         assert req.constraints.sites == ("nih.gov",)
         assert req.constraints.phrases == ("side effects",)
         assert req.constraints.max_results == 10

@@ -31,9 +31,17 @@ def run_kw(**kw: Any) -> dict[str, Any]:
 
 
 class TestRules:
-    def test_normalises_whitespace_and_case(self) -> None:
-        """Whitespace collapses and text is lower-cased."""
-        assert refine_rules("  Deep   LEARNING\tmodels ", current_year=YEAR).query == "deep learning models"
+    def test_normalises_whitespace(self) -> None:
+        """Whitespace collapses."""
+        assert refine_rules("  deep   learning\tmodels ", current_year=YEAR).query == "deep learning models"
+
+    def test_keeps_case(self) -> None:
+        """Case is kept: the graph lane finds entities (``Ford``, ``MEDLARS``) by their capitals."""
+        assert refine_rules("Is MEDLARS used by Ford?", current_year=YEAR).query == "Is MEDLARS used by Ford?"
+
+    def test_capitalised_temporal_words_classify(self) -> None:
+        """Intent words are matched without regard to case."""
+        assert refine_rules("LATEST results", current_year=YEAR).intent == "temporal"
 
     @pytest.mark.parametrize(
         ("query", "years"),
@@ -88,7 +96,7 @@ class TestBypass:
         """With rules only, pre-flight refines and is not bypassed."""
         r = await Preflight(PreflightConfig()).run("Vaccines  SINCE 2020", **run_kw())
         assert not r.bypassed
-        assert r.refined_query == "vaccines since 2020"
+        assert r.refined_query == "Vaccines SINCE 2020"
         assert r.years == (2020, YEAR)
 
     async def test_disabled_in_config(self) -> None:

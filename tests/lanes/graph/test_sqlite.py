@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,27 @@ class TestLane:
         assert by_id["c2"].graph_hops == 1
         assert by_id["c2"].score < by_id["c1"].score
         assert "c4" not in by_id
+
+    async def test_query_years_put_dated_chunks_outside_them_last(self, tmp_path: Path) -> None:
+        """Inferred years rank an undated chunk first, and a chunk published outside them still comes back."""
+        old = datetime(1911, 5, 1, tzinfo=UTC)
+        docs = [chunk("a-old", "Marie Curie lectured.", published_at=old), chunk("b-new", "Marie Curie.")]
+        await _store(tmp_path, docs)
+        req = LaneRequest(query="Marie Curie", top_k=5, constraints=BoundConstraints(query_years=(1979, 1979)))
+        async with SqliteGraphLane(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path)) as lane:
+            plain = [h.id for h in await lane.search(LaneRequest(query="Marie Curie", top_k=5))]
+            soft = [h.id for h in await lane.search(req)]
+        assert (plain, soft) == (["a-old", "b-new"], ["b-new", "a-old"])
+
+    async def test_hard_date_range_still_filters(self, tmp_path: Path) -> None:
+        """An explicit date range (the user's time_range) stays a hard filter: undated chunks are excluded."""
+        docs = [chunk("old", "Marie Curie lectured in 1911."), chunk("new", "Marie Curie.")]
+        await _store(tmp_path, docs)
+        c = BoundConstraints(date_from=datetime(1911, 1, 1, tzinfo=UTC), date_to=datetime(1911, 12, 31, tzinfo=UTC))
+        async with SqliteGraphLane(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path)) as lane:
+            assert [h.id for h in await lane.search(LaneRequest(query="Marie Curie", top_k=5, constraints=c))] == [
+                "old"
+            ]
 
     async def test_depth_zero_does_not_expand(self, tmp_path: Path) -> None:
         """search_depth 0 returns only chunks mentioning the query entities."""

@@ -45,9 +45,18 @@ class TestMatchExpression:
         """Each word token becomes a quoted term joined by OR."""
         assert match_expression("rank fusion") == '("rank" OR "fusion")'
 
-    def test_phrases_are_required(self) -> None:
-        """Phrases are ANDed as quoted FTS5 phrases."""
-        assert match_expression("x", ("rank fusion",)) == '("x") AND "rank fusion"'
+    def test_phrases_are_boosted_not_required(self) -> None:
+        """A phrase joins the OR as a quoted FTS5 phrase, ``phrase_boost`` times, never ANDed."""
+        assert match_expression("x", ("rank fusion",)) == '("x" OR "rank fusion" OR "rank fusion")'
+        assert match_expression("x", ("rank fusion",), phrase_boost=1) == '("x" OR "rank fusion")'
+
+    def test_one_word_phrase_adds_nothing(self) -> None:
+        """A quoted single word (``their "distances"``) is already a query term: no extra clause."""
+        assert match_expression("their distances", ("distances",)) == '("distances")'
+
+    def test_stopword_only_phrase_adds_nothing(self) -> None:
+        """A quoted phrase of function words only would match nearly every chunk: it is left out."""
+        assert match_expression("rank", ("of the",)) == '("rank")'
 
     def test_no_tokens_gives_none(self) -> None:
         """A query of punctuation only has no expression."""
@@ -113,11 +122,49 @@ class TestSearch:
         """'title:reactor' searches the words title and reactor instead of filtering a column."""
         assert ids(await lane.search(LaneRequest(query="title:reactor", top_k=5))) == ["b"]
 
-    async def test_phrase_constraint_requires_the_phrase(self, lane: SqliteFtsKeywordLane) -> None:
-        """With a phrase, only chunks containing it verbatim come back."""
+    async def test_phrase_ranks_its_chunks_first(self, lane: SqliteFtsKeywordLane) -> None:
+        """Chunks with the phrase verbatim outrank one that has only the term, which still comes back."""
         req = LaneRequest(query="fusion", top_k=10, constraints=BoundConstraints(phrases=("rank fusion",)))
-        assert "b" not in ids(await lane.search(req))
-        assert "a" in ids(await lane.search(req))
+        found = ids(await lane.search(req))
+        assert found[-1] == "b"
+        assert set(found) == {"a", "b", "e", "f", "g"}
+
+    async def test_query_years_put_dated_chunks_outside_them_last(self, lane: SqliteFtsKeywordLane) -> None:
+        """Inferred years keep undated chunks; a chunk dated outside them comes after every other match."""
+        c = BoundConstraints(query_years=(2021, 2021))
+        found = ids(await lane.search(LaneRequest(query="rank fusion", top_k=10, constraints=c)))
+        assert found[-1] == "e"
+        assert set(found) == {"a", "b", "e", "f", "g"}
+
+    async def test_filled_chunks_never_outscore_preferred_ones(self, lane: SqliteFtsKeywordLane) -> None:
+        """After the deep fill scores do not increase down the ranking, so score fusion keeps the order."""
+        c = BoundConstraints(query_years=(2021, 2021))
+        hits = await lane.search(LaneRequest(query="notes 2019 rank fusion", top_k=10, constraints=c))
+        assert hits[-1].id == "e"
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+
+    async def test_query_years_never_empty_the_answer(self, lane: SqliteFtsKeywordLane) -> None:
+        """When only chunks dated outside the inferred years match, they are still returned (deep fill)."""
+        c = BoundConstraints(query_years=(1979, 1979))
+        assert ids(await lane.search(LaneRequest(query="2019", top_k=10, constraints=c))) == ["e"]
+
+    async def test_query_years_ignore_years_a_text_only_mentions(self, tmp_path: Path) -> None:
+        """A year an undated chunk mentions does not date it: with other years inferred its rank is kept."""
+        store = SqliteFtsWriter(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path / "m"))
+        await store.open()
+        await store.upsert([chunk("m", "Online searches in 1975 grew."), chunk("n", "Online searches grew fast.")])
+        await store.aclose()
+        c = BoundConstraints(query_years=(1979, 1979))
+        async with SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path / "m")) as lane:
+            plain = ids(await lane.search(LaneRequest(query="online searches 1975", top_k=5)))
+            soft = ids(await lane.search(LaneRequest(query="online searches 1975", top_k=5, constraints=c)))
+        assert plain == soft == ["m", "n"]
+
+    async def test_query_years_favour_chunks_dated_inside(self, lane: SqliteFtsKeywordLane) -> None:
+        """A chunk dated inside the inferred years stays among the preferred ones."""
+        c = BoundConstraints(query_years=(2019, 2019))
+        plain = ids(await lane.search(LaneRequest(query="rank fusion", top_k=10)))
+        assert ids(await lane.search(LaneRequest(query="rank fusion", top_k=10, constraints=c))) == plain
 
     async def test_date_range_filters(self, lane: SqliteFtsKeywordLane) -> None:
         """A date range keeps only chunks published or mentioning a year in it."""

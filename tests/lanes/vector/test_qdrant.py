@@ -80,6 +80,49 @@ class TestSearch:
             hits = await lane.search(LaneRequest(query="alpha beta gamma delta", top_k=5, constraints=c))
         assert sorted(h.id for h in hits) == [f"y{i}" for i in range(5)]
 
+    async def test_query_years_put_dated_chunks_outside_them_last(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """Inferred years keep undated and in-range chunks first; one published outside still fills the answer."""
+        docs = [
+            chunk("out", "alpha beta report of 2005", published_at=datetime(2005, 3, 1, tzinfo=UTC)),
+            chunk("undated", "alpha beta gamma"),
+            chunk("in", "alpha", published_at=datetime(2019, 3, 1, tzinfo=UTC)),
+        ]
+        await _write(tmp_path, docs, embedder)
+        c = BoundConstraints(query_years=(2019, 2019))
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            hits = await lane.search(LaneRequest(query="alpha beta report of 2005", top_k=3, constraints=c))
+        assert [h.id for h in hits][-1] == "out"
+        assert [h.rank for h in hits] == [1, 2, 3]
+
+    async def test_filled_hits_never_outscore_preferred_ones(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """A hit filled from the unfiltered ranking scores no higher than the preferred hits above it."""
+        old = datetime(2005, 3, 1, tzinfo=UTC)
+        docs = [chunk("out", "alpha beta gamma", published_at=old), chunk("undated", "alpha zeta")]
+        await _write(tmp_path, docs, embedder)
+        c = BoundConstraints(query_years=(2019, 2019))
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            hits = await lane.search(LaneRequest(query="alpha beta gamma", top_k=2, constraints=c))
+        assert [h.id for h in hits] == ["undated", "out"]
+        assert hits[1].score <= hits[0].score
+
+    async def test_query_years_never_empty_the_answer(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """When every chunk is published outside the inferred years, the unfiltered ranking still answers."""
+        old = datetime(2005, 3, 1, tzinfo=UTC)
+        docs = [chunk("a", "alpha report", published_at=old), chunk("b", "beta report", published_at=old)]
+        await _write(tmp_path, docs, embedder)
+        c = BoundConstraints(query_years=(1979, 1979))
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            hits = await lane.search(LaneRequest(query="alpha report", top_k=5, constraints=c))
+        assert [h.id for h in hits] == ["a", "b"]
+
+    async def test_query_years_ignore_years_a_text_only_mentions(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """A year the text mentions does not date an undated chunk: the ranking is unchanged."""
+        await _write(tmp_path, [chunk("a", "alpha beta report of 2005"), chunk("b", "alpha gamma")], embedder)
+        c = BoundConstraints(query_years=(1979, 1979))
+        async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
+            hits = await lane.search(LaneRequest(query="alpha beta report", top_k=5, constraints=c))
+        assert [h.id for h in hits] == ["a", "b"]
+
     async def test_site_filter_pages_deeper(self, tmp_path: Path, embedder: BagEmbedder) -> None:
         """A site filter (checked on payloads) pages past non-matching neighbours to fill top_k."""
         near = [chunk(f"n{i}", "alpha beta", url=f"https://other{i}.com/") for i in range(80)]
