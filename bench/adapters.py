@@ -213,20 +213,26 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
 
 
-def _lanes(port: int, resources: LaneResources) -> dict[str, tuple[Lane, str, str, dict[str, Any] | None]]:
+_Adapters = dict[str, tuple[Lane, str, str, dict[str, Any] | None]]
+
+
+def _spec(kind: LaneKind, backend: str, **opts: Any) -> LaneSpec:
+    return LaneSpec(name=backend, kind=kind, backend=backend, options=opts)
+
+
+def _lanes(port: int, resources: LaneResources) -> _Adapters:
     """adapter → (lane, raw method, raw URL, raw JSON body)."""
-    from lanes.feeds.rss import RssNewsLane
-    from lanes.graph.arango import ArangoGraphLane
-    from lanes.keyword.meilisearch import MeilisearchKeywordLane
-    from lanes.markets.quotes import QuotesMarketsLane
+    base = "http://{}:" + str(port)
+    return {**_web_lanes(base, resources), **_other_lanes(base, port, resources)}
+
+
+def _web_lanes(base: str, resources: LaneResources) -> _Adapters:
+    """The web adapters (SearXNG, Wikipedia, MDN) against the fake server at ``base``."""
     from lanes.web.mdn import MdnWebLane
     from lanes.web.searxng import SearxngWebLane
     from lanes.web.wikipedia import WikipediaWebLane
 
-    def spec(kind: LaneKind, backend: str, **opts: Any) -> LaneSpec:
-        return LaneSpec(name=backend, kind=kind, backend=backend, options=opts)
-
-    base = "http://{}:" + str(port)
+    spec = _spec
     return {
         "searxng": (
             SearxngWebLane(spec(LaneKind.WEB, "searxng", url=base.format("searxng.bench")), resources),
@@ -246,6 +252,18 @@ def _lanes(port: int, resources: LaneResources) -> dict[str, tuple[Lane, str, st
             base.format("mdn.bench") + "/api/v1/search?q=q&locale=en-US",
             None,
         ),
+    }
+
+
+def _other_lanes(base: str, port: int, resources: LaneResources) -> _Adapters:
+    """The store, graph, feed and markets adapters against the fake server at ``base``."""
+    from lanes.feeds.rss import RssNewsLane
+    from lanes.graph.arango import ArangoGraphLane
+    from lanes.keyword.meilisearch import MeilisearchKeywordLane
+    from lanes.markets.quotes import QuotesMarketsLane
+
+    spec = _spec
+    return {
         "meilisearch": (
             MeilisearchKeywordLane(spec(LaneKind.KEYWORD, "meilisearch", url=base.format("meili.bench")), resources),
             "POST",

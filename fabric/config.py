@@ -9,7 +9,8 @@ Order of precedence (later wins):
    ``FABRIC__<section>__<key>[__<key>...]=<TOML value>`` (e.g. ``FABRIC__fusion__rrf_k=40``).
 
 Every file carries ``schema = 1``. A bad setting raises :class:`~fabric.errors.ConfigError` naming the
-file and the dotted key (``lanes.vector.weight``). Defaults live in the dataclass fields below.
+file and the dotted key (``lanes.vector.weight``). Defaults live in the dataclass fields of
+:mod:`fabric.config_sections` (one per section, re-exported here) and :class:`Settings`.
 """
 
 from __future__ import annotations
@@ -23,8 +24,22 @@ from pathlib import Path
 from typing import Any
 
 from fabric.config_readers import SCHEMA, build, coerce, env_overrides, merge, positive, read_toml
+from fabric.config_sections import (
+    AuthorityEntry,
+    DedupConfig,
+    EmbeddingsConfig,
+    EngineConfig,
+    FactorWeights,
+    FusionConfig,
+    IngestConfig,
+    LaneConfig,
+    ModeConfig,
+    PenaltyConfig,
+    PreflightConfig,
+    StageConfig,
+)
 from fabric.errors import ConfigError
-from fabric.models import FusionMode, LaneKind, Mode
+from fabric.models import Mode
 from fabric.router.config import RouterConfig, validate_router_config
 
 __all__ = [
@@ -99,158 +114,6 @@ as each backend declares them: :attr:`lanes.base.Backend.env`)."""
 SELF_HOSTED_BACKENDS: AbstractSet[str] = _SelfHosted()
 """Backends that run next to the fabric (the compose stack), whose hosts may resolve to private addresses
 (:attr:`lanes.base.Backend.self_hosted`)."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ModeConfig:
-    """Budgets of one mode."""
-
-    total_budget_ms: float = 7000.0
-    """The query's overall deadline."""
-    preflight_ms: float = 500.0
-    """Pre-flight budget."""
-    lanes: Mapping[str, float] = field(default_factory=dict)
-    """Lane name → budget in ms."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class LaneConfig:
-    """One lane of ``lanes.toml``."""
-
-    name: str
-    """Lane name (the table key)."""
-    kind: LaneKind
-    """Lane kind."""
-    backend: str
-    """Registry name of the adapter (``sqlite_fts``, ``qdrant``, ``meilisearch``, ...)."""
-    enabled: bool = True
-    """Whether the lane is planned by default."""
-    weight: float = 1.0
-    """Fusion weight (multiplied by the provider penalty factor)."""
-    fallback: str | None = None
-    """Lane (or ``web_cache``) run in this lane's remaining budget when it fails."""
-    fallback_reserve_ms: float = 0.0
-    """Part of the lane's budget kept for its fallback: the lane's own call is cut this much earlier, so that a
-    lane that times out still leaves its fallback time (a cache answers in well under a millisecond). At most a
-    quarter of the lane's budget is reserved."""
-    stage: int = 1
-    """1 for must-first lanes, 2 for fill lanes (seed 000)."""
-    options: Mapping[str, Any] = field(default_factory=dict)
-    """Backend options, validated by the adapter."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FactorWeights:
-    """Ranking factor weights (seed 003: 50/20/15/10/5)."""
-
-    rrf: float = 0.50
-    domain_diversity: float = 0.20
-    recency: float = 0.15
-    authority: float = 0.10
-    quality: float = 0.05
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DedupConfig:
-    """Deduplication thresholds (seed 003)."""
-
-    title_jaccard: float = 0.8
-    url_similarity: float = 0.9
-    near_duplicate: float = 0.9
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StageConfig:
-    """Staged retrieval (seed 000)."""
-
-    min_must_count: int = 3
-    stage2_cap_ms: float = 600.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FusionConfig:
-    """How lanes are fused and ranked."""
-
-    mode: FusionMode = FusionMode.RRF
-    rrf_k: int = 60
-    combmnz: bool = False
-    """Score modes: multiply the fused score by the number of lanes that returned the item (CombMNZ)."""
-    factors: FactorWeights = field(default_factory=FactorWeights)
-    dedup: DedupConfig = field(default_factory=DedupConfig)
-    stages: StageConfig = field(default_factory=StageConfig)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AuthorityEntry:
-    """Authority of one domain."""
-
-    score: float = 0.5
-    keyless: bool = False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngineConfig:
-    """Request limits."""
-
-    max_query_bytes: int = 4096
-    max_top_k: int = 200
-    lane_top_k: int = 50
-    default_mode: Mode = Mode.TECHNICAL
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PreflightConfig:
-    """Pre-flight lane settings."""
-
-    enabled: bool = True
-    budget_ms: float = 500.0
-    max_inflight: int = 64
-    max_loop_lag_ms: float = 50.0
-    min_lane_budget_share: float = 0.25
-    chat_url: str = ""
-    chat_model: str = ""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PenaltyConfig:
-    """Provider health and suspension policy."""
-
-    window: int = 20
-    failure_rate_suspend: float = 0.5
-    min_samples: int = 4
-    base_suspend_s: float = 5.0
-    max_suspend_s: float = 300.0
-    retry_budget_ratio: float = 0.1
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EmbeddingsConfig:
-    """Which embedder ingestion and the vector lane share."""
-
-    backend: str = "minilm"
-    model: str = "all-MiniLM-L6-v2"
-    url: str = ""
-    api_key: str = ""
-    batch_size: int = 64
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class IngestConfig:
-    """Ingestion over HTTP (``POST /v1/ingest`` of ``fabric serve``)."""
-
-    sync_max_entries: int = 100
-    """Entry requests up to this size run inline (200 with the report) when no task is queued or running;
-    larger ones, ``"async": true`` and ``path`` requests answer 202 with a task handle. 0: always a task."""
-    max_entries: int = 100_000
-    """Most entries one request may carry."""
-    max_body_bytes: int = 32 * 1024 * 1024
-    """Body cap of ``POST /v1/ingest`` only (``POST /v1/search`` keeps its own 64 KiB)."""
-    allowed_root: str = ""
-    """Folder that ``{"path": ...}`` requests may read under (symlinks resolved); empty: path requests refused."""
-    max_queued: int = 16
-    """Tasks waiting behind the running one; beyond this a submission answers 503."""
-    history: int = 100
-    """Finished task records kept in memory (oldest dropped first); records live only as long as the process."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -38,7 +38,17 @@ from fabric.constraints import BUDGET_MULTIPLIERS, bind_constraints
 from fabric.cursor_secret import CURSOR_SECRET_ENV, load_cursor_secret
 from fabric.errors import PartialResultError
 from fabric.executor import LaneExecutor, RunStats
-from fabric.lane_setup import OPEN_TIMEOUT_S, build_lanes, warm_embedder, warm_fusion
+from fabric.lane_setup import (
+    OPEN_TIMEOUT_S,
+    build_lanes,
+    close_lanes,
+    lane_health,
+    needs_embedder,
+    open_lanes,
+    unavailable_lanes,
+    warm_embedder,
+    warm_fusion,
+)
 from fabric.logs import enabled, new_trace_id
 from fabric.metrics import EngineMetrics
 from fabric.models import (
@@ -116,11 +126,7 @@ class Engine:
                 self.lanes, self.build_errors = build_lanes(self.settings, self.resources)
             self.executor.lanes = dict(self.lanes)
             self.executor.web_cache = self.resources.web_cache
-            self.executor.unavailable = dict(self.build_errors)
-            for lc in self.settings.lanes.values():
-                if lc.name not in self.lanes and lc.name not in self.build_errors:
-                    why = f"lane disabled in configuration (lanes.{lc.name}.enabled = false)"
-                    self.executor.unavailable[lc.name] = why
+            self.executor.unavailable = unavailable_lanes(self.settings, self.lanes, self.build_errors)
             self.preflight.http = self.resources.http
             self._secret = load_cursor_secret(self.settings.home)
             self._unopened = set(self.lanes)
@@ -136,33 +142,18 @@ class Engine:
 
     def _needs_embedder(self) -> bool:
         """Only a real vector lane needs the embedder (loading a model is slow; fake lanes do not need it)."""
-        if self._given_lanes is not None:
-            return False
-        return any(lc.kind is LaneKind.VECTOR and lc.backend != "fake" for lc in self.settings.lanes.values())
+        return self._given_lanes is None and needs_embedder(self.settings)
 
     async def _warm_up(self, names: list[str], timeout_s: float) -> None:
         """Open lanes concurrently; a lane that fails to open is retried at the next query."""
-
-        async def one(name: str) -> None:
-            try:
-                async with asyncio.timeout(timeout_s):
-                    await self.lanes[name].open()
-                self._unopened.discard(name)
-            except Exception as exc:  # the lane's search will fail and be reported; the engine stays up
-                log.warning("lane_open_failed", lane=name, error=f"{type(exc).__name__}: {exc}")
-
-        await asyncio.gather(*(one(n) for n in names if n in self._unopened))
+        await open_lanes(self.lanes, [n for n in names if n in self._unopened], self._unopened, timeout_s)
 
     async def aclose(self) -> None:
         """Close lanes and the resources the engine opened; abandoned calls are cancelled, not awaited."""
         await self.loop_lag.stop()
         for task in list(self.executor.abandoned):
             task.cancel()
-        for name, lane in self.lanes.items():
-            try:
-                await lane.aclose()
-            except Exception as exc:  # closing must close everything else too
-                log.warning("lane_close_failed", lane=name, error=str(exc))
+        await close_lanes(self.lanes)
         if self._given_resources is None and self.resources is not None:
             await close_resources(self.resources)
             self.resources = None
@@ -394,19 +385,9 @@ class Engine:
 
     def health(self) -> dict[str, Any]:
         """Lanes (built or not, provider health), abandoned calls, in-flight queries and metric summary."""
-        lanes: dict[str, Any] = {}
-        for name in sorted(set(self.lanes) | set(self.build_errors)):
-            lane = self.lanes.get(name)
-            lanes[name] = {
-                "built": lane is not None,
-                "opened": lane is not None and name not in self._unopened,
-                "provider": lane.provider if lane is not None else None,
-                "error": self.build_errors.get(name),
-                "health": self.penalties.snapshot(lane.provider) if lane is not None else None,
-            }
         return {
             "open": self._opened,
-            "lanes": lanes,
+            "lanes": lane_health(self.lanes, self.build_errors, self._unopened, self.penalties),
             "inflight": self._inflight,
             "loop_lag_ms": round(self.loop_lag.lag_ms, 3),
             "abandoned_running": self.executor.abandoned_running(),

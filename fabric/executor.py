@@ -12,9 +12,7 @@ the bulkhead a hung provider would starve every other lane that uses ``asyncio.t
 
 Every lane ends as a :class:`~fabric.models.LaneOutcome` (success, timeout, error, skipped, suspended,
 fallback). Provider penalties decide admission (suspended / half-open probe) and the weight factor. Failed or
-suspended lanes run their configured fallback inside their own remaining budget; a fallback target already
-planned in the same query is not run twice: its answer is reused (counted once, under its own name), and a
-fallback already run for the same trace id (in stage 1, say) is shared, not run again.
+suspended lanes run their configured fallback inside their own remaining budget (:mod:`fabric.fallbacks`).
 After every successful call of a web-kind lane the executor writes the answer to the web response cache
 (:class:`~fabric.webcache.WebCache`), which the ``web_cache`` fallback lane reads: web lanes only call and parse.
 Retries (:mod:`fabric.retries`) happen only on ``LaneUnavailable``, only while budget is left and only
@@ -26,13 +24,14 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
 from fabric.bulkhead import Bulkhead, reserve_threads
 from fabric.errors import LaneError, LaneRejected
+from fabric.fallbacks import RunState, run_fallback
 from fabric.lane_plan import PlannedLane, RunStats
 from fabric.metrics import EngineMetrics
 from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, make_lane_outcome
@@ -45,15 +44,6 @@ from lanes.base import Lane
 __all__ = ["LaneExecutor", "PlannedLane", "RunStats"]
 
 log = structlog.get_logger(__name__)
-
-
-@dataclass(slots=True)
-class _Run:
-    tasks: dict[str, asyncio.Task[LaneOutcome]]
-    failed: set[str]
-    stats: RunStats
-    fallbacks: dict[str, asyncio.Future[tuple[str, bool]]] = field(default_factory=dict)
-    """Fallback target → (lane that ran it, answered?): a target is run once per query."""
 
 
 @dataclass(slots=True)
@@ -129,7 +119,7 @@ class LaneExecutor:
         """
         loop = asyncio.get_running_loop()
         tasks: dict[str, asyncio.Task[LaneOutcome]] = {}
-        state = _Run(tasks=tasks, failed=set(), stats=stats if stats is not None else RunStats())
+        state = RunState(tasks=tasks, failed=set(), stats=stats if stats is not None else RunStats())
         if request.trace_id:  # fallbacks are shared by every run of one trace (stage 1 and stage 2)
             state.fallbacks = self._fallbacks.setdefault(request.trace_id, state.fallbacks)
             self._fallbacks.move_to_end(request.trace_id)
@@ -232,7 +222,7 @@ class LaneExecutor:
         """Why ``provider`` must not be called now (over its bulkhead, or suspended), or None."""
         return self.bulkhead.refusal(provider) or self.penalties.suspension_reason(provider)
 
-    async def _run_lane(self, p: PlannedLane, request: LaneRequest, deadline: float, state: _Run) -> LaneOutcome:
+    async def _run_lane(self, p: PlannedLane, request: LaneRequest, deadline: float, state: RunState) -> LaneOutcome:
         loop = asyncio.get_running_loop()
         start = loop.time()
         cut_at = min(start + p.budget_ms / 1000.0, deadline)
@@ -240,23 +230,23 @@ class LaneExecutor:
         if lane is None:
             state.failed.add(p.name)
             why = self.unavailable.get(p.name, "lane not built")
-            return await self._fallback(p, start, cut_at, request, state, LaneStatus.ERROR, why)
+            return await run_fallback(self, p, start, cut_at, request, state, LaneStatus.ERROR, why)
         if cut_at <= start:
             state.failed.add(p.name)
             return self.outcome(p, LaneStatus.SKIPPED, 0.0, error="no time left before the deadline")
         own_cut = cut_at
         if p.fallback and p.fallback_reserve_ms > 0:
             own_cut = max(start, cut_at - min(p.fallback_reserve_ms, p.budget_ms / 4.0) / 1000.0)
-        status, error = await self._attempt(lane, request, own_cut, state.stats)
+        status, error = await self.attempt(lane, request, own_cut, state.stats)
         latency_ms = (loop.time() - start) * 1000.0
         if isinstance(status, list):
             outcome = self.outcome(p, LaneStatus.SUCCESS, latency_ms, hits=status)
         else:
             state.failed.add(p.name)
-            outcome = await self._fallback(p, start, cut_at, request, state, status, error)
+            outcome = await run_fallback(self, p, start, cut_at, request, state, status, error)
         return outcome
 
-    async def _attempt(
+    async def attempt(
         self, lane: Lane, request: LaneRequest, cut_at: float, stats: RunStats
     ) -> tuple[list[Hit] | LaneStatus, str | None]:
         """Admit, call and record one lane; hits on success, else (status, error text)."""
@@ -333,86 +323,3 @@ class LaneExecutor:
         if self.metrics is not None:
             self.metrics.abandoned.inc()
         log.warning("lane_call_abandoned", provider=provider, running=len(self.bulkhead.abandoned))
-
-    # ------------------------------------------------------------------ fallbacks
-
-    async def _fallback(
-        self,
-        p: PlannedLane,
-        start: float,
-        cut_at: float,
-        request: LaneRequest,
-        state: _Run,
-        status: LaneStatus,
-        error: str | None,
-    ) -> LaneOutcome:
-        """Run ``p.fallback`` inside ``p``'s remaining budget, or return the failure as it is."""
-        loop = asyncio.get_running_loop()
-        target = p.fallback
-
-        def failure() -> LaneOutcome:
-            return self.outcome(p, status, (loop.time() - start) * 1000.0, error=error)
-
-        tasks, failed = state.tasks, state.failed
-        if not target or target in failed:
-            return failure()
-        fb_lane = self.lanes.get(target)
-        if target in tasks:
-            # The target runs in this query already: wait for it within our budget and reuse its answer
-            # (its hits are fused once, under its own name, so they are not counted twice).
-            other = tasks[target]
-            if not other.done():
-                t_wait = loop.time()
-                await asyncio.wait({other}, timeout=max(0.0, cut_at - loop.time()))
-                state.stats.mark(t_wait, loop.time())
-            if other.done() and other.result().status is LaneStatus.SUCCESS:
-                return self.outcome(
-                    p,
-                    LaneStatus.FALLBACK,
-                    (loop.time() - start) * 1000.0,
-                    lane=fb_lane,
-                    fallback_for=p.name,
-                    error=f"{error}; answered by lane {target!r} of this query (hits fused once, under {target!r})",
-                )
-            return failure()
-        if fb_lane is None or cut_at - loop.time() <= 0.001:
-            return failure()
-        shared = state.fallbacks.get(target)
-        if shared is not None:
-            # Another failed lane already runs this fallback: share its answer, fuse its hits once.
-            t_wait = loop.time()
-            await asyncio.wait({shared}, timeout=max(0.0, cut_at - loop.time()))
-            state.stats.mark(t_wait, loop.time())
-            owner, hits_ok = shared.result() if shared.done() else ("", False)
-            if hits_ok:
-                return self.outcome(
-                    p,
-                    LaneStatus.FALLBACK,
-                    (loop.time() - start) * 1000.0,
-                    lane=fb_lane,
-                    fallback_for=p.name,
-                    error=f"{error}; fallback {target!r} shared with lane {owner!r} (hits fused once, under {owner!r})",
-                )
-            return failure()
-        mine: asyncio.Future[tuple[str, bool]] = loop.create_future()
-        state.fallbacks[target] = mine
-        try:
-            result, fb_error = await self._attempt(fb_lane, request, cut_at, state.stats)
-        except BaseException:
-            mine.set_result((p.name, False))
-            raise
-        mine.set_result((p.name, isinstance(result, list)))
-        if not isinstance(result, list):
-            return self.outcome(
-                p, status, (loop.time() - start) * 1000.0, error=f"{error}; fallback {target!r}: {fb_error}"
-            )
-        outcome = self.outcome(
-            p,
-            LaneStatus.FALLBACK,
-            (loop.time() - start) * 1000.0,
-            hits=result,
-            lane=fb_lane,
-            fallback_for=p.name,
-            error=f"{error}; served by fallback {target!r}",
-        )
-        return replace(outcome, weight=p.weight * self.penalties.weight(fb_lane.provider))

@@ -7,18 +7,32 @@ stays up); warm-ups are fail-open, so a slow model or a broken lane costs the fi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable, Mapping, MutableSet
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
+from typing import Any
 
 import structlog
 
 from fabric.config import FusionConfig, LaneConfig, Settings
 from fabric.errors import ConfigError
 from fabric.models import Embedder, Hit, LaneKind, LaneOutcome, LaneStatus
+from fabric.penalties import ProviderPenalties
 from fusion.pipeline import FusionContext, fuse
 from lanes.base import Lane, LaneResources, LaneSpec
 from lanes.registry import build_lane
 
-__all__ = ["OPEN_TIMEOUT_S", "build_lanes", "warm_embedder", "warm_fusion"]
+__all__ = [
+    "OPEN_TIMEOUT_S",
+    "build_lanes",
+    "close_lanes",
+    "lane_health",
+    "needs_embedder",
+    "open_lanes",
+    "unavailable_lanes",
+    "warm_embedder",
+    "warm_fusion",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -47,6 +61,62 @@ def build_lanes(settings: Settings, resources: LaneResources) -> tuple[dict[str,
             errors[name] = f"lane could not be built: {msg}"
             log.warning("lane_build_failed", lane=name, backend=spec.backend, error=msg)
     return lanes, errors
+
+
+def unavailable_lanes(settings: Settings, lanes: Mapping[str, Lane], build_errors: Mapping[str, str]) -> dict[str, str]:
+    """Lane name → why it cannot run: its build error, or disabled in configuration (reported as ``error``)."""
+    out = dict(build_errors)
+    for lc in settings.lanes.values():
+        if lc.name not in lanes and lc.name not in build_errors:
+            out[lc.name] = f"lane disabled in configuration (lanes.{lc.name}.enabled = false)"
+    return out
+
+
+def needs_embedder(settings: Settings) -> bool:
+    """Whether a configured real vector lane needs the embedder (fake lanes do not)."""
+    return any(lc.kind is LaneKind.VECTOR and lc.backend != "fake" for lc in settings.lanes.values())
+
+
+async def open_lanes(
+    lanes: Mapping[str, Lane], names: Iterable[str], unopened: MutableSet[str], timeout_s: float
+) -> None:
+    """Open the lanes ``names`` concurrently, discarding each opened one from ``unopened``; fail-open per lane."""
+
+    async def one(name: str) -> None:
+        try:
+            async with asyncio.timeout(timeout_s):
+                await lanes[name].open()
+            unopened.discard(name)
+        except Exception as exc:  # the lane's search will fail and be reported; the engine stays up
+            log.warning("lane_open_failed", lane=name, error=f"{type(exc).__name__}: {exc}")
+
+    await asyncio.gather(*(one(n) for n in names))
+
+
+async def close_lanes(lanes: Mapping[str, Lane]) -> None:
+    """Close every lane; a lane that fails to close is logged and the others are still closed."""
+    for name, lane in lanes.items():
+        try:
+            await lane.aclose()
+        except Exception as exc:  # closing must close everything else too
+            log.warning("lane_close_failed", lane=name, error=str(exc))
+
+
+def lane_health(
+    lanes: Mapping[str, Lane], build_errors: Mapping[str, str], unopened: AbstractSet[str], penalties: ProviderPenalties
+) -> dict[str, Any]:
+    """Each lane, built or not: opened, provider, build error and provider health (``Engine.health``)."""
+    out: dict[str, Any] = {}
+    for name in sorted(set(lanes) | set(build_errors)):
+        lane = lanes.get(name)
+        out[name] = {
+            "built": lane is not None,
+            "opened": lane is not None and name not in unopened,
+            "provider": lane.provider if lane is not None else None,
+            "error": build_errors.get(name),
+            "health": penalties.snapshot(lane.provider) if lane is not None else None,
+        }
+    return out
 
 
 async def warm_embedder(embedder: Embedder | None) -> None:

@@ -1,5 +1,6 @@
 """The data model's vocabulary: its closed sets of values (modes, lane kinds, statuses, provenance, trust,
-fusion modes), the user's constraints and their bound form, and the UTC timestamp format of results.
+fusion modes), a shared empty mapping, the user's constraints and their bound form, and the UTC timestamp
+format of results.
 
 Standard library only; :mod:`fabric.models` builds on it and re-exports every name, so callers import them
 from either module.
@@ -8,11 +9,14 @@ from either module.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Self
+from types import MappingProxyType
+from typing import Any, Self
 
 __all__ = [
+    "EMPTY_MAPPING",
     "BoundConstraints",
     "Constraints",
     "FusionMode",
@@ -23,6 +27,10 @@ __all__ = [
     "Trust",
     "iso_utc",
 ]
+
+
+EMPTY_MAPPING: Mapping[str, Any] = MappingProxyType({})
+"""A shared read-only empty mapping (default metadata and health)."""
 
 
 class _ChoiceEnum(enum.StrEnum):

@@ -16,7 +16,7 @@ and the report gives both halves' scores for the default and the chosen configur
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from fabric.eval.metrics import dedupe, query_metrics
@@ -200,6 +200,36 @@ def _candidates(best: FusionChoice, lanes: Sequence[str]) -> list[FusionChoice]:
     return [c for c in out if any(v > 0 for v in c.weights.values())]
 
 
+def _ascend(
+    value: Callable[[FusionChoice], float], mode: str, k: int, lanes: Sequence[str], rounds: int
+) -> tuple[float, FusionChoice]:
+    """Coordinate ascent of one fusion mode from equal weights: the best value and configuration found."""
+    best = FusionChoice(mode=mode, k=k, weights=dict.fromkeys(lanes, 1.0))
+    best_v = value(best)
+    for _ in range(rounds):
+        for cand in _candidates(best, lanes):
+            if (v := value(cand)) > best_v:
+                best, best_v = cand, v
+    return best_v, best
+
+
+def _on_both_halves(
+    c: FusionChoice,
+    sets: Sequence[TuneSet],
+    halves: Mapping[str, tuple[list[str], list[str]]],
+    norm_cache: dict[tuple[int, str], dict[str, dict[str, float]]],
+) -> dict[str, dict[str, float]]:
+    """Dataset → nDCG of ``c`` on its fit half, held-out half and all queries."""
+    out = {}
+    for ts in sets:
+        fit, held = halves[ts.name]
+        out[ts.name] = {
+            split: round(score_choice(ts.rankings, ts.qrels, ids, c, cache=norm_cache), 6)
+            for split, ids in (("fit", fit), ("heldout", held), ("all", list(ts.query_ids)))
+        }
+    return out
+
+
 def tune(
     sets: Sequence[TuneSet],
     default: FusionChoice,
@@ -237,27 +267,12 @@ def tune(
             cache[key] = min(gains) if objective == "worst" else sum(gains) / len(gains)
         return cache[key]
 
-    best_per_mode: dict[str, tuple[float, FusionChoice]] = {}
-    for mode in modes:
-        best = FusionChoice(mode=mode, k=default.k, weights=dict.fromkeys(lanes, 1.0))
-        best_v = value(best)
-        for _ in range(rounds):
-            for cand in _candidates(best, lanes):
-                if (v := value(cand)) > best_v:
-                    best, best_v = cand, v
-        best_per_mode[mode] = (best_v, best)
+    best_per_mode = {mode: _ascend(value, mode, default.k, lanes, rounds) for mode in modes}
     chosen = max(best_per_mode.values(), key=lambda t: t[0])[1]
     default = replace(default, weights={lane: default.weights.get(lane, 1.0) for lane in lanes})
 
     def both(c: FusionChoice) -> dict[str, dict[str, float]]:
-        out = {}
-        for ts in sets:
-            fit, held = halves[ts.name]
-            out[ts.name] = {
-                split: round(score_choice(ts.rankings, ts.qrels, ids, c, cache=norm_cache), 6)
-                for split, ids in (("fit", fit), ("heldout", held), ("all", list(ts.query_ids)))
-            }
-        return out
+        return _on_both_halves(c, sets, halves, norm_cache)
 
     per = {"default": both(default), "best": both(chosen), "reference": both(reference)}
     return TuneReport(

@@ -192,6 +192,25 @@ async def _write(
     return True
 
 
+async def _check_ids(ledger: Ledger, chunks: Sequence[Chunk], source: str, home: Path) -> None:
+    """Raise :class:`IdConflictError` when a chunk id is held by another source (nothing is written then)."""
+    taken = await asyncio.to_thread(ledger.owners, [c.id for c in chunks], source)
+    taken = {i: s for i, s in taken.items() if _origin(s, home) != _origin(source, home)}
+    if taken:
+        raise IdConflictError({i: _shown(s, home) for i, s in taken.items()})
+
+
+async def _mark_pending(
+    ledger: Ledger, todo: Sequence[tuple[Chunk, str, set[str]]], gone: Sequence[LedgerEntry], source: str
+) -> None:
+    """Record the chunks about to be written and the entries about to be deleted as pending in the ledger."""
+    await asyncio.to_thread(
+        ledger.mark_pending,
+        [(c.id, c.doc_id, source, c.content_hash) for c, _, _ in todo],
+        [e.id for e in gone],
+    )
+
+
 async def ingest(
     path: Path,
     *,
@@ -226,18 +245,11 @@ async def ingest(
         lexical = {w.store for w in writers if not w.needs_vectors}
         if embedder is None:
             report.embeddings = "disabled: no embedder (lexical only)"
-        taken = await asyncio.to_thread(ledger.owners, [c.id for c in chunks], loaded.source)
-        taken = {i: s for i, s in taken.items() if _origin(s, home) != _origin(loaded.source, home)}
-        if taken:
-            raise IdConflictError({i: _shown(s, home) for i, s in taken.items()})
+        await _check_ids(ledger, chunks, loaded.source, home)
         entries = await asyncio.to_thread(ledger.entries, loaded.source)
         targets = {c.id: all_stores if embedder is not None else lexical for c in chunks}
         todo, gone, report.unchanged = _plan(chunks, entries, targets)
-        await asyncio.to_thread(
-            ledger.mark_pending,
-            [(c.id, c.doc_id, loaded.source, c.content_hash) for c, _, _ in todo],
-            [e.id for e in gone],
-        )
+        await _mark_pending(ledger, todo, gone, loaded.source)
 
         vectors: dict[str, tuple[float, ...]] = {}
         need_vec = [c for c, _, st in todo if any(w.store in st and w.needs_vectors for w in writers)]

@@ -1,4 +1,4 @@
-"""Tests for fabric.lane_setup: building the configured lanes, the fail-open embedder warm-up."""
+"""Tests for fabric.lane_setup: building, opening, closing and reporting lanes, the fail-open warm-ups."""
 
 from __future__ import annotations
 
@@ -7,9 +7,19 @@ from dataclasses import replace
 from pathlib import Path
 
 from fabric.config import LaneConfig
-from fabric.lane_setup import build_lanes, warm_embedder
+from fabric.lane_setup import (
+    build_lanes,
+    close_lanes,
+    lane_health,
+    needs_embedder,
+    open_lanes,
+    unavailable_lanes,
+    warm_embedder,
+)
 from fabric.models import LaneKind
+from fabric.penalties import ProviderPenalties
 from lanes.base import LaneResources
+from lanes.fake import FakeLane
 from tests.support.settings import make_settings
 
 
@@ -62,3 +72,53 @@ class TestWarmUps:
         embedder = CountingEmbedder(fail=True)
         await warm_embedder(embedder)
         assert embedder.warmed == 1
+
+
+class BrokenLane(FakeLane):
+    """Fails to open and to close."""
+
+    async def open(self) -> None:
+        raise RuntimeError("cannot open")
+
+    async def aclose(self) -> None:
+        raise RuntimeError("cannot close")
+
+
+class TestLaneLifecycle:
+    def test_disabled_lanes_are_reported_unavailable(self, tmp_path: Path) -> None:
+        """Build errors stay; a configured lane that was not built is named as disabled."""
+        settings = make_settings(tmp_path)
+        out = unavailable_lanes(settings, {"a": FakeLane(name="a")}, {"x": "lane could not be built: nope"})
+        assert out == {
+            "x": "lane could not be built: nope",
+            "b": "lane disabled in configuration (lanes.b.enabled = false)",
+        }
+
+    def test_only_a_real_vector_lane_needs_the_embedder(self, tmp_path: Path) -> None:
+        """Fake lanes never load the model; a real vector backend does."""
+        settings = make_settings(tmp_path)
+        assert not needs_embedder(settings)
+        vec = LaneConfig(name="v", kind=LaneKind.VECTOR, backend="sqlite_vec")
+        assert needs_embedder(replace(settings, lanes={**settings.lanes, "v": vec}))
+
+    async def test_open_lanes_is_fail_open(self) -> None:
+        """A lane that cannot open stays in ``unopened``; the others are opened."""
+        lanes = {"a": FakeLane(name="a"), "x": BrokenLane(name="x")}
+        unopened = {"a", "x"}
+        await open_lanes(lanes, sorted(unopened), unopened, timeout_s=1.0)
+        assert unopened == {"x"}
+
+    async def test_close_lanes_closes_the_rest(self) -> None:
+        """A lane that fails to close does not keep the others open."""
+        a = FakeLane(name="a")
+        await close_lanes({"x": BrokenLane(name="x"), "a": a})
+        assert a.closed
+
+    def test_lane_health_lists_built_and_broken_lanes(self) -> None:
+        """Built lanes carry provider and health; a broken lane its error."""
+        out = lane_health({"a": FakeLane(name="a", provider="pa")}, {"x": "boom"}, {"a"}, ProviderPenalties())
+        assert out["a"]["built"]
+        assert not out["a"]["opened"]
+        assert out["a"]["provider"] == "pa"
+        assert out["a"]["health"]["state"] == "closed"
+        assert out["x"] == {"built": False, "opened": False, "provider": None, "error": "boom", "health": None}
