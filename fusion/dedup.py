@@ -70,7 +70,7 @@ def _title_join(hits: Sequence[Any], t: float, g: Groups) -> int:
     if not shared:  # no two rows share a (domain, prefix token): no title duplicates
         return 0
     owner = [x for x, prefix in enumerate(prefixes) for _ in prefix]  # the row of each key
-    picked = sorted({x for x, key in zip(owner, keys, strict=True) if key in shared})
+    picked = sorted(set(compress(owner, map(shared.__contains__, keys))))
     first = {d: r for r, d in enumerate(dict.fromkeys(doms))}  # domain → its order of first appearance
     picked.sort(key=lambda x: first[doms[x]])  # stable: rows stay in order within a domain
     items = [(rows[x], doms[x], words[x]) for x in picked]
