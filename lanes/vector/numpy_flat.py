@@ -24,16 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from datetime import UTC, datetime
-from typing import Any
 
 from fabric.embeddings import encode_query
 from fabric.errors import LaneBadResponse, LaneUnavailable
-from fabric.ingest.model import from_stored_simhash
-from fabric.models import BoundConstraints, Hit, LaneRequest, SourceKind, Trust
+from fabric.models import BoundConstraints, Hit, LaneRequest
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.vector.numpy_flat_index import FlatIndex, VectorFilter
 from lanes.vector.numpy_flat_writer import TRUST_CODES, FlatVectorWriter, store_path
+from lanes.vector.payload import payload_hit
 
 __all__ = ["BACKEND", "FlatVectorLane", "vector_filter"]
 
@@ -46,21 +44,6 @@ def vector_filter(c: BoundConstraints, trust: str | None) -> VectorFilter:
         trust=TRUST_CODES[trust] if trust else None,
         sites=tuple(c.sites),
     )
-
-
-def _hit(p: dict[str, Any], rank: int, score: float) -> Hit:
-    ts = p.get("published_ts")
-    return Hit(
-        id=str(p["id"]), rank=rank, score=score, title=str(p.get("title", "")), text=str(p.get("text", "")),
-        url=str(p.get("url", "")), domain=str(p.get("domain", "")),
-        published_at=datetime.fromtimestamp(ts, UTC) if ts is not None else None,
-        source_kind=SourceKind(p.get("source_kind", "import")), source_ref=str(p.get("source_ref", "")),
-        trust=Trust(p.get("trust", "untrusted")), doc_id=str(p.get("doc_id", "")), quality=p.get("quality"),
-        simhash=from_stored_simhash(p.get("simhash")),
-        url_key=p["url_key"] if isinstance(p.get("url_key"), str) else None,
-        title_key=p["title_key"] if isinstance(p.get("title_key"), str) else None,
-        metadata={**(p.get("metadata") or {}), "years": p.get("years", [])},
-    )  # fmt: skip
 
 
 class FlatVectorLane(BaseLane):
@@ -107,7 +90,7 @@ class FlatVectorLane(BaseLane):
         hits: list[Hit] = []
         for rid, score in ranked:
             if rid in payloads:
-                hits.append(_hit(payloads[rid], len(hits) + 1, score))
+                hits.append(payload_hit(payloads[rid], len(hits) + 1, score))
         return hits
 
     async def search(self, request: LaneRequest) -> list[Hit]:

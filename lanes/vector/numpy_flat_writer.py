@@ -25,9 +25,10 @@ from typing import Any
 import numpy as np
 
 from fabric.errors import IngestError
-from fabric.ingest.model import Chunk, to_stored_simhash
 from fabric.models import Trust
+from fabric.writers.model import Chunk
 from lanes.base import LaneResources, LaneSpec
+from lanes.vector.payload import chunk_payload
 
 __all__ = [
     "TRUST_CODES",
@@ -96,22 +97,11 @@ def year_range_bits(lo: int | None, hi: int | None) -> np.ndarray:
     return year_bits(range(start, end + 1))
 
 
-def _payload(chunk: Chunk) -> dict[str, Any]:
-    return {
-        "id": chunk.id, "doc_id": chunk.doc_id, "chunk_id": chunk.chunk_id, "title": chunk.title,
-        "text": chunk.text, "url": chunk.url, "domain": chunk.domain,
-        "published_ts": chunk.published_at.timestamp() if chunk.published_at else None,
-        "years": sorted(set(chunk.years)), "source_kind": chunk.source_kind.value, "source_ref": chunk.source_ref,
-        "trust": chunk.trust.value, "quality": chunk.quality, "simhash": to_stored_simhash(chunk.simhash),
-        "url_key": chunk.url_key, "title_key": chunk.title_key, "metadata": dict(chunk.metadata),
-    }  # fmt: skip
-
-
 def _row(chunk: Chunk, seq: int) -> tuple[Any, ...]:
     vec = np.asarray(chunk.vector, dtype=np.float32)
     return (
         chunk.id, seq, vec.tobytes(), year_bits(chunk.years).tobytes(), TRUST_CODES[chunk.trust.value],
-        chunk.domain.lower(), json.dumps(_payload(chunk), separators=(",", ":")),
+        chunk.domain.lower(), json.dumps(chunk_payload(chunk), separators=(",", ":")),
     )  # fmt: skip
 
 

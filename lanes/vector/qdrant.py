@@ -29,9 +29,9 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from fabric.errors import LaneUnavailable
-from fabric.models import BoundConstraints, Hit, LaneRequest, SourceKind, Trust
-from fabric.writers.model import from_stored_simhash
+from fabric.models import BoundConstraints, Hit, LaneRequest
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
+from lanes.vector.payload import payload_hit
 from lanes.vector.qdrant_writer import QdrantWriter, acquire_client, collection_name, map_qdrant_error, release_client
 
 if TYPE_CHECKING:
@@ -66,25 +66,6 @@ def _exact(c: BoundConstraints, payload: dict[str, Any]) -> bool:
         if not any(domain == s or domain.endswith("." + s) for s in (x.lower() for x in c.sites)):
             return False
     return True
-
-
-def _hit(p: dict[str, Any], rank: int, score: float) -> Hit:
-    ts = p.get("published_ts")
-    return Hit(
-        id=str(p["id"]), rank=rank, score=score, title=str(p.get("title", "")), text=str(p.get("text", "")),
-        url=str(p.get("url", "")), domain=str(p.get("domain", "")),
-        published_at=datetime.fromtimestamp(ts, UTC) if ts is not None else None,
-        source_kind=SourceKind(p.get("source_kind", "import")), source_ref=str(p.get("source_ref", "")),
-        trust=Trust(p.get("trust", "untrusted")), doc_id=str(p.get("doc_id", "")), quality=p.get("quality"),
-        simhash=from_stored_simhash(p.get("simhash")), url_key=_text_or_none(p.get("url_key")),
-        title_key=_text_or_none(p.get("title_key")),
-        metadata={**(p.get("metadata") or {}), "years": p.get("years", [])},
-    )  # fmt: skip
-
-
-def _text_or_none(value: Any) -> str | None:
-    """A stored dedup key, or None when the point predates it (fusion then computes the key)."""
-    return value if isinstance(value, str) else None
 
 
 class QdrantVectorLane(BaseLane):
@@ -149,7 +130,7 @@ class QdrantVectorLane(BaseLane):
             for point in res.points:
                 payload = point.payload or {}
                 if _exact(c, payload):
-                    hits.append(_hit(payload, len(hits) + 1, float(point.score)))
+                    hits.append(payload_hit(payload, len(hits) + 1, float(point.score)))
             if len(hits) >= top_k or len(res.points) < page:
                 break
         return hits[:top_k]

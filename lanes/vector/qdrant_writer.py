@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabric.errors import LaneError, LaneRejected, LaneUnavailable
-from fabric.writers.model import Chunk, to_stored_simhash
+from fabric.writers.model import Chunk
 from lanes.base import LaneResources, LaneSpec
+from lanes.vector.payload import chunk_payload
 
 if TYPE_CHECKING:
     from qdrant_client import AsyncQdrantClient
@@ -123,28 +124,6 @@ def map_qdrant_error(exc: Exception) -> LaneError:
     return LaneBadResponse(f"qdrant error: {exc!r}", provider="qdrant")
 
 
-def _payload(chunk: Chunk) -> dict[str, Any]:
-    return {
-        "id": chunk.id,
-        "doc_id": chunk.doc_id,
-        "chunk_id": chunk.chunk_id,
-        "title": chunk.title,
-        "text": chunk.text,
-        "url": chunk.url,
-        "domain": chunk.domain,
-        "published_ts": chunk.published_at.timestamp() if chunk.published_at else None,
-        "years": sorted(set(chunk.years)),
-        "source_kind": chunk.source_kind.value,
-        "source_ref": chunk.source_ref,
-        "trust": chunk.trust.value,
-        "quality": chunk.quality,
-        "simhash": to_stored_simhash(chunk.simhash),
-        "url_key": chunk.url_key,
-        "title_key": chunk.title_key,
-        "metadata": dict(chunk.metadata),
-    }
-
-
 class QdrantWriter:
     """Store writer of the Qdrant vector store (needs vectors)."""
 
@@ -189,7 +168,7 @@ class QdrantWriter:
 
         points = [
             models.PointStruct(
-                id=point_id(c.doc_id, c.chunk_id, self.model), vector=list(c.vector), payload=_payload(c)
+                id=point_id(c.doc_id, c.chunk_id, self.model), vector=list(c.vector), payload=chunk_payload(c)
             )
             for c in chunks
             if c.vector is not None

@@ -1,0 +1,68 @@
+"""The payload every vector store keeps beside a chunk's vector, and the hit read back from it.
+
+One shape for the Qdrant points and the ``numpy_flat`` rows, so both lanes return the same :class:`~fabric.models.Hit`
+for the same chunk: the chunk's fields, its publication time as a POSIX timestamp, the years it mentions, and the
+dedup features stored at ingest (SimHash in its stored signed form, URL and title keys).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fabric.models import Hit, SourceKind, Trust
+from fabric.writers.model import Chunk, from_stored_simhash, to_stored_simhash
+
+__all__ = ["chunk_payload", "payload_hit"]
+
+
+def chunk_payload(chunk: Chunk) -> dict[str, Any]:
+    """The stored payload of ``chunk`` (JSON-safe)."""
+    return {
+        "id": chunk.id,
+        "doc_id": chunk.doc_id,
+        "chunk_id": chunk.chunk_id,
+        "title": chunk.title,
+        "text": chunk.text,
+        "url": chunk.url,
+        "domain": chunk.domain,
+        "published_ts": chunk.published_at.timestamp() if chunk.published_at else None,
+        "years": sorted(set(chunk.years)),
+        "source_kind": chunk.source_kind.value,
+        "source_ref": chunk.source_ref,
+        "trust": chunk.trust.value,
+        "quality": chunk.quality,
+        "simhash": to_stored_simhash(chunk.simhash),
+        "url_key": chunk.url_key,
+        "title_key": chunk.title_key,
+        "metadata": dict(chunk.metadata),
+    }
+
+
+def payload_hit(p: dict[str, Any], rank: int, score: float) -> Hit:
+    """The hit of a stored payload at ``rank`` with ``score`` (keys a point predates read as absent)."""
+    ts = p.get("published_ts")
+    return Hit(
+        id=str(p["id"]),
+        rank=rank,
+        score=score,
+        title=str(p.get("title", "")),
+        text=str(p.get("text", "")),
+        url=str(p.get("url", "")),
+        domain=str(p.get("domain", "")),
+        published_at=datetime.fromtimestamp(ts, UTC) if ts is not None else None,
+        source_kind=SourceKind(p.get("source_kind", "import")),
+        source_ref=str(p.get("source_ref", "")),
+        trust=Trust(p.get("trust", "untrusted")),
+        doc_id=str(p.get("doc_id", "")),
+        quality=p.get("quality"),
+        simhash=from_stored_simhash(p.get("simhash")),
+        url_key=_text_or_none(p.get("url_key")),
+        title_key=_text_or_none(p.get("title_key")),
+        metadata={**(p.get("metadata") or {}), "years": p.get("years", [])},
+    )
+
+
+def _text_or_none(value: Any) -> str | None:
+    """A stored dedup key, or None when the point predates it (fusion then computes the key)."""
+    return value if isinstance(value, str) else None

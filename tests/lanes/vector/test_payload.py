@@ -1,0 +1,45 @@
+"""Tests for :mod:`lanes.vector.payload`: the one payload shape of the vector stores and the hit read back."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime
+
+import lanes.vector.payload as mod
+from fabric.models import SourceKind, Trust
+from lanes.vector.payload import chunk_payload, payload_hit
+from tests.support.embedded import chunk
+
+
+def test_public_api() -> None:
+    """The module exports the payload writer and reader."""
+    assert set(mod.__all__) == {"chunk_payload", "payload_hit"}
+
+
+class TestRoundTrip:
+    def test_chunk_fields_come_back_as_the_hit(self) -> None:
+        """A chunk written as a JSON payload reads back as a hit with its fields, date, trust and dedup keys."""
+        when = datetime(2021, 5, 4, 12, 0, tzinfo=UTC)
+        c = chunk(
+            "d1#0", "Blue-green deploys in 2019.", title="Deploys", url="https://ex.org/a", published_at=when,
+            trust=Trust.TRUSTED, domain="ex.org",
+        )  # fmt: skip
+        # a SimHash with the top bit set (stored as a negative signed integer), and stored dedup keys
+        c = dataclasses.replace(c, simhash=(1 << 64) - 3, url_key="ex.org/a", title_key="deploys")
+        payload = json.loads(json.dumps(chunk_payload(c)))
+        hit = payload_hit(payload, 2, 0.75)
+        assert (hit.id, hit.rank, hit.score, hit.title, hit.url, hit.domain) == (
+            "d1#0", 2, 0.75, "Deploys", "https://ex.org/a", "ex.org"
+        )  # fmt: skip
+        assert hit.published_at == when
+        assert (hit.trust, hit.source_kind, hit.doc_id) == (Trust.TRUSTED, SourceKind.IMPORT, "d1#0")
+        assert hit.simhash == (1 << 64) - 3  # stored signed, read back unsigned
+        assert (hit.url_key, hit.title_key) == ("ex.org/a", "deploys")
+        assert hit.metadata["years"] == sorted(set(c.years))
+
+    def test_a_payload_without_dedup_keys_leaves_them_to_fusion(self) -> None:
+        """Keys a point predates (no SimHash, URL or title key, no date) read as absent, not as empty strings."""
+        hit = payload_hit({"id": "x", "title": "t"}, 1, 0.1)
+        assert (hit.simhash, hit.url_key, hit.title_key, hit.published_at) == (None, None, None, None)
+        assert hit.trust is Trust.UNTRUSTED
