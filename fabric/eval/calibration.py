@@ -30,7 +30,10 @@ def calibration_sample() -> float:
         acc = (acc * 31 + i) % 1_000_003
     a = np.linspace(0.0, 1.0, _N * _N, dtype=np.float32).reshape(_N, _N)
     for _ in range(4):
-        a = np.tanh(a @ a.T / _N)
+        # einsum, not ``@``: a BLAS product here runs on OpenBLAS's thread pool, whose threads spin against any
+        # other busy process, so one sample read 4 ms on a quiet machine and 38 ms beside one busy core, 9x, while
+        # the queries it normalises moved by 1.3x. Single-threaded, it tracks the CPU the queries get.
+        a = np.tanh(np.einsum("ij,kj->ik", a, a) / _N)
     if acc < 0 or not np.isfinite(a).all():  # keeps the work observable, never true
         raise RuntimeError("calibration workload broke")
     return (time.perf_counter() - start) * 1000.0

@@ -69,8 +69,9 @@ class TestEvalCommand:
         assert len(latency["attempts"]) == 3
         assert latency["p95_normalised"] == min(a["p95_normalised"] for a in latency["attempts"])
 
-    def test_gate_times_again_only_while_latency_fails(self, fake, tmp_path: Path) -> None:
+    def test_gate_times_again_only_while_latency_fails(self, fake, tmp_path: Path, monkeypatch) -> None:
         """A passing first attempt is enough; an impossible latency baseline uses every attempt, then fails."""
+        monkeypatch.setattr("fabric.eval.gate.MIN_LATENCY_QUERIES", 0)  # the tiny set's latency is gated here
         base = tmp_path / "base.json"
         _eval("--write-baseline", str(base), "--latency-passes", "1")
         data = json.loads(base.read_text())

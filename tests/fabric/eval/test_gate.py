@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 
 from fabric.eval.calibration import CalibrationClock, calibration_sample
-from fabric.eval.gate import THRESHOLDS, evaluate_gate, latency_within, normalised_p95
+from fabric.eval.gate import MIN_LATENCY_QUERIES, THRESHOLDS, evaluate_gate, latency_within, normalised_p95
 
 
 def _artifact(ndcg=0.70, mrr=0.65, r20=0.80, p95=100.0, unit: float | None = 10.0, **ds: Any) -> dict[str, Any]:
     return {
-        "dataset": {"name": "x", "split": "train", "queries": 10, "corpus_hash": "h", **ds},
+        "dataset": {"name": "x", "split": "train", "queries": 300, "corpus_hash": "h", **ds},
         "metrics": {"fused": {"ndcg_at_10": ndcg, "mrr_at_10": mrr, "recall_at_20": r20, "latency_p95_ms": p95}},
         "latency": {"calibration_ms": unit},
     }
@@ -149,3 +149,19 @@ class TestCalibration:
         """every < 1 is a programming error."""
         with pytest.raises(ValueError, match="every"):
             CalibrationClock(every=0)
+
+
+class TestSmallQuerySets:
+    def test_latency_of_a_small_run_is_reported_not_gated(self) -> None:
+        """A run of fewer than MIN_LATENCY_QUERIES queries passes a p95 rise, saying it was not gated."""
+        n = MIN_LATENCY_QUERIES - 1
+        result = evaluate_gate(_artifact(p95=300.0, queries=n), _artifact(p95=100.0, queries=n))
+        (latency,) = [c for c in result.checks if c.metric == "latency_p95_ms"]
+        assert latency.passed
+        assert f"not gated: {n} queries" in latency.compared
+
+    def test_quality_of_a_small_run_still_gates(self) -> None:
+        """The quality metrics gate whatever the number of queries."""
+        n = MIN_LATENCY_QUERIES - 1
+        result = evaluate_gate(_artifact(ndcg=0.5, queries=n), _artifact(ndcg=0.7, queries=n))
+        assert "ndcg_at_10" in _failed(result)
