@@ -17,10 +17,8 @@ from typing import Any
 
 from haystack import Document, component
 
-from fabric.client import FabricClient, SearchPage
-from fabric.config import Settings
-from fabric.engine import Engine
-from fabric.integrations.source import FabricSource, item_metadata, request_params
+from fabric.client import SearchPage
+from fabric.integrations.source import FabricSource, SourceConstructors, item_metadata, request_params
 
 __all__ = ["FabricRetriever", "to_documents"]
 
@@ -33,7 +31,7 @@ def to_documents(page: SearchPage) -> list[Document]:
 
 
 @component
-class FabricRetriever:
+class FabricRetriever(SourceConstructors):
     """Federated hybrid retrieval as a Haystack component (see the module docstring).
 
     Args:
@@ -60,21 +58,6 @@ class FabricRetriever:
         self.weights = dict(weights) if weights is not None else None
         self.fusion, self.mode = fusion, mode
         self.lanes = list(lanes) if lanes is not None else None
-
-    @classmethod
-    def from_engine(cls, engine: Engine, **kw: Any) -> FabricRetriever:
-        """Over an engine you give (opened on first use when it is not open)."""
-        return cls(FabricSource(engine=engine), **kw)
-
-    @classmethod
-    def from_settings(cls, settings: Settings, **kw: Any) -> FabricRetriever:
-        """Over an engine the component owns (close it with ``component.source.close()``)."""
-        return cls(FabricSource(settings=settings), **kw)
-
-    @classmethod
-    def from_url(cls, base_url: str, **kw: Any) -> FabricRetriever:
-        """Over a remote ``fabric serve``."""
-        return cls(FabricSource(client=FabricClient(base_url)), **kw)
 
     def _params(self, top_k: int | None, weights: Mapping[str, float] | None) -> dict[str, Any]:
         return request_params(

@@ -19,10 +19,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict
 
-from fabric.client import FabricClient, SearchPage
-from fabric.config import Settings
-from fabric.engine import Engine
-from fabric.integrations.source import FabricSource, item_metadata, request_params
+from fabric.client import SearchPage
+from fabric.integrations.source import FabricSource, SourceConstructors, item_metadata, request_params
 
 __all__ = ["FabricRetriever", "to_documents"]
 
@@ -32,7 +30,7 @@ def to_documents(page: SearchPage) -> list[Document]:
     return [Document(id=it.id, page_content=it.text, metadata=item_metadata(it, page)) for it in page.items]
 
 
-class FabricRetriever(BaseRetriever):
+class FabricRetriever(SourceConstructors, BaseRetriever):
     """Federated hybrid retrieval as a LangChain retriever (see the module docstring)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -49,21 +47,6 @@ class FabricRetriever(BaseRetriever):
     """Query mode (per-lane budgets): ``simple``, ``technical``, ``research``, ``multimedia``."""
     lanes: list[str] | None = None
     """Restrict to these lanes."""
-
-    @classmethod
-    def from_engine(cls, engine: Engine, **kw: Any) -> FabricRetriever:
-        """Over an engine you give (opened on first use when it is not open)."""
-        return cls(source=FabricSource(engine=engine), **kw)
-
-    @classmethod
-    def from_settings(cls, settings: Settings, **kw: Any) -> FabricRetriever:
-        """Over an engine the retriever owns (close it with ``retriever.source.close()``)."""
-        return cls(source=FabricSource(settings=settings), **kw)
-
-    @classmethod
-    def from_url(cls, base_url: str, **kw: Any) -> FabricRetriever:
-        """Over a remote ``fabric serve``."""
-        return cls(source=FabricSource(client=FabricClient(base_url)), **kw)
 
     def _params(self) -> dict[str, Any]:
         weights: Mapping[str, float] | None = self.weights

@@ -12,16 +12,13 @@ status in its metadata; only ``title`` and ``url`` are shown to the LLM and the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from fabric.client import FabricClient, SearchPage
-from fabric.config import Settings
-from fabric.engine import Engine
-from fabric.integrations.source import FabricSource, item_metadata, request_params
+from fabric.client import SearchPage
+from fabric.integrations.source import FabricSource, SourceConstructors, item_metadata, request_params
 
 __all__ = ["FabricRetriever", "to_nodes"]
 
@@ -45,7 +42,7 @@ def to_nodes(page: SearchPage) -> list[NodeWithScore]:
     return out
 
 
-class FabricRetriever(BaseRetriever):
+class FabricRetriever(SourceConstructors, BaseRetriever):
     """Federated hybrid retrieval as a LlamaIndex retriever (see the module docstring).
 
     Args:
@@ -72,21 +69,6 @@ class FabricRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager)
         self.source = source
         self.params = request_params(limit=limit, weights=weights, fusion=fusion, mode=mode, lanes=lanes)
-
-    @classmethod
-    def from_engine(cls, engine: Engine, **kw: Any) -> FabricRetriever:
-        """Over an engine you give (opened on first use when it is not open)."""
-        return cls(FabricSource(engine=engine), **kw)
-
-    @classmethod
-    def from_settings(cls, settings: Settings, **kw: Any) -> FabricRetriever:
-        """Over an engine the retriever owns (close it with ``retriever.source.close()``)."""
-        return cls(FabricSource(settings=settings), **kw)
-
-    @classmethod
-    def from_url(cls, base_url: str, **kw: Any) -> FabricRetriever:
-        """Over a remote ``fabric serve``."""
-        return cls(FabricSource(client=FabricClient(base_url)), **kw)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return to_nodes(self.source.search(query_bundle.query_str, **self.params))

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from typing import Any, Self, TypeVar
 
 from fabric.client import FabricClient, PageItem, SearchPage, search_body
 from fabric.config import Settings
@@ -29,7 +29,7 @@ from fabric.engine import Engine
 from fabric.errors import FabricError
 from fabric.validation import parse_request
 
-__all__ = ["FabricSource", "SearchParams", "item_metadata", "request_params"]
+__all__ = ["FabricSource", "SearchParams", "SourceConstructors", "item_metadata", "request_params"]
 
 T = TypeVar("T")
 
@@ -204,3 +204,27 @@ def request_params(
         "lanes": list(lanes) if lanes is not None else None,
     }
     return {k: v for k, v in params.items() if v is not None}
+
+
+class SourceConstructors:
+    """The three ways every framework retriever is built, around a :class:`FabricSource` passed as ``source=``."""
+
+    @classmethod
+    def _over(cls, source: FabricSource, kw: Mapping[str, Any]) -> Self:
+        build: Callable[..., Self] = cls  # every retriever takes its source as ``source=``
+        return build(source=source, **kw)
+
+    @classmethod
+    def from_engine(cls, engine: Engine, **kw: Any) -> Self:
+        """Over an engine you give (opened on first use when it is not open)."""
+        return cls._over(FabricSource(engine=engine), kw)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **kw: Any) -> Self:
+        """Over an engine the retriever owns (close it with ``retriever.source.close()``)."""
+        return cls._over(FabricSource(settings=settings), kw)
+
+    @classmethod
+    def from_url(cls, base_url: str, **kw: Any) -> Self:
+        """Over a remote ``fabric serve``."""
+        return cls._over(FabricSource(client=FabricClient(base_url)), kw)

@@ -70,3 +70,24 @@ def test_request_params_drop_unset() -> None:
         "fusion": "rrf",
         "lanes": ["keyword"],
     }
+
+
+class TestSourceConstructors:
+    def test_each_constructor_hands_the_retriever_a_source_and_its_options(self, tmp_path) -> None:
+        """from_settings, from_engine and from_url build the class with ``source=`` and pass the other options on."""
+        from fabric.config import load_settings
+        from fabric.engine import Engine
+        from fabric.integrations.source import FabricSource, SourceConstructors
+
+        class Retriever(SourceConstructors):
+            def __init__(self, *, source: FabricSource, limit: int | None = None) -> None:
+                self.source, self.limit = source, limit
+
+        settings = load_settings(env={"FABRIC_HOME": str(tmp_path)})
+        built = [
+            Retriever.from_settings(settings, limit=3),
+            Retriever.from_engine(Engine(settings), limit=3),
+            Retriever.from_url("http://127.0.0.1:9", limit=3),
+        ]
+        assert all(isinstance(r, Retriever) and isinstance(r.source, FabricSource) for r in built)
+        assert [r.limit for r in built] == [3, 3, 3]
