@@ -171,7 +171,7 @@ def _numpy_flat(
 
 def _lancedb(m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, *, index: bool) -> dict[str, Any]:
     import lancedb
-    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow as pa
 
     db = lancedb.connect(str(tmp / "lance"))
     vec = pa.FixedSizeListArray.from_arrays(pa.array(m.reshape(-1), type=pa.float32()), m.shape[1])
@@ -199,7 +199,7 @@ def _lancedb(m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, *, ind
 
 
 def _hnswlib(m: np.ndarray, years: np.ndarray, qs: np.ndarray, efs: Sequence[int]) -> dict[str, Any]:
-    import hnswlib  # type: ignore[import-untyped]
+    import hnswlib
 
     t0 = time.perf_counter()
     idx = hnswlib.Index(space="cosine", dim=m.shape[1])
@@ -231,7 +231,7 @@ def _usearch(m: np.ndarray, years: np.ndarray, qs: np.ndarray, efs: Sequence[int
         return [int(x) for x in keys if allowed[int(x)]][:K]
 
     for ef in efs:
-        idx.expansion_search = max(ef, K)  # type: ignore[misc]
+        idx.expansion_search = max(ef, K)
         got, ts = _time(lambda q: [int(x) for x in idx.search(q, K, threads=1).keys], qs)
         fgot, fts = _time(filtered, qs)
         out["by_ef"][max(ef, K)] = {"results": got, "times": ts, "filtered_results": fgot, "filtered_times": fts}
