@@ -14,10 +14,12 @@ question thus never gets an empty answer because of an inferred filter.
 constraint             bound parameters
 =====================  =====================================================================
 ``time_range``         ``recent`` → last 2 years, ``5_years`` → last 5 years, ``all_time`` → none
-``sources``            ``academic`` / ``news`` → ``preferred_domains``; ``both`` → none
-``cost``               ``low``/``medium``/``high`` → ``budget_multiplier`` 0.5/1.0/2.0, ``max_results`` 10/20/50
+``sources``            ``academic`` / ``news`` → ``source_filter`` (hard: only those sources' hits reach fusion,
+                       :mod:`fabric.source_filter`) and its ``preferred_domains``; ``both`` → none
+``cost``               ``low``/``medium``/``high`` → ``budget_multiplier`` 0.5/1.0/2.0, ``max_results`` 10/20/50,
+                       ``max_tokens`` 1000/2000/5000 (the returned text is cut to it, :mod:`fabric.answer_limits`)
 ``depth``              ``simple``/``technical``/``research`` → ``max_results`` 10/20/50, ``search_depth`` 1/2/3
-``citations_required`` carried through
+``citations_required`` every returned item gets a citation-ready passage or is marked without one
 pre-flight             years → ``query_years`` (soft), ``site:`` → ``sites``, quotes → ``phrases`` (soft)
 =====================  =====================================================================
 """
@@ -27,13 +29,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
-from fabric.models import BoundConstraints, Constraints, PreflightResult
+from fabric.models import BoundConstraints, Constraints, LaneKind, PreflightResult, SourceFilter, SourceKind
 
 __all__ = [
     "BUDGET_MULTIPLIERS",
     "COST_MAX_RESULTS",
+    "COST_MAX_TOKENS",
     "DEPTH_PARAMETERS",
     "PREFERRED_DOMAINS",
+    "SOURCE_FILTERS",
     "TIME_RANGE_DAYS",
     "bind_constraints",
 ]
@@ -42,11 +46,21 @@ TIME_RANGE_DAYS: Mapping[str, int | None] = {"recent": 2 * 365, "5_years": 5 * 3
 """Days back from ``now`` for each ``time_range``."""
 
 PREFERRED_DOMAINS: Mapping[str, tuple[str, ...]] = {
-    "academic": ("edu", "ac.uk", "scholar.google.com"),
-    "news": ("news.google.com", "reuters.com", "bbc.com"),
+    "academic": ("edu", "ac.uk", "scholar.google.com", "arxiv.org", "pubmed.ncbi.nlm.nih.gov"),
+    "news": ("news.google.com", "reuters.com", "bbc.com", "cnn.com", "nytimes.com"),
     "both": (),
 }
-"""Domains (or suffixes) preferred for each ``sources`` value (seed 003)."""
+"""Domains (or suffixes) of each ``sources`` value (seed 003's ``get_preferred_domains``)."""
+
+SOURCE_FILTERS: Mapping[str, SourceFilter] = {
+    "academic": SourceFilter(name="academic", domains=PREFERRED_DOMAINS["academic"], kinds=(SourceKind.IMPORT,)),
+    "news": SourceFilter(name="news", domains=PREFERRED_DOMAINS["news"], lane_kinds=(LaneKind.NEWS,)),
+}
+"""What ``sources`` keeps: on web lanes the seed's domains; on the stores, imported corpora (``source_kind`` =
+``import``: papers, abstracts, data sets) count as academic; a news lane's items count as news. ``both`` keeps all."""
+
+COST_MAX_TOKENS: Mapping[str, int] = {"low": 1000, "medium": 2000, "high": 5000}
+"""Token budget of the returned text per ``cost`` (seed 003 ``cost_limits.max_tokens``)."""
 
 BUDGET_MULTIPLIERS: Mapping[str, float] = {"low": 0.5, "medium": 1.0, "high": 2.0}
 """Lane and total budget scale per ``cost``."""
@@ -108,8 +122,10 @@ def bind_constraints(
         preferred_domains=preferred,
         sites=sites,
         phrases=phrases,
+        source_filter=SOURCE_FILTERS.get(constraints.sources or "both"),
         max_results=min(limits) if limits else None,
         search_depth=search_depth,
         budget_multiplier=multiplier,
+        max_tokens=COST_MAX_TOKENS[constraints.cost] if constraints.cost is not None else None,
         citations_required=constraints.citations_required,
     )

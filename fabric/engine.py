@@ -273,6 +273,7 @@ class Engine:
             fusion_ms=(time.perf_counter() - t_fuse) * 1000.0,
             chat_preflight=bool(s.preflight.chat_url) and not (pf.reason or "").startswith(("disabled", "pressure")),
             routed=routed,
+            bound=lane_request.constraints,
         )
 
     async def _route(

@@ -15,8 +15,10 @@ fallback). Provider penalties decide admission (suspended / half-open probe) and
 suspended lanes run their configured fallback inside their own remaining budget (:mod:`fabric.fallbacks`).
 After every successful call of a web-kind lane the executor writes the answer to the web response cache
 (:class:`~fabric.webcache.WebCache`), which the ``web_cache`` fallback lane reads: web lanes only call and parse.
-Retries (:mod:`fabric.retries`) happen only on ``LaneUnavailable``, only while budget is left and only
-within the provider's retry budget; ``except Exception`` appears only in :meth:`LaneExecutor._call`.
+The ``sources`` constraint is applied to every call's hits here, after the cache write
+(:mod:`fabric.source_filter`). Retries (:mod:`fabric.retries`) happen only on ``LaneUnavailable``, only while
+budget is left and only within the provider's retry budget; ``except Exception`` appears only in
+:meth:`LaneExecutor._call`.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, m
 from fabric.penalties import ProviderPenalties
 from fabric.retries import search_with_retries
 from fabric.sanitize import sanitize_hits
+from fabric.source_filter import restrict_sources
 from fabric.webcache import WEB_CACHE_PROVIDER, WebCache
 from lanes.base import Lane
 
@@ -272,7 +275,7 @@ class LaneExecutor:
             self.penalties.record_success(provider, latency_ms)
             if self.web_cache is not None and lane.kind is LaneKind.WEB and provider != WEB_CACHE_PROVIDER:
                 self.web_cache.remember(request.query, provider, call.hits)
-            return call.hits, None
+            return restrict_sources(call.hits, lane.kind, request.constraints.source_filter), None
         if call.timed_out:
             self.penalties.record_failure(provider, "timeout", latency_ms=latency_ms)
             return LaneStatus.TIMEOUT, f"no answer within {latency_ms:.0f} ms"

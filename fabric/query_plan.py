@@ -15,11 +15,20 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from fabric.answer_limits import apply_token_budget, citation_passages
 from fabric.budgets import lane_budget_ms
 from fabric.config import FusionConfig, LaneConfig, ModeConfig
 from fabric.contributions import contributions
 from fabric.executor import PlannedLane
-from fabric.models import FusionMode, LaneOutcome, LaneStatus, PreflightResult, SearchRequest, SearchResult
+from fabric.models import (
+    BoundConstraints,
+    FusionMode,
+    LaneOutcome,
+    LaneStatus,
+    PreflightResult,
+    SearchRequest,
+    SearchResult,
+)
 from fabric.router.strategies import RouteRecord
 from fusion.cursor import fingerprint
 from fusion.pipeline import FusionOutput
@@ -78,6 +87,8 @@ class QueryRun:
     """Whether the pre-flight waited on a remote chat model (its time is then not the engine's overhead)."""
     routed: RoutedPlan | None = None
     """The router's plan when ``route != "all"`` (seed 004): its lanes replace the plan's, its record is reported."""
+    bound: BoundConstraints | None = None
+    """The constraints the lanes were given; their token budget and citation requirement shape the page."""
 
 
 def plan_lanes(
@@ -139,9 +150,15 @@ def build_result(
     """The page at the plan's offset, the cursor of the next page (``cursor(end, fingerprint)``), the partial
     flag (a planned lane that did not succeed, unless by design), the timings since ``started``
     (``time.perf_counter()``), the total of matching entries (the fused list before paging) and, given the fusion
-    settings, each page item's contributions to its ``score_total`` (:mod:`fabric.contributions`)."""
+    settings, each page item's contributions to its ``score_total`` (:mod:`fabric.contributions`).
+
+    The bound ``cost`` token budget cuts the page (the next cursor resumes after the last item returned) and
+    ``citations_required`` gives each item its citation-ready passage (:mod:`fabric.answer_limits`)."""
     fused = run.fused
-    end = plan.offset + request.top_k
+    bound = run.bound or BoundConstraints()
+    budgeted = apply_token_budget(fused.items[plan.offset : plan.offset + request.top_k], bound.max_tokens)
+    page = budgeted.items
+    end = plan.offset + len(page)
     next_cursor = None
     if end < len(fused.items):
         next_cursor = cursor(end, plan.fingerprint or request_fingerprint(request, plan.names, default_fusion))
@@ -150,7 +167,6 @@ def build_result(
     total_ms = (time.perf_counter() - started) * 1000.0
     # A chat pre-flight is waiting on a remote model; rule-based pre-flight is the engine's own work.
     waiting_ms = run.lanes_ms + (run.preflight_ms if run.chat_preflight else 0.0)
-    page = tuple(fused.items[plan.offset : end])
     mode = request.fusion or default_fusion
     return SearchResult(
         query=request.query,
@@ -174,4 +190,6 @@ def build_result(
         total=len(fused.items),
         contributions=contributions(page, ordered, fusion_config, mode) if fusion_config is not None else {},
         route=(run.routed.record if run.routed is not None else RouteRecord.federation(plan.names)).to_dict(),
+        budget=budgeted.record,
+        citations=citation_passages(request.query, page) if bound.citations_required else None,
     )

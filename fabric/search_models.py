@@ -111,6 +111,12 @@ class SearchResult:
     """Matching entries: the fused candidate set before paging (seed 001's "Found N entries")."""
     contributions: Mapping[str, Mapping[str, float]] = field(default_factory=lambda: EMPTY_MAPPING)
     """Item id → each lane kind's and factor's part of its ``score_total`` (:mod:`fabric.contributions`)."""
+    budget: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
+    """The ``cost`` token budget's record (``max_tokens``, ``tokens``, ``truncated``, ``deferred``); empty
+    when no ``cost`` was given."""
+    citations: Mapping[str, Mapping[str, Any] | None] | None = None
+    """With ``citations_required``: item id → its citation-ready passage, or None for an item without one
+    (:func:`fabric.answer_limits.citation_passages`); None when citations were not required."""
 
     def item_dict(self, item: FusedItem) -> dict[str, Any]:
         """One item's JSON: ``FusedItem.to_dict()`` plus seed 001's ``score_lexical`` / ``score_semantic`` /
@@ -125,7 +131,19 @@ class SearchResult:
         for comp in ("lexical", "semantic", "graph"):
             out[f"score_{comp}"] = round(parts.get(comp, 0.0), 6)
         out["contributions"] = {k: round(v, 6) for k, v in parts.items()}
+        if self.citations is not None:
+            cite = self.citations.get(item.id)
+            out["citation"] = dict(cite) if cite is not None else None
+        if item.id in self.budget.get("truncated", ()):
+            out["truncated"] = True
         return out
+
+    def citation_summary(self) -> dict[str, Any]:
+        """``required``, how many page items are ``citable`` and the ids of the ``uncited`` ones."""
+        if self.citations is None:
+            return {"required": False}
+        uncited = [it.id for it in self.items if self.citations.get(it.id) is None]
+        return {"required": True, "citable": len(self.items) - len(uncited), "uncited": uncited}
 
     def receipt(self, per_lane: int = 10) -> dict[str, Any]:
         """Per-lane top-k ids with native scores, and the fused ranking with totals (seed 002 receipts)."""
@@ -153,5 +171,7 @@ class SearchResult:
             "timings": {k: round(v, 3) for k, v in self.timings.items()},
             "stages": dict(self.stages),
             "route": dict(self.route),
+            "budget": dict(self.budget),
+            "citations": self.citation_summary(),
             "receipt": self.receipt(),
         }

@@ -23,6 +23,7 @@ __all__ = [
     "LaneKind",
     "LaneStatus",
     "Mode",
+    "SourceFilter",
     "SourceKind",
     "Trust",
     "iso_utc",
@@ -125,12 +126,28 @@ class Constraints:
     depth: str | None = None
     """``simple``, ``technical`` or ``research``: max results and graph traversal depth."""
     citations_required: bool = False
-    """Whether the caller will align citations against the answer set."""
+    """Whether every returned item must come with a citation-ready passage (items without one are marked)."""
 
     TIME_RANGES = ("recent", "5_years", "all_time")
     SOURCES = ("academic", "news", "both")
     COSTS = ("low", "medium", "high")
     DEPTHS = ("simple", "technical", "research")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceFilter:
+    """Which hits the ``sources`` constraint keeps (see :mod:`fabric.source_filter`).
+
+    A hit is kept when its domain is one of ``domains`` (or a sub-domain of one; ``edu`` matches ``mit.edu``),
+    when a store lane (keyword, vector, graph) returns it with a ``source_kind`` in ``kinds``, or when the lane
+    that returned it is of a kind in ``lane_kinds`` (a news feed for ``news``).
+    """
+
+    name: str
+    """The constraint value (``academic``, ``news``)."""
+    domains: tuple[str, ...] = ()
+    kinds: tuple[SourceKind, ...] = ()
+    lane_kinds: tuple[LaneKind, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,7 +163,9 @@ class BoundConstraints:
     or undated first and deep-fill from the unfiltered ranking (items published outside come last); never a hard
     constraint, and years a text only mentions do not date it."""
     preferred_domains: tuple[str, ...] = ()
-    """Domains (or suffixes such as ``edu``) to prefer; lanes that can filter may restrict to them."""
+    """Domains (or suffixes such as ``edu``) of the ``sources`` constraint (also part of ``source_filter``)."""
+    source_filter: SourceFilter | None = None
+    """The ``sources`` constraint: only hits of these sources reach fusion (None for ``both`` or unset)."""
     sites: tuple[str, ...] = ()
     """Domains from ``site:`` operators: a hard filter where the lane supports it."""
     phrases: tuple[str, ...] = ()
@@ -157,5 +176,7 @@ class BoundConstraints:
     """Graph traversal depth in hops (from ``depth``)."""
     budget_multiplier: float = 1.0
     """Scales every lane budget and the total budget (from ``cost``)."""
+    max_tokens: int | None = None
+    """Token budget of the returned text (from ``cost``): the page is cut to it (:mod:`fabric.answer_limits`)."""
     citations_required: bool = False
-    """Carried through to the result so callers know to align citations."""
+    """Each returned item carries a citation-ready passage, or is marked as having none."""

@@ -38,6 +38,25 @@ class TestBindConstraints:
         """sources=academic prefers academic domains instead of editing the query."""
         assert "edu" in bind_constraints(Constraints(sources="academic"), now=NOW).preferred_domains
 
+    def test_sources_bind_a_filter_except_both(self) -> None:
+        """academic and news bind their source filter; both and unset bind none."""
+        academic = bind_constraints(Constraints(sources="academic"), now=NOW).source_filter
+        news = bind_constraints(Constraints(sources="news"), now=NOW).source_filter
+        assert academic is not None
+        assert academic.name == "academic"
+        assert "edu" in academic.domains
+        assert news is not None
+        assert news.name == "news"
+        assert "reuters.com" in news.domains
+        assert bind_constraints(Constraints(sources="both"), now=NOW).source_filter is None
+        assert bind_constraints(Constraints(), now=NOW).source_filter is None
+
+    def test_cost_binds_a_token_budget(self) -> None:
+        """cost low/medium/high bind 1000/2000/5000 tokens (seed 003); unset binds none."""
+        tokens = [bind_constraints(Constraints(cost=c), now=NOW).max_tokens for c in ("low", "medium", "high")]
+        assert tokens == [1000, 2000, 5000]
+        assert bind_constraints(Constraints(), now=NOW).max_tokens is None
+
     def test_cost_scales_budget_and_results(self) -> None:
         """cost low/high give multipliers 0.5/2.0 and max results 10/50."""
         low = bind_constraints(Constraints(cost="low"), now=NOW)

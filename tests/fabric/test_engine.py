@@ -431,3 +431,122 @@ class TestPlan:
             run = await engine.run(request, narrowed, "trace")
         assert set(run.outcomes) == {"a"}
         assert {it.id for it in run.fused.items} == {"a-0", "a-1", "a-2"}
+
+
+def _hit(hid: str, rank: int, **kw: Any) -> Hit:
+    kw.setdefault("text", f"passage {hid} about vitamin d and bone fractures.")
+    return Hit(id=hid, rank=rank, score=1.0 / rank, title=hid, **kw)
+
+
+def _source_lanes() -> dict[str, FakeLane]:
+    """A web lane (academic, encyclopedia and news domains), a store (imported and operator chunks), a feed."""
+    from fabric.models import SourceKind
+
+    web = [
+        _hit("w-edu", 1, url="https://mit.edu/a", domain="mit.edu", source_kind=SourceKind.WEB),
+        _hit("w-wiki", 2, url="https://en.wikipedia.org/b", domain="en.wikipedia.org", source_kind=SourceKind.WEB),
+        _hit("w-news", 3, url="https://www.reuters.com/c", domain="reuters.com", source_kind=SourceKind.WEB),
+    ]
+    store = [
+        _hit("s-import", 1, url="doc:paper/1", source_kind=SourceKind.IMPORT),
+        _hit("s-operator", 2, url="doc:notes/1", source_kind=SourceKind.OPERATOR),
+    ]
+    feed = [_hit("f-item", 1, url="https://blog.example.org/f", domain="blog.example.org", source_kind=SourceKind.WEB)]
+    return {
+        "web": FakeLane(name="web", kind=LaneKind.WEB, hits=web),
+        "store": FakeLane(name="store", kind=LaneKind.KEYWORD, hits=store),
+        "feed": FakeLane(name="feed", kind=LaneKind.NEWS, hits=feed),
+    }
+
+
+class TestConstraintsAct:
+    """sources, citations_required and cost change the answer, through the whole engine."""
+
+    async def test_sources_keep_only_those_sources(self, tmp_path: Path) -> None:
+        """academic keeps academic domains and imported corpora; news keeps news domains and feeds; both: all."""
+        settings = make_settings(tmp_path, {"web": {}, "store": {}, "feed": {}})
+        async with Engine(settings, lanes=_source_lanes()) as engine:
+            every = await search(engine, constraints={"sources": "both"})
+            academic = await search(engine, constraints={"sources": "academic"})
+            news = await search(engine, constraints={"sources": "news"})
+        assert {it.id for it in every.items} == {"w-edu", "w-wiki", "w-news", "s-import", "s-operator", "f-item"}
+        assert {it.id for it in academic.items} == {"w-edu", "s-import"}
+        assert {it.id for it in news.items} == {"w-news", "f-item"}
+        assert academic.lanes["web"].hits[0].rank == 1
+        assert len(academic.lanes["web"].hits) == 1
+
+    async def test_citations_required_marks_items_without_a_passage(self, tmp_path: Path) -> None:
+        """Each item gets its citation-ready passage and a marker; one without a reference is marked uncited."""
+        hits = [
+            _hit("a", 1, url="https://mit.edu/a", text="Bread is baked. Vitamin D lowers fracture risk."),
+            _hit("b", 2, text="Vitamin D and fractures, with nothing to cite it by."),
+            _hit("c", 3, url="doc:paper/3", text="Fracture risk and vitamin D in adults."),
+        ]
+        settings = make_settings(tmp_path, {"k": {}})
+        async with Engine(settings, lanes={"k": FakeLane(name="k", hits=hits)}) as engine:
+            plain = await search(engine, query="vitamin D fracture risk")
+            cited = await search(engine, query="vitamin D fracture risk", constraints={"citations_required": True})
+        assert [it.id for it in cited.items] == [it.id for it in plain.items] == ["a", "b", "c"]
+        body = cited.to_dict()
+        by_id = {it["id"]: it for it in body["items"]}
+        assert by_id["a"]["citation"]["passage"] == "Vitamin D lowers fracture risk."
+        assert (by_id["a"]["citation"]["marker"], by_id["c"]["citation"]["marker"]) == (1, 2)
+        assert by_id["b"]["citation"] is None
+        assert body["citations"] == {"required": True, "citable": 2, "uncited": ["b"]}
+        assert "citation" not in plain.to_dict()["items"][0]
+        assert plain.to_dict()["citations"] == {"required": False}
+
+    async def test_cost_token_budget_bounds_the_returned_text(self, tmp_path: Path) -> None:
+        """cost=low returns at most 1000 tokens of title and text; the next page starts at the first item left."""
+        from fabric.answer_limits import count_tokens
+
+        def text(n: int) -> str:  # 299 distinct tokens (+ a 1-token title): nothing is a duplicate
+            return " ".join(f"d{n}w{i}" for i in range(299))
+
+        hits = [_hit(f"h{n}", n + 1, text=text(n)) for n in range(8)]
+        settings = make_settings(tmp_path, {"k": {}})
+        async with Engine(settings, lanes={"k": FakeLane(name="k", hits=hits)}) as engine:
+            free = await search(engine, top_k=5)
+            low = await search(engine, top_k=5, constraints={"cost": "low"})
+            assert low.next_cursor is not None
+            second = await search(engine, top_k=5, constraints={"cost": "low"}, cursor=low.next_cursor)
+        assert len(free.items) == 5
+        assert free.budget == {}
+        assert [it.id for it in low.items] == ["h0", "h1", "h2", "h3"]
+        assert sum(count_tokens(it.hit.title) + count_tokens(it.hit.text) for it in low.items) == 1000
+        assert low.budget == {"max_tokens": 1000, "tokens": 1000, "truncated": ["h3"], "deferred": 1}
+        assert low.to_dict()["items"][3]["truncated"] is True
+        assert [it.id for it in second.items] == ["h4", "h5", "h6", "h7"]
+
+    async def test_sources_over_the_embedded_stores(self, tmp_path: Path) -> None:
+        """Real SQLite FTS5, vector and graph stores: sources=academic keeps the imported entries only."""
+        from fabric.ingest.submission import parse_submission
+        from fabric.service import ingest_tasks
+        from tests.support.ingested import engine as stores_engine
+
+        entries = [
+            {"id": "paper", "title": "vitamin d trial", "text": "Vitamin D lowers fracture risk in older adults."},
+            {
+                "id": "article",
+                "title": "vitamin d news",
+                "text": "Vitamin D pills and fracture risk, a report.",
+                "url": "https://www.example.com/vitamin-d",
+                "source_kind": "web",
+            },
+        ]
+        eng = stores_engine(tmp_path / "home")
+        tasks = ingest_tasks(eng)
+        await eng.open()
+        await tasks.start()
+        try:
+            task, _ = await tasks.submit(parse_submission({"entries": entries}, eng.settings.ingest, None))
+            await task.done.wait()
+            assert task.error is None
+            every = await search(eng, query="vitamin d fracture risk")
+            academic = await search(eng, query="vitamin d fracture risk", constraints={"sources": "academic"})
+        finally:
+            await tasks.aclose()
+            await eng.aclose()
+        assert {it.hit.doc_id for it in every.items} == {"paper", "article"}
+        assert {it.hit.doc_id for it in academic.items} == {"paper"}
+        assert all(h.doc_id == "paper" for o in academic.lanes.values() for h in o.hits)

@@ -1,0 +1,46 @@
+"""The ``sources`` constraint as a hard filter on every lane's answer (seed 003 ``apply_source_constraints``).
+
+The seed appends ``site:`` operators to the query; here the bound :class:`~fabric.models.SourceFilter` is applied
+to the hits of every lane call by the executor, after the call and before fusion, so every lane (its fallback, the
+router's probe and stage 2 included) is held to it, whatever its backend can filter:
+
+- web, news and market lanes keep the hits whose domain is one of the filter's domains or a sub-domain of one
+  (``edu`` keeps ``mit.edu``); a lane of one of the filter's lane kinds (news feeds for ``news``) keeps all;
+- the stores (keyword, vector and graph lanes) keep the hits whose ``source_kind`` is one of the filter's kinds,
+  and those whose domain matches as above.
+
+Kept hits are re-ranked 1..n in lane order, as :func:`fabric.sanitize.sanitize_hits` leaves them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from fabric.models import Hit, LaneKind, SourceFilter
+
+__all__ = ["STORE_KINDS", "domain_matches", "keeps", "restrict_sources"]
+
+STORE_KINDS = frozenset({LaneKind.KEYWORD, LaneKind.VECTOR, LaneKind.GRAPH})
+"""Lane kinds over the project's own stores, filtered by ``source_kind`` as well as by domain."""
+
+
+def domain_matches(domain: str, domains: Sequence[str]) -> bool:
+    """Whether ``domain`` (``www.`` ignored, any case) is one of ``domains`` or a sub-domain of one."""
+    d = domain.lower().removeprefix("www.")
+    return bool(d) and any(d == s or d.endswith("." + s) for s in domains)
+
+
+def keeps(hit: Hit, lane_kind: LaneKind, flt: SourceFilter) -> bool:
+    """Whether ``flt`` keeps ``hit`` returned by a lane of ``lane_kind`` (see the module docstring)."""
+    if lane_kind in flt.lane_kinds or domain_matches(hit.domain, flt.domains):
+        return True
+    return lane_kind in STORE_KINDS and hit.source_kind in flt.kinds
+
+
+def restrict_sources(hits: list[Hit], lane_kind: LaneKind, flt: SourceFilter | None) -> list[Hit]:
+    """The hits ``flt`` keeps, re-ranked 1..n; ``hits`` itself when there is no filter."""
+    if flt is None:
+        return hits
+    kept = [h for h in hits if keeps(h, lane_kind, flt)]
+    return [h if h.rank == i else replace(h, rank=i) for i, h in enumerate(kept, start=1)]
