@@ -208,6 +208,8 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         raise ConfigError(f"unknown section(s) {', '.join(unknown)}", source=src)
     fusion: FusionConfig = build(FusionConfig, data.get("fusion", {}), src, "fusion")
     positive(fusion.rrf_k, src, "fusion.rrf_k")
+    for key in ("min_must_count", "stage1_top_n", "stage2_top_n", "max_appended"):
+        positive(getattr(fusion.stages, key), src, f"fusion.stages.{key}")
     home = Path(env.get("FABRIC_HOME") or data.get("home") or ".fabric")
     cache_dir = Path(env.get("FABRIC_CACHE_DIR") or data.get("cache_dir") or ".cache/fabric")
     lanes = _read_lanes(data.get("lanes", {}), src, env)

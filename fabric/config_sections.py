@@ -89,10 +89,18 @@ class DedupConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StageConfig:
-    """Staged retrieval (seed 000)."""
+    """Staged retrieval (seed 000): the gate, the cap and the per-stage candidate budgets."""
 
     min_must_count: int = 3
+    """Stage 2 is triggered when stage 1 yields fewer fused items than this (3 for top_k 10)."""
     stage2_cap_ms: float = 600.0
+    """Stage 2 is skipped when its provider's observed latency exceeds this; else cut at it."""
+    stage1_top_n: int = 20
+    """N1: hits asked of each stage-1 lane when stage-2 lanes are planned (else ``engine.lane_top_k``)."""
+    stage2_top_n: int = 20
+    """N2: hits asked of each stage-2 lane."""
+    max_appended: int = 10
+    """At most this many stage-2-only items reach the answer (seed 000: practically fill-to-k)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,10 +9,11 @@ Lanes are built from ``settings.lanes`` (enabled lanes plus their fallback targe
 a lane whose backend cannot be built is reported with status ``error`` in every result and never crashes
 the engine. Tests and benchmarks may inject ``lanes`` (and ``resources``) directly.
 
-Staged retrieval (seed 000): lanes with ``stage = 2`` run only when stage-1 fusion yields fewer than
-``fusion.stages.min_must_count`` items, and are skipped when their provider's observed median latency
-exceeds ``stage2_cap_ms`` (they are cut at that cap otherwise). ``SearchResult.stages`` records
-``stage2_should_trigger``, ``stage2_used``, ``stage2_skipped_budget`` and the latency split.
+Staged retrieval (seed 000, :mod:`fabric.stages`): lanes with ``stage = 2`` run only when stage-1 fusion yields
+fewer than ``fusion.stages.min_must_count`` items, and are skipped when their provider's observed median latency
+exceeds ``stage2_cap_ms`` (they are cut at that cap otherwise); stage budgets N1/N2 and the appended cap apply.
+``SearchResult.stages`` records ``stage2_outcome``, ``stage2_should_trigger``, ``stage2_used``,
+``stage2_skipped_budget`` and the latency split.
 
 Pagination re-runs the query and slices the deterministic fused list at the cursor's offset
 (:mod:`fusion.cursor`). The cursor secret is ``FABRIC_CURSOR_SECRET`` when set, else a random secret
@@ -65,7 +66,7 @@ from fabric.preflight import LoopLagMonitor, Preflight
 from fabric.query_plan import QueryPlan, QueryRun, build_result, plan_lanes, request_fingerprint
 from fabric.resources import close_resources, open_resources
 from fabric.router.planner import RoutedPlan, Router
-from fabric.stages import run_stage2
+from fabric.stages import cap_appended, no_stage2, run_stage2, stage_request
 from fusion.cursor import decode_cursor, encode_cursor
 from fusion.pipeline import FusionContext, FusionOutput, fuse
 from lanes.base import Lane, LaneResources
@@ -261,7 +262,7 @@ class Engine:
         done = dict(routed.done) if routed is not None else {}
         outcomes, stages, by_design, lanes_ms = await self._call_lanes(plan, lane_request, ctx, done)
         t_fuse = time.perf_counter()
-        fused = fuse(outcomes, ctx)
+        fused = cap_appended(fuse(outcomes, ctx), stages, s.fusion.stages.max_appended)  # seed 000: <= 10 appended
         return QueryRun(
             preflight=pf,
             outcomes=outcomes,
@@ -316,21 +317,15 @@ class Engine:
         """
         t_lanes = time.perf_counter()
         waited = RunStats()
+        stage2 = plan.stage(2)
+        config = self.settings.fusion.stages
+        request1 = stage_request(lane_request, 1, config) if stage2 else lane_request  # N1 only when staged
         todo = [p for p in plan.stage(1) if p.name not in done]  # ``done``: run already (the router's probe)
-        outcomes = {**done, **await self.executor.run(todo, lane_request, deadline=plan.deadline, stats=waited)}
+        outcomes = {**done, **await self.executor.run(todo, request1, deadline=plan.deadline, stats=waited)}
         stage1_ms = round((time.perf_counter() - t_lanes) * 1000.0, 3)
         by_design: set[str] = set()
-        stage2 = plan.stage(2)
         if not stage2:
-            stages: dict[str, Any] = {
-                "stage2_should_trigger": False,
-                "stage2_used": False,
-                "stage2_skipped_budget": False,
-                "stage2_lanes": [],
-                "stage1_ms": stage1_ms,
-                "stage2_ms": 0.0,
-            }
-            return outcomes, stages, by_design, waited.wait_ms
+            return outcomes, no_stage2(stage1_ms), by_design, waited.wait_ms
         waited2 = RunStats()
         stages = await run_stage2(
             stage2,
@@ -339,7 +334,7 @@ class Engine:
             deadline=plan.deadline,
             ctx=ctx,
             executor=self.executor,
-            config=self.settings.fusion.stages,
+            config=config,
             by_design=by_design,
             stats=waited2,
         )

@@ -308,6 +308,10 @@ def artifact_config(settings: Settings, plan: EvalPlan) -> dict[str, Any]:
         "concurrency": plan.concurrency,
         "provider_suspension": "off (eval)",
         "embeddings": f"{settings.embeddings.backend}:{settings.embeddings.model}",
+        "stages": {  # seed 000's gate values and budgets, and which of the run's lanes are stage-2 fill
+            **dataclasses.asdict(settings.fusion.stages),
+            "stage2_lanes": [lane for lane in plan.lanes if settings.lanes[lane].stage == 2],
+        },
     }
 
 

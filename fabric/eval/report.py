@@ -20,7 +20,7 @@ from fabric.eval.gate import normalised_p95
 from fabric.eval.metrics import METRIC_KEYS, average, query_metrics
 from fabric.eval.runner import FUSED, PassResult
 
-__all__ = ["ARTIFACT_SCHEMA", "build_artifact", "git_revision", "percentile", "render_markdown"]
+__all__ = ["ARTIFACT_SCHEMA", "build_artifact", "git_revision", "percentile", "render_markdown", "stage_counters"]
 
 ARTIFACT_SCHEMA = 1
 _WORST = 10
@@ -80,18 +80,26 @@ def _scenarios(dataset: Dataset, fused: PassResult, per_query: Mapping[str, Mapp
     }
 
 
-def _stage_counters(p: PassResult) -> dict[str, float]:
-    """Sum numbers, count true flags and ``key=value`` strings of every query's ``stages``."""
-    counts: dict[str, float] = {}
-    for run in p.runs.values():
-        for key, value in run.stages.items():
-            if isinstance(value, bool):
-                counts[key] = counts.get(key, 0) + int(value)
-            elif isinstance(value, int | float):
-                counts[key] = counts.get(key, 0) + value
-            elif isinstance(value, str):
-                counts[f"{key}={value}"] = counts.get(f"{key}={value}", 0) + 1
-    return dict(sorted(counts.items()))
+def stage_counters(p: PassResult) -> dict[str, float]:
+    """Seed 000's counts: queries per stage-2 outcome (``stage2_used``, ``stage2_skipped`` of which
+    ``stage2_skipped_budget``, ``not_triggered``, ``no_stage2_lanes``), the stage-2 items appended in all, and the
+    p50/p95 of each stage's latency. The gate values are in ``config.stages``."""
+    outcomes = Counter(str(run.stages.get("stage2_outcome", "no_stage2_lanes")) for run in p.runs.values())
+    stage1 = [float(run.stages.get("stage1_ms", 0.0)) for run in p.runs.values()]
+    stage2 = [float(run.stages.get("stage2_ms", 0.0)) for run in p.runs.values() if run.stages.get("stage2_used")]
+    return {
+        "queries": len(p.runs),
+        "stage2_used": outcomes["used"],
+        "stage2_skipped": outcomes["skipped"] + outcomes["skipped_budget"],
+        "stage2_skipped_budget": outcomes["skipped_budget"],
+        "not_triggered": outcomes["not_triggered"],
+        "no_stage2_lanes": outcomes["no_stage2_lanes"],
+        "stage2_appended": sum(int(run.stages.get("stage2_appended", 0)) for run in p.runs.values()),
+        "stage1_ms_p50": round(percentile(stage1, 50), 3),
+        "stage1_ms_p95": round(percentile(stage1, 95), 3),
+        "stage2_ms_p50": round(percentile(stage2, 50), 3),
+        "stage2_ms_p95": round(percentile(stage2, 95), 3),
+    }
 
 
 def _lane_status(p: PassResult) -> dict[str, dict[str, int]]:
@@ -174,7 +182,7 @@ def build_artifact(
             "lane": {name: {k: m[k] for k in ("ndcg_at_10", "mrr_at_10", "recall_at_20")} for name, m in lanes.items()},
             "scenario": _scenarios(dataset, fused, per_query),
         },
-        "stages": _stage_counters(fused),
+        "stages": stage_counters(fused),
         "lane_status": _lane_status(fused),
         "latency": _latency_section(config, calibration_ms, calibration_samples, latency_attempts),
         "warnings": _warnings(passes),
@@ -266,6 +274,9 @@ def render_markdown(artifact: Mapping[str, Any]) -> str:
                 f"{c['direction']} > {c['threshold']:.0%} | {'pass' if c['passed'] else 'FAIL'} |"
             )
     lines += ["", "## Stage usage and lane status (fused pass)", ""]
+    gates = cfg.get("stages")
+    if gates:
+        lines.append("- gate: " + ", ".join(f"`{k}` {v}" for k, v in gates.items()))
     lines += [f"- `{k}`: {_fmt(v)}" for k, v in artifact["stages"].items()] or ["- no stage counters reported"]
     lines += [f"- lane `{lane}`: {c}" for lane, c in artifact["lane_status"].items()]
     lines += ["", f"## Worst {len(artifact['worst_queries'])} queries (fused nDCG@10)", ""]

@@ -281,6 +281,7 @@ class TestStages:
             res = await search(engine)
         assert not res.stages["stage2_should_trigger"]
         assert not res.stages["stage2_used"]
+        assert res.stages["stage2_outcome"] == "not_triggered"
         assert res.lanes["s2"].status is LaneStatus.SKIPPED
         assert lanes["s2"].calls == 0
         assert not res.partial
@@ -306,8 +307,33 @@ class TestStages:
             res = await search(engine)
         assert res.stages["stage2_should_trigger"]
         assert res.stages["stage2_skipped_budget"]
+        assert res.stages["stage2_outcome"] == "skipped_budget"
         assert not res.stages["stage2_used"]
         assert lanes["s2"].calls == 0
+
+    async def test_stage_budgets_n1_n2_only_when_staged(self, tmp_path: Path) -> None:
+        """Staged: stage-1 lanes are asked N1 hits, stage-2 lanes N2; unstaged lanes keep engine.lane_top_k."""
+        staged = {"s1": RecordingLane(name="s1", hits=1), "s2": RecordingLane(name="s2", hits=40)}
+        async with Engine(self._settings(tmp_path, stage1_top_n=15, stage2_top_n=25), lanes=staged) as engine:
+            res = await search(engine, top_k=50)
+        assert (staged["s1"].requests[0].top_k, staged["s2"].requests[0].top_k) == (15, 25)
+        assert res.stages["stage2_outcome"] == "used"
+        flat = {"a": RecordingLane(name="a", hits=1)}
+        async with Engine(make_settings(tmp_path, {"a": {}}), lanes=flat) as engine:
+            res = await search(engine, top_k=50)
+        assert flat["a"].requests[0].top_k == engine.settings.engine.lane_top_k
+        assert res.stages["stage2_outcome"] == "no_stage2_lanes"
+
+    async def test_at_most_max_appended_stage2_items(self, tmp_path: Path) -> None:
+        """Stage 2 returns 20 items; only the best max_appended (10) of them reach the answer, after stage 1's."""
+        lanes = {"s1": FakeLane(name="s1", hits=2), "s2": FakeLane(name="s2", hits=40)}
+        async with Engine(self._settings(tmp_path, max_appended=10), lanes=lanes) as engine:
+            res = await search(engine, top_k=50, fusion="append_fill")
+        assert len(res.lanes["s2"].hits) == 20
+        assert [it.stage_priority for it in res.items] == [0, 0] + [1] * 10
+        assert [it.id for it in res.items[2:]] == [f"s2-{i}" for i in range(10)]
+        assert res.stages["stage2_appended"] == 10
+        assert res.total == 12
 
 
 class TestPenaltiesInEngine:

@@ -86,3 +86,34 @@ class TestRunStage2:
         info, _ = await run(outcomes, LaneExecutor({"s2": lane}), min_must_count=3, stage2_cap_ms=50.0)
         assert info["stage2_used"]
         assert outcomes["s2"].status is LaneStatus.TIMEOUT
+
+
+class TestStageHelpers:
+    def test_stage_request_takes_the_smaller_budget(self) -> None:
+        """N1 for stage 1, N2 for stage 2, never more than the request asked."""
+        from fabric.stages import stage_request
+
+        config = StageConfig(stage1_top_n=20, stage2_top_n=30)
+        big = LaneRequest(query="q", top_k=50)
+        assert stage_request(big, 1, config).top_k == 20
+        assert stage_request(big, 2, config).top_k == 30
+        small = LaneRequest(query="q", top_k=10)
+        assert stage_request(small, 1, config) is small
+
+    def test_outcome_of_each_record(self) -> None:
+        """The gate's four outcomes, from the record's flags."""
+        from fabric.stages import outcome_of
+
+        base = {"stage2_should_trigger": True, "stage2_used": False, "stage2_skipped_budget": False}
+        assert outcome_of({**base, "stage2_should_trigger": False}) == "not_triggered"
+        assert outcome_of({**base, "stage2_used": True}) == "used"
+        assert outcome_of({**base, "stage2_skipped_budget": True}) == "skipped_budget"
+        assert outcome_of(base) == "skipped"
+
+    async def test_record_names_the_outcome(self) -> None:
+        """run_stage2 records its outcome with the flags."""
+        lane = FakeLane(name="s2", hits=4)
+        info, _ = await run(stage1(1), LaneExecutor({"s2": lane}), min_must_count=3)
+        assert info["stage2_outcome"] == "used"
+        info, _ = await run(stage1(5), LaneExecutor({"s2": lane}), min_must_count=3)
+        assert info["stage2_outcome"] == "not_triggered"

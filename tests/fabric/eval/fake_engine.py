@@ -80,5 +80,5 @@ class FakeEngine:
             lanes=outcomes,
             preflight=PreflightResult(bypassed=False, refined_query=request.query, intent=self.intent),
             timings={"total_ms": 1.0, "overhead_ms": self.overhead_ms},
-            stages={"stage2_used": False, "stage2_not_triggered": True, "fill": "none"},
+            stages={"stage2_outcome": "not_triggered", "stage2_used": False, "stage1_ms": 2.0, "stage2_ms": 0.0},
         )

@@ -118,9 +118,11 @@ class TestArtifact:
         assert scen["factual"]["queries"] == 4  # q1, q2 tagged + q3, q5 from the fake's intent
 
     async def test_stage_counters_and_lane_status(self, dataset, engine) -> None:
-        """Stage flags are counted and lane statuses tallied over the fused pass."""
+        """Queries are counted per stage-2 outcome and lane statuses tallied over the fused pass."""
         art = await self._artifact(dataset, engine)
-        assert art["stages"] == {"fill=none": 6, "stage2_not_triggered": 6, "stage2_used": 0}
+        assert art["stages"]["queries"] == art["stages"]["not_triggered"] == 6
+        assert art["stages"]["stage2_used"] == 0
+        assert art["stages"]["stage1_ms_p50"] == 2.0
         assert art["lane_status"]["keyword"] == {"success": 6}
 
     async def test_markdown_lists_worst_queries(self, dataset, engine) -> None:
