@@ -2,7 +2,8 @@
 
 The artifact holds the git revision, the baseline's revision, the dataset, the config, metrics under
 ``metrics.fused`` and ``metrics.lanes.<lane>``, the breakdown by scenario class, stage-usage and lane-status
-counters, the calibration figure of the latency gate, the worst queries and, when gated, the per-metric
+counters (seed 000: queries per stage-2 outcome), the graph lane's entity match rate (seed 004: share of queries
+with >= 1 entity match), the calibration figure of the latency gate, the worst queries and, when gated, the per-metric
 decisions under ``gate``.
 """
 
@@ -20,7 +21,15 @@ from fabric.eval.gate import normalised_p95
 from fabric.eval.metrics import METRIC_KEYS, average, query_metrics
 from fabric.eval.runner import FUSED, PassResult
 
-__all__ = ["ARTIFACT_SCHEMA", "build_artifact", "git_revision", "percentile", "render_markdown", "stage_counters"]
+__all__ = [
+    "ARTIFACT_SCHEMA",
+    "build_artifact",
+    "entity_match",
+    "git_revision",
+    "percentile",
+    "render_markdown",
+    "stage_counters",
+]
 
 ARTIFACT_SCHEMA = 1
 _WORST = 10
@@ -100,6 +109,16 @@ def stage_counters(p: PassResult) -> dict[str, float]:
         "stage2_ms_p50": round(percentile(stage2, 50), 3),
         "stage2_ms_p95": round(percentile(stage2, 95), 3),
     }
+
+
+def entity_match(p: PassResult) -> dict[str, Any] | None:
+    """Seed 004's diagnostic over the queries a graph lane answered: how many had >= 1 entity match in the graph
+    (after normalisation) and that share (``entity_match_rate``); None when no graph lane answered."""
+    matches = [run.entity_matches for run in p.runs.values() if run.entity_matches is not None]
+    if not matches:
+        return None
+    hit = sum(1 for m in matches if m > 0)
+    return {"queries": len(matches), "with_match": hit, "entity_match_rate": round(hit / len(matches), 6)}
 
 
 def _lane_status(p: PassResult) -> dict[str, dict[str, int]]:
@@ -183,6 +202,7 @@ def build_artifact(
             "scenario": _scenarios(dataset, fused, per_query),
         },
         "stages": stage_counters(fused),
+        "graph": entity_match(fused),
         "lane_status": _lane_status(fused),
         "latency": _latency_section(config, calibration_ms, calibration_samples, latency_attempts),
         "warnings": _warnings(passes),
@@ -279,6 +299,12 @@ def render_markdown(artifact: Mapping[str, Any]) -> str:
         lines.append("- gate: " + ", ".join(f"`{k}` {v}" for k, v in gates.items()))
     lines += [f"- `{k}`: {_fmt(v)}" for k, v in artifact["stages"].items()] or ["- no stage counters reported"]
     lines += [f"- lane `{lane}`: {c}" for lane, c in artifact["lane_status"].items()]
+    graph = artifact.get("graph")
+    if graph:
+        lines.append(
+            f"- graph entity match rate: {graph['entity_match_rate']:.2%} of {graph['queries']} queries "
+            f"({graph['with_match']}) with >= 1 entity match in the graph"
+        )
     lines += ["", f"## Worst {len(artifact['worst_queries'])} queries (fused nDCG@10)", ""]
     for w in artifact["worst_queries"]:
         expected = ", ".join(f"`{d}`" for d in w["expected"])

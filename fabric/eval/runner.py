@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from fabric.eval.calibration import CalibrationClock
 from fabric.eval.dataset import Dataset
 from fabric.eval.metrics import dedupe
-from fabric.models import FusionMode, Mode, SearchRequest, SearchResult
+from fabric.models import FusionMode, LaneKind, LaneStatus, Mode, SearchRequest, SearchResult
 
 __all__ = ["FUSED", "LaneHit", "PassResult", "QueryRun", "SearchEngine", "run_pass"]
 
@@ -57,6 +57,10 @@ class QueryRun:
     """Lane → status."""
     lane_hits: Mapping[str, tuple[LaneHit, ...]] = field(default_factory=dict)
     """Lane → its hits (kept for offline fusion tuning)."""
+    entity_matches: int | None = None
+    """Query entities the graph lane found in the graph (seed 004's diagnostic); None when no graph lane answered.
+    Read from its hits' ``matched_entities`` (capped at 20); a graph lane answering with no hits matched none (a
+    matched entity always reaches the chunks it appears in)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -89,7 +93,16 @@ def _to_run(query_id: str, result: SearchResult, latency_ms: float, keep_lane_hi
         stages=dict(result.stages),
         lane_status={name: out.status.value for name, out in result.lanes.items()},
         lane_hits=lane_hits,
+        entity_matches=_entity_matches(result),
     )
+
+
+def _entity_matches(result: SearchResult) -> int | None:
+    """How many query entities the first successful graph lane matched (see :attr:`QueryRun.entity_matches`)."""
+    for out in result.lanes.values():
+        if out.kind is LaneKind.GRAPH and out.status is LaneStatus.SUCCESS:
+            return len(out.hits[0].metadata.get("matched_entities", ())) if out.hits else 0
+    return None
 
 
 async def run_pass(

@@ -57,8 +57,17 @@ class FakeEngine:
         for score, doc_id in scored[:top_k]:
             # two chunks per document, so the harness must dedupe doc ids keeping the first
             for part in (0, 1):
-                hits.append(Hit(id=f"{doc_id}#{part}", rank=len(hits) + 1, score=score - part * 1e-6, doc_id=doc_id))
-        kind = LaneKind.KEYWORD if name == "keyword" else LaneKind.VECTOR
+                # the graph lane's hits name the query terms found in the document, as matched entities
+                meta = (
+                    {"matched_entities": sorted(_terms(query) & _terms(self.docs[doc_id]))} if name == "graph" else {}
+                )
+                hits.append(
+                    Hit(
+                        id=f"{doc_id}#{part}", rank=len(hits) + 1, score=score - part * 1e-6, doc_id=doc_id,
+                        metadata=meta,
+                    )
+                )  # fmt: skip
+        kind = {"keyword": LaneKind.KEYWORD, "graph": LaneKind.GRAPH}.get(name, LaneKind.VECTOR)
         return LaneOutcome(lane=name, kind=kind, provider=f"fake_{name}", status=LaneStatus.SUCCESS, hits=tuple(hits))
 
     async def search(self, request: SearchRequest) -> SearchResult:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabric.eval.report import stage_counters
+from fabric.eval.report import entity_match, stage_counters
 from fabric.eval.runner import PassResult, QueryRun
 
 
@@ -36,3 +36,21 @@ class TestStageCounters:
             "stage2_ms_p50": 40.0,
             "stage2_ms_p95": 49.0,
         }
+
+
+class TestEntityMatch:
+    def test_share_of_queries_with_a_match(self) -> None:
+        """Seed 004: the share of the queries a graph lane answered that matched >= 1 entity."""
+        runs = [
+            QueryRun(query_id="q1", doc_ids=(), latency_ms=1.0, entity_matches=2),
+            QueryRun(query_id="q2", doc_ids=(), latency_ms=1.0, entity_matches=0),
+            QueryRun(query_id="q3", doc_ids=(), latency_ms=1.0, entity_matches=1),
+            QueryRun(query_id="q4", doc_ids=(), latency_ms=1.0, entity_matches=0),
+            QueryRun(query_id="q5", doc_ids=(), latency_ms=1.0),  # no graph lane answered
+        ]
+        out = entity_match(PassResult(name="fused", lanes=("graph",), runs={r.query_id: r for r in runs}))
+        assert out == {"queries": 4, "with_match": 2, "entity_match_rate": 0.5}
+
+    def test_none_without_a_graph_lane(self) -> None:
+        runs = {"q1": QueryRun(query_id="q1", doc_ids=(), latency_ms=1.0)}
+        assert entity_match(PassResult(name="fused", lanes=("keyword",), runs=runs)) is None

@@ -61,6 +61,15 @@ class TestRunPass:
         run = p.runs["q1"]
         assert (run.overhead_ms, run.intent, run.stages["stage2_used"]) == (1.0, "factual", False)
 
+    async def test_records_graph_entity_matches(self, dataset, engine) -> None:
+        """A graph lane's matched entities are counted per query; without a graph lane there is no count."""
+        with_graph = await run_pass(engine, dataset, name=FUSED, lanes=("keyword", "graph"))
+        counts = {qid: run.entity_matches for qid, run in with_graph.runs.items()}
+        assert all(c is not None for c in counts.values())
+        assert any(c for c in counts.values())
+        without = await run_pass(engine, dataset, name=FUSED, lanes=("keyword",))
+        assert {run.entity_matches for run in without.runs.values()} == {None}
+
     async def test_rejects_zero_concurrency(self, dataset, engine) -> None:
         """concurrency < 1 is a programming error."""
         with pytest.raises(ValueError, match="concurrency"):
