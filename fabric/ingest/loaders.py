@@ -7,7 +7,9 @@
   Operator-authored: ``source_kind = operator``, trusted (front matter ``trust:``/``source_kind:`` override).
   ``published_at`` from front matter ``date:`` or a ``YYYY-MM-DD`` in the file name.
 - ``jsonl``: one entry per line with ``id``, ``title``, ``text`` and optional ``url``, ``published_at``,
-  ``source_kind``, ``trust``; one chunk per entry. A ``url`` must be an absolute ``http(s)`` URL.
+  ``source_kind``, ``trust`` and ``triples`` (``[[subject, predicate, object], ...]``: relations the graph stores
+  as given, next to those it extracts; kept in the chunk's metadata); one chunk per entry. A ``url`` must be an
+  absolute ``http(s)`` URL.
 
 Publication dates later than now plus :data:`FUTURE_SKEW` are refused in every format.
 
@@ -197,6 +199,18 @@ def _check_date(value: datetime | None, where: str) -> datetime | None:
     return value
 
 
+def _triples(raw: Any, where: str) -> list[list[str]]:
+    """The ``triples`` field: a list of ``[subject, predicate, object]`` lists of non-empty strings."""
+    if not isinstance(raw, list):
+        raise IngestError(f"{where}: triples: expected a list of [subject, predicate, object]")
+    out = []
+    for i, row in enumerate(raw):
+        if not (isinstance(row, list) and len(row) == 3 and all(isinstance(x, str) and x.strip() for x in row)):
+            raise IngestError(f"{where}: triples[{i}]: expected [subject, predicate, object] as non-empty strings")
+        out.append([x.strip() for x in row])
+    return out
+
+
 def _load_jsonl(path: Path) -> LoadedSource:
     ref = f"jsonl:{path.name}"
     chunks = []
@@ -218,6 +232,7 @@ def _load_jsonl(path: Path) -> LoadedSource:
             source_kind=_enum(SourceKind, row.get("source_kind"), SourceKind.IMPORT, f"{where}: source_kind"),
             source_ref=str(row.get("source_ref") or ref),
             trust=_enum(Trust, row.get("trust"), Trust.UNTRUSTED, f"{where}: trust"),
+            metadata={"triples": _triples(row["triples"], where)} if row.get("triples") is not None else {},
         )  # fmt: skip
         chunks.append(chunk)
     return LoadedSource(source=f"jsonl:{path.resolve()}", fmt="jsonl", docs=len(chunks), chunks=chunks)

@@ -7,7 +7,9 @@ wrapper, say) can replace :class:`RuleExtractor`, the default that needs no mode
 - acronyms and identifiers: ``RRF``, ``IL-6``, ``p53``, ``E1042``, commit SHAs, paths like ``lanes/base.py``;
 - noun-phrase-ish bigrams: consecutive content words (no stopword, ≥ 3 letters) inside a run of content words;
 - relations: entities co-occurring in a sentence, predicate ``co_occurs``: each entity with its next two
-  neighbours, and every pair of named entities (capitalised spans, identifiers) of the sentence.
+  neighbours, and every pair of named entities (capitalised spans, identifiers) of the sentence; plus directed
+  semantic edges ``Entity --predicate--> Entity`` from verb patterns between neighbouring entities
+  (:mod:`lanes.graph.extract_relations`: ``Vitamin D reduces fracture risk`` → ``(vitamin d, reduce, fracture risk)``).
 
 Normalisation is applied identically to chunk and query entities: lowercase, ``.``/``'`` removed, other
 punctuation to spaces, whitespace collapsed, then the alias table (``{"u.s.": "united states", ...}``).
@@ -19,6 +21,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from lanes.graph.extract_relations import verb_triples
 
 __all__ = ["STOPWORDS", "EntityExtractor", "Extraction", "RuleExtractor", "normalize_entity", "query_ngrams"]
 
@@ -97,16 +101,16 @@ class RuleExtractor:
         self.aliases.update({" ".join(k.lower().split()): normalize_entity(v) for k, v in (aliases or {}).items()})
         self.max_entities = max_entities
 
-    def _sentence_entities(self, sentence: str) -> list[tuple[str, str, bool]]:
-        """(normalised, label, strong) in sentence order; strong = capitalised span or identifier."""
-        found: list[tuple[int, str, bool]] = []
+    def _sentence_entities(self, sentence: str) -> list[tuple[str, str, bool, int, int]]:
+        """(normalised, label, strong, start, end) in sentence order; strong = capitalised span or identifier."""
+        found: list[tuple[int, str, bool, int]] = []
         for cm in _CAPS.finditer(sentence):
             words = cm.group(0).split()
             while words and words[0].lower() in STOPWORDS:
                 words = words[1:]
             if words and (len(words) > 1 or cm.start() > 0 or len(words[0]) > 3):
-                found.append((cm.start(), " ".join(words), True))
-        found += [(im.start(), im.group(0), True) for im in _IDENT.finditer(sentence)]
+                found.append((cm.start(), " ".join(words), True, cm.end()))
+        found += [(im.start(), im.group(0), True, im.end()) for im in _IDENT.finditer(sentence)]
         run: list[tuple[int, str]] = []
         matches: list[re.Match[str] | None] = [*_WORD.finditer(sentence), None]
         for m in matches:  # the trailing None flushes the last run
@@ -115,25 +119,30 @@ class RuleExtractor:
             if m and m.group(0)[0].islower() and word not in STOPWORDS and len(word) >= 3:
                 run.append((m.start(), word))
                 continue
-            found += [(run[i][0], f"{run[i][1]} {run[i + 1][1]}", False) for i in range(len(run) - 1)]
+            found += [
+                (run[i][0], f"{run[i][1]} {run[i + 1][1]}", False, run[i + 1][0] + len(run[i + 1][1]))
+                for i in range(len(run) - 1)
+            ]
             run = []
-        out: list[tuple[str, str, bool]] = []
-        for _, label, strong in sorted(found):
+        out: list[tuple[str, str, bool, int, int]] = []
+        for start, label, strong, end in sorted(found):
             norm = normalize_entity(label, self.aliases)
             if len(norm) >= 2 and norm not in STOPWORDS:
-                out.append((norm, label, strong))
+                out.append((norm, label, strong, start, end))
         return out
 
     def extract(self, text: str) -> Extraction:
-        """Entities and co-occurrence triples of ``text``."""
+        """Entities, co-occurrence triples and verb-pattern triples of ``text``."""
         entities: dict[str, str] = {}
         relations: dict[tuple[str, str, str], None] = {}
         for sentence in _SENT.split(text):
             found = self._sentence_entities(sentence)
-            ents = list(dict.fromkeys(n for n, _, _ in found))
-            strong = list(dict.fromkeys(n for n, _, s in found if s))[:8]
-            for norm, label, _ in found:
+            ents = list(dict.fromkeys(n for n, _, _, _, _ in found))
+            strong = list(dict.fromkeys(n for n, _, s, _, _ in found if s))[:8]
+            for norm, label, _, _, _ in found:
                 entities.setdefault(norm, label)
+            for triple in verb_triples(sentence, [(a, b, n) for n, _, _, a, b in found]):
+                relations[triple] = None
             for i, subj in enumerate(ents):  # each entity with its next two neighbours
                 for obj in ents[i + 1 : i + 3]:
                     relations[(subj, "co_occurs", obj)] = None

@@ -1,11 +1,12 @@
 """Graph lane over the embedded SQLite graph (provider ``sqlite_graph``): simplified GraphRAG of seed 004.
 
 Query entities (the store's extractor, plus the query's 1–3-grams that name a known entity) → map to entity
-nodes → expand ``request.constraints.search_depth`` hops over relation edges (both directions, the strongest
-``fanout`` neighbours per hop) → evidence chunks through provenance edges. A chunk scores the sum of
-``idf(entity) * hop_decay ** hops`` over the entities that reach it; ``Hit.graph_hops`` is its smallest hop count.
-Each hit's metadata carries the query's ``entity_match_rate`` (share of extracted query entities found in
-the graph, after normalisation), the matched entities, and the entities that led to the chunk.
+nodes → expand ``request.constraints.search_depth`` hops (1 by default) over relation edges, the strongest
+``fanout`` neighbours per hop: outgoing ``Entity --predicate--> Entity`` edges of every predicate (seed 004 §4A),
+and ``co_occurs`` edges both ways (co-occurrence is symmetric) → evidence chunks through provenance edges. A
+chunk scores the sum of ``idf(entity) * hop_decay ** hops`` over the entities that reach it; ``Hit.graph_hops``
+is its smallest hop count. Each hit's metadata carries the query's ``entity_match_rate`` (share of extracted query
+entities found in the graph, after normalisation), the matched entities, and the entities that led to the chunk.
 
 Options (``lanes.toml``)::
 
@@ -93,7 +94,7 @@ class SqliteGraphLane(BaseLane):
             rows = conn.execute(
                 f"SELECT other, COUNT(*) AS w FROM ("
                 f"SELECT object_id AS other FROM relations WHERE subject_id IN ({_in(frontier)}) UNION ALL "
-                f"SELECT subject_id FROM relations WHERE object_id IN ({_in(frontier)})) "
+                f"SELECT subject_id FROM relations WHERE object_id IN ({_in(frontier)}) AND predicate = 'co_occurs') "
                 f"GROUP BY other ORDER BY w DESC, other LIMIT ?",
                 [*frontier, *frontier, self.fanout + len(reach)],
             ).fetchall()

@@ -9,8 +9,9 @@ Tables (``<home>/graph.sqlite`` unless ``options.path``):
 - ``mentions(entity_id, chunk_id)``: provenance edges ``Entity --appears_in--> Chunk``;
 - ``chunks``: the chunk payload (same columns as the keyword store), so graph hits carry text and provenance.
 
-Aliases come from ``options.aliases`` (an inline table) and ``options.aliases_file`` (a TOML or JSON object
-``{alias = canonical}``), read when the store or lane opens, never at import.
+Relations are the extractor's (co-occurrence and verb patterns) plus the triples supplied at ingest (the JSONL
+``triples`` field). Aliases come from ``options.aliases`` (an inline table) and ``options.aliases_file`` (a TOML
+or JSON object ``{alias = canonical}``), read when the store or lane opens, never at import.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ from pathlib import Path
 from fabric.errors import ConfigError
 from fabric.writers.model import Chunk
 from lanes.base import LaneResources, LaneSpec
-from lanes.graph.extract import EntityExtractor, RuleExtractor
+from lanes.graph.extract import EntityExtractor, Extraction, RuleExtractor, normalize_entity
+from lanes.graph.extract_relations import supplied_triples
 from lanes.sqlite_common import CHUNK_COLUMNS, CHUNKS_DDL, SqliteDb, chunk_row
 
-__all__ = ["GRAPH_SCHEMA", "SqliteGraphWriter", "graph_path", "load_aliases"]
+__all__ = ["GRAPH_SCHEMA", "SqliteGraphWriter", "chunk_extraction", "graph_path", "load_aliases"]
 
 GRAPH_SCHEMA = (
     CHUNKS_DDL
@@ -84,13 +86,27 @@ def load_aliases(spec: LaneSpec) -> dict[str, str]:
     return table
 
 
-def _write(conn: sqlite3.Connection, chunks: Sequence[Chunk], extractor: EntityExtractor) -> None:
+def chunk_extraction(chunk: Chunk, extractor: EntityExtractor, aliases: dict[str, str]) -> Extraction:
+    """What the graph stores for ``chunk``: the extractor's entities and triples, plus the triples supplied at
+    ingest (``metadata["triples"]``), normalised with the same alias table."""
+    ex = extractor.extract(f"{chunk.title}\n{chunk.text}")
+    raw = chunk.metadata.get("triples")
+    if not raw:
+        return ex
+    table = extractor.aliases if isinstance(extractor, RuleExtractor) else aliases
+    entities, triples = supplied_triples(raw, lambda name: normalize_entity(name, table))
+    return Extraction(entities={**entities, **ex.entities}, relations=list(dict.fromkeys([*ex.relations, *triples])))
+
+
+def _write(
+    conn: sqlite3.Connection, chunks: Sequence[Chunk], extractor: EntityExtractor, aliases: dict[str, str]
+) -> None:
     ids = [(c.id,) for c in chunks]
     conn.executemany("DELETE FROM mentions WHERE chunk_id = ?", ids)
     conn.executemany("DELETE FROM relations WHERE chunk_id = ?", ids)
     conn.executemany(_UPSERT, [chunk_row(c) for c in chunks])
     for chunk in chunks:
-        ex = extractor.extract(f"{chunk.title}\n{chunk.text}")
+        ex = chunk_extraction(chunk, extractor, aliases)
         if not ex.entities:
             continue
         conn.executemany("INSERT OR IGNORE INTO entities (norm, label) VALUES (?, ?)", list(ex.entities.items()))
@@ -140,7 +156,7 @@ class SqliteGraphWriter:
 
         def write(conn: sqlite3.Connection) -> None:
             with conn:
-                _write(conn, chunks, extractor)
+                _write(conn, chunks, extractor, self._aliases)
 
         await self.db.run(write)
 

@@ -171,3 +171,24 @@ class TestFeatures:
             assert -(1 << 63) <= stored < 1 << 63
             assert from_stored_simhash(stored) == value
         assert (to_stored_simhash(None), from_stored_simhash(None), from_stored_simhash("x")) == (None, None, None)
+
+
+class TestJsonlTriples:
+    def test_triples_kept_in_metadata(self, tmp_path: Path) -> None:
+        """A JSONL entry's triples reach the chunk (the graph writer stores them as directed edges)."""
+        path = tmp_path / "e.jsonl"
+        row = {
+            "id": "e1",
+            "text": "Alpha Corp bought Beta Labs.",
+            "triples": [[" Alpha Corp", "acquired", "Beta Labs"]],
+        }
+        path.write_text(json.dumps(row) + "\n")
+        chunk = load_source(path).chunks[0]
+        assert chunk.metadata["triples"] == [["Alpha Corp", "acquired", "Beta Labs"]]
+
+    @pytest.mark.parametrize("triples", [[["a", "b"]], "a b c", [["a", "", "c"]], [[1, 2, 3]]])
+    def test_malformed_triples_refused_naming_the_line(self, tmp_path: Path, triples: object) -> None:
+        path = tmp_path / "e.jsonl"
+        path.write_text(json.dumps({"id": "e1", "text": "t", "triples": triples}) + "\n")
+        with pytest.raises(IngestError, match=r"e\.jsonl:1: triples"):
+            load_source(path)

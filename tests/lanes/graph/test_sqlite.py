@@ -159,3 +159,37 @@ class TestLane:
 def test_public_api() -> None:
     """The module exports exactly the lane."""
     assert mod.__all__ == ["BACKEND", "SqliteGraphLane"]
+
+
+class TestDirectedRelations:
+    """Seed 004 §4A: triples given at ingest are directed edges; the lane follows them outgoing only."""
+
+    CHUNKS = (
+        chunk("c1", "Alpha Corp reported results.", metadata={"triples": [["Alpha Corp", "acquired", "Beta Labs"]]}),
+        chunk("c2", "Beta Labs builds sensors."),
+        chunk("c3", "Gamma Inc makes chips.", metadata={"triples": [["Gamma Inc", "supplies", "Beta Labs"]]}),
+        chunk("c4", "Gamma Inc opened a plant."),
+    )
+
+    async def test_supplied_triples_stored_as_directed_edges(self, tmp_path: Path) -> None:
+        import sqlite3
+
+        await _store(tmp_path, self.CHUNKS)
+        conn = sqlite3.connect(tmp_path / "graph.sqlite")
+        rows = conn.execute(
+            "SELECT s.norm, r.predicate, o.norm, r.chunk_id FROM relations r JOIN entities s ON s.id = r.subject_id "
+            "JOIN entities o ON o.id = r.object_id WHERE r.predicate != 'co_occurs' ORDER BY r.chunk_id"
+        ).fetchall()
+        conn.close()
+        assert rows == [("alpha corp", "acquired", "beta labs", "c1"), ("gamma inc", "supplies", "beta labs", "c3")]
+
+    async def test_outgoing_edges_followed_incoming_not(self, tmp_path: Path) -> None:
+        """Gamma Inc → Beta Labs reaches Beta Labs' chunk at 1 hop; from Beta Labs, Gamma Inc's chunk is not reached."""
+        await _store(tmp_path, self.CHUNKS)
+        async with SqliteGraphLane(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path)) as lane:
+            from_gamma = {h.id: h for h in await lane.search(LaneRequest(query="Gamma Inc", top_k=10))}
+            from_beta = {h.id: h for h in await lane.search(LaneRequest(query="Beta Labs", top_k=10))}
+        assert from_gamma["c2"].graph_hops == 1
+        assert from_gamma["c4"].graph_hops == 0
+        assert {"c1", "c2", "c3"} <= set(from_beta)
+        assert "c4" not in from_beta
