@@ -37,7 +37,7 @@ def tenant_home(home: Path, tenant: str) -> Path:
     Raises:
         ConfigError: invalid tenant name.
     """
-    return tenant_path(home, tenant)
+    return home if check_tenant(tenant) == DEFAULT_TENANT else home / TENANTS_DIR / tenant
 
 
 def tenant_path(path: Path, tenant: str) -> Path:

@@ -151,7 +151,8 @@ def map_arango_error(exc: BaseException, lane: str, provider: str) -> LaneError:
             return LaneRejected(text, lane=lane, provider=provider)
         if num == 1500 or code == 410:  # query killed (max_runtime reached)
             return LaneTimeout(text, lane=lane, provider=provider)
-        if (code is not None and code >= 500) or num == 1203:  # 1203: collection not found (nothing ingested)
+        if (code is not None and code >= 500) or num in (1203, 1228):  # collection / database not found: nothing
+            # ingested yet (a tenant's database is created by its first write)
             return LaneUnavailable(text, lane=lane, provider=provider)
         return LaneBadResponse(text, lane=lane, provider=provider)
     return LaneBadResponse(f"unexpected ArangoDB failure: {exc!r}", lane=lane, provider=provider)
