@@ -41,6 +41,21 @@ class TestIngestCommand:
         assert set(out["docs_per_s"]) >= {"load", "chunk", "embed", "write"}
         assert out["embeddings"].startswith("disabled")
 
+    def test_single_user_home_is_the_default_tenant(
+        self, docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """No keys, no tenants: the CLI writes and searches the home itself (today's paths, no tenants folder)."""
+        home = tmp_path / "h"
+        assert main(["--home", str(home), "ingest", str(docs), "--json"]) == 0
+        capsys.readouterr()
+        assert main(["--home", str(home), "search", "Qdrant local mode", "--json", "--lanes", "keyword"]) == 0
+        items = json.loads(capsys.readouterr().out)["items"]
+        assert items
+        assert items[0]["title"] == "Alpha"
+        assert (home / "keyword.sqlite").is_file()
+        assert (home / "ledger.sqlite").is_file()
+        assert not (home / "tenants").exists()
+
     def test_rerun_is_idempotent(self, docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """A second run reports every chunk unchanged."""
         argv = ["--home", str(tmp_path / "h"), "ingest", str(docs), "--json"]
