@@ -229,8 +229,9 @@ def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Await
         writers = build_writers(engine.settings, resources)
         try:
             return await ingest(
-                path, home=resources.home, writers=writers, embedder=resources.embedder, fmt=fmt, progress=progress
-            )
+                path, home=resources.home, writers=writers, embedder=resources.embedder, fmt=fmt, progress=progress,
+                private_sources=engine.settings.embeddings.private_sources,
+            )  # fmt: skip
         finally:
             for writer in writers:
                 await writer.aclose()

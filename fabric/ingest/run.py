@@ -27,7 +27,10 @@ async def run_ingest(settings: Settings, path: Path, fmt: str | None, progress: 
     resources = LaneResources(home=settings.home, embedder=embedder)
     writers = build_writers(settings, resources)
     try:
-        return await ingest(path, home=settings.home, writers=writers, embedder=embedder, fmt=fmt, progress=progress)
+        return await ingest(
+            path, home=settings.home, writers=writers, embedder=embedder, fmt=fmt, progress=progress,
+            private_sources=settings.embeddings.private_sources,
+        )  # fmt: skip
     finally:
         for writer in writers:
             await writer.aclose()
