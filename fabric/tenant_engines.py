@@ -23,6 +23,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from pathlib import Path
 
 import structlog
 from aiohttp import web
@@ -36,7 +37,15 @@ from fabric.tenants import DEFAULT_TENANT, check_tenant, tenant_home
 from fabric.webcache import WebCache
 from lanes.base import LaneResources
 
-__all__ = ["CURRENT_SCOPE", "TENANTS_KEY", "TenantEngines", "TenantScope", "scope_middleware", "scope_of"]
+__all__ = [
+    "CURRENT_SCOPE",
+    "TENANTS_KEY",
+    "TenantEngines",
+    "TenantScope",
+    "scope_middleware",
+    "scope_of",
+    "tenant_resources",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -48,6 +57,17 @@ class TenantScope:
     tenant: str
     engine: Engine
     tasks: IngestTasks
+
+
+def tenant_resources(shared: LaneResources, root_home: Path, tenant: str) -> LaneResources:
+    """``shared`` (HTTP session, embedder) for ``tenant``: its home under ``root_home``, its name (the server
+    stores' names) and a web cache of its own.
+
+    Raises:
+        ConfigError: invalid tenant name.
+    """
+    home = tenant_home(root_home, tenant)
+    return LaneResources(home=home, tenant=tenant, http=shared.http, embedder=shared.embedder, web_cache=WebCache())
 
 
 CURRENT_SCOPE: ContextVar[TenantScope | None] = ContextVar("fabric_tenant_scope", default=None)
@@ -97,10 +117,7 @@ class TenantEngines:
             raise RuntimeError("the service's engine is not open")
         home = tenant_home(root.settings.home, tenant)
         settings = dataclasses.replace(root.settings, home=home)
-        resources = LaneResources(
-            home=home, tenant=tenant, http=shared.http, embedder=shared.embedder, web_cache=WebCache()
-        )
-        engine = Engine(settings, resources=resources, metrics=root.metrics)
+        engine = Engine(settings, resources=tenant_resources(shared, root.settings.home, tenant), metrics=root.metrics)
         engine.router.home = root.settings.home  # the classifier is the operator's, trained once for the service
         await engine.open()
         tasks = IngestTasks(

@@ -194,4 +194,5 @@ def test_public_api() -> None:
     """The module's exports."""
     assert set(mod.__all__) == {
         "CURRENT_SCOPE", "TENANTS_KEY", "TenantEngines", "TenantScope", "scope_middleware", "scope_of",
+        "tenant_resources",
     }  # fmt: skip
