@@ -12,6 +12,9 @@ tenant's pair is opened on its first request (:meth:`TenantEngines.get`) and kep
 - its ingestion tasks (spool, task ids, idempotency keys) live under the tenant's home, so a task id of one
   tenant is unknown (``404``) to every other.
 
+Lanes injected into the service's engine (tests, benchmarks) serve ``default`` only: other tenants' lanes are
+always built from the settings, over their own stores.
+
 Handlers ask for the caller's scope with :func:`scope_of`. The MCP tools, which run inside the SDK, read the
 scope the service's middleware sets for the request (:data:`CURRENT_SCOPE`).
 """
