@@ -24,7 +24,6 @@ from fabric.config import LaneConfig, ModeConfig, PreflightConfig, Settings
 from fabric.logs import configure_logging
 from fabric.models import LaneKind, Mode
 from lanes.base import LaneResources
-from lanes.fake import FakeLane
 
 __all__ = ["add_arguments", "run"]
 
@@ -83,11 +82,14 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
         settings = Settings(
             home=home,
             modes={Mode.TECHNICAL: ModeConfig(total_budget_ms=1000.0, lanes={"keyword": 1000.0})},
-            lanes={"keyword": LaneConfig(name="keyword", kind=LaneKind.KEYWORD, backend="fake")},
+            lanes={  # built per tenant from the settings: each tenant's engine has the same fake lane
+                "keyword": LaneConfig(
+                    name="keyword", kind=LaneKind.KEYWORD, backend="fake", options={"hits": 20, "delay_ms": 1.0}
+                )
+            },
             preflight=PreflightConfig(enabled=False),
         )
-        lanes = {"keyword": FakeLane(name="keyword", kind=LaneKind.KEYWORD, provider="fake", hits=20, delay_ms=1.0)}
-        engine = Engine(settings, lanes=lanes, resources=LaneResources(home=home))
+        engine = Engine(settings, resources=LaneResources(home=home))
         limits = LimitConfig(rate=args.rate, burst=args.burst, concurrency=10_000)
         server = TestServer(create_app(engine, guard=default_guard(engine, limits)), host="127.0.0.1")
         await server.start_server()

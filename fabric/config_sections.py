@@ -168,6 +168,8 @@ class EmbeddingsConfig:
     url: str = ""
     api_key: str = ""
     batch_size: int = 64
+    private_sources: tuple[str, ...] = ()
+    """Glob patterns of sources whose text never goes to a remote embedder (:mod:`fabric.privacy`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -184,6 +184,8 @@ class OpenAIEmbedder:
         self.api_key = api_key
         self.batch_size = batch_size
         self.timeout_s = timeout_s
+        self.remote = True
+        """Text leaves the process over HTTP (:func:`fabric.privacy.is_remote`), even to a loopback URL."""
         self.dim = 0
         """Known after the first call (0 until then)."""
         try:
@@ -233,6 +235,7 @@ class CachedEmbedder:
         self.inner = inner
         self.cache = cache
         self.name = inner.name
+        self.remote = bool(getattr(inner, "remote", False))
         self.dim = inner.dim
         """Vector size (for endpoint embedders, known after the first vector)."""
         self.hits = 0

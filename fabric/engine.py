@@ -84,6 +84,7 @@ class Engine:
         lanes: lanes by name to use instead of building them from ``settings.lanes``.
         resources: shared resources to inject instead of opening them (then not closed by the engine).
         clock: monotonic seconds for provider penalties (injected in tests).
+        metrics: the metrics to record into (tenant engines share the service's); default a new registry.
     """
 
     def __init__(
@@ -93,6 +94,7 @@ class Engine:
         lanes: Mapping[str, Lane] | None = None,
         resources: LaneResources | None = None,
         clock: Callable[[], float] = time.monotonic,
+        metrics: EngineMetrics | None = None,
     ) -> None:
         self.settings = settings
         self._given_lanes = dict(lanes) if lanes is not None else None
@@ -100,7 +102,7 @@ class Engine:
         self.resources: LaneResources | None = resources
         self.lanes: dict[str, Lane] = {}
         self.build_errors: dict[str, str] = {}
-        self.metrics = EngineMetrics()
+        self.metrics = metrics or EngineMetrics()
         self.penalties = ProviderPenalties(settings.penalties, clock=clock)
         self.executor = LaneExecutor({}, penalties=self.penalties, metrics=self.metrics)
         self.preflight = Preflight(settings.preflight, clock=clock)

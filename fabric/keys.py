@@ -108,7 +108,7 @@ def check_tenant(name: str) -> str:
     Raises:
         ConfigError: not 1 to 63 of lower-case letters, digits, ``-`` and ``_`` (starting with a letter or digit).
     """
-    if not _TENANT.match(name):
+    if not _TENANT.fullmatch(name):
         raise ConfigError(f"tenant {name!r}: expected 1-63 characters of a-z, 0-9, '-', '_' (not starting with - or _)")
     return name
 

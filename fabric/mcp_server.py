@@ -1,5 +1,8 @@
 """The MCP server (official ``mcp`` SDK, :class:`~mcp.server.mcpserver.MCPServer`) over one open engine.
 
+Over the service's ``/mcp`` route every tool answers from the caller's tenant (its engine and ingestion tasks,
+:mod:`fabric.tenant_engines`); over stdio, from the engine it was built over.
+
 Tools:
 
 ``query``
@@ -42,6 +45,7 @@ from fabric.ingest.submission import SubmitError, parse_submission
 from fabric.ingest.tasks import IngestTasks, TaskStatus
 from fabric.mcp_entries import read_entry
 from fabric.models import SearchResult
+from fabric.tenant_engines import CURRENT_SCOPE
 from fabric.validation import parse_request
 
 __all__ = ["ENTRY_URI", "FabricTools", "build_server", "query_content"]
@@ -117,8 +121,21 @@ class FabricTools:
     """
 
     def __init__(self, engine: Engine, tasks: IngestTasks) -> None:
-        self.engine = engine
-        self.tasks = tasks
+        self._engine = engine
+        self._tasks = tasks
+
+    @property
+    def engine(self) -> Engine:
+        """The engine of the request's tenant (:data:`fabric.tenant_engines.CURRENT_SCOPE`, set by the service
+        around ``/mcp`` requests), else the engine the server was built over (stdio, open mode)."""
+        scope = CURRENT_SCOPE.get()
+        return scope.engine if scope is not None else self._engine
+
+    @property
+    def tasks(self) -> IngestTasks:
+        """The ingestion tasks of the request's tenant, else the ones the server was built over."""
+        scope = CURRENT_SCOPE.get()
+        return scope.tasks if scope is not None else self._tasks
 
     async def query(
         self,

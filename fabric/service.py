@@ -22,6 +22,10 @@ Routes:
 ``/mcp``
     The MCP server (:mod:`fabric.mcp_server`) over the streamable HTTP transport (:mod:`fabric.mcp_http`).
 
+Search, ingestion, task status and the MCP tools answer from the caller's tenant: its own stores, tasks and
+idempotency keys (:mod:`fabric.tenant_engines`; the ``default`` tenant is the engine given here, other tenants'
+engines open on their first request).
+
 Every route but ``/healthz`` and ``/readyz`` needs ``Authorization: Bearer <key>`` once keys exist and is
 limited per tenant (:mod:`fabric.auth`, :mod:`fabric.limits`): ``401``/``403``/``429`` in the same error shape.
 Entries claiming ``trust: trusted`` or ``source_kind: operator``, and path submissions, need an admin key
@@ -55,6 +59,7 @@ from fabric.ingest.writers import build_writers
 from fabric.keys import KeyStore, Role
 from fabric.limits import LimitConfig, TenantLimits, TenantMetrics
 from fabric.serverlimits import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
+from fabric.tenant_engines import TENANTS_KEY, TenantEngines, scope_middleware, scope_of
 from fabric.validation import parse_request
 
 __all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "default_guard", "error_body", "ingest_tasks", "store_runner"]
@@ -127,7 +132,7 @@ async def _read_json(request: web.Request, limit: int, *, in_thread: bool = Fals
 
 
 async def _search(request: web.Request) -> web.Response:
-    engine = request.app[ENGINE_KEY]
+    engine = (await scope_of(request)).engine
     try:
         data = await _read_json(request, request.app[_SEARCH_LIMIT_KEY])
     except _BodyError as exc:
@@ -158,8 +163,8 @@ def _idempotency_key(request: web.Request) -> str | None:
 
 
 async def _ingest(request: web.Request) -> web.Response:
-    tasks = request.app[TASKS_KEY]
-    config = request.app[ENGINE_KEY].settings.ingest
+    scope = await scope_of(request)
+    tasks, config = scope.tasks, scope.engine.settings.ingest
     try:
         data = await _read_json(request, config.max_body_bytes, in_thread=True)
     except _BodyError as exc:
@@ -185,7 +190,7 @@ async def _ingest(request: web.Request) -> web.Response:
 
 async def _ingest_status(request: web.Request) -> web.Response:
     task_id = request.match_info["task_id"]
-    task = request.app[TASKS_KEY].get(task_id)
+    task = (await scope_of(request)).tasks.get(task_id)
     if task is None:
         msg = "unknown task (records are kept in memory for the most recent tasks, until the service restarts)"
         return web.json_response(error_body("task_id", msg), status=404)
@@ -224,8 +229,9 @@ def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Await
         writers = build_writers(engine.settings, resources)
         try:
             return await ingest(
-                path, home=resources.home, writers=writers, embedder=resources.embedder, fmt=fmt, progress=progress
-            )
+                path, home=resources.home, writers=writers, embedder=resources.embedder, fmt=fmt, progress=progress,
+                private_sources=engine.settings.embeddings.private_sources,
+            )  # fmt: skip
         finally:
             for writer in writers:
                 await writer.aclose()
@@ -285,6 +291,7 @@ def create_app(
     app[_SEARCH_LIMIT_KEY] = max_body_bytes
     tasks = ingest_tasks(engine)
     app[TASKS_KEY] = tasks
+    tenants = app[TENANTS_KEY] = TenantEngines(engine, tasks, runner_for=store_runner)
     install_guard(app, guard or default_guard(engine))
 
     async def on_startup(_app: web.Application) -> None:
@@ -296,6 +303,7 @@ def create_app(
         gc.freeze()
 
     async def on_cleanup(_app: web.Application) -> None:
+        await tenants.aclose()
         await tasks.aclose()
         await engine.aclose()
 
@@ -308,8 +316,9 @@ def create_app(
     app.router.add_post("/v1/ingest", _ingest)
     app.router.add_get("/v1/ingest/{task_id}", _ingest_status)
     if mcp:
-        from fabric.mcp_http import mount_mcp
+        from fabric.mcp_http import MCP_PATH, mount_mcp
         from fabric.mcp_server import build_server
 
+        app.middlewares.append(scope_middleware(MCP_PATH))  # after the guard: the tools answer per tenant
         mount_mcp(app, build_server(engine, tasks), host=host)
     return app

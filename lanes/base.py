@@ -73,7 +73,11 @@ class LaneResources:
     """Shared resources the app owns and injects into lanes (never created per call)."""
 
     home: Path = Path(".fabric")
-    """Root folder of the embedded stores (``FABRIC_HOME``)."""
+    """Root folder of the tenant's embedded stores: ``FABRIC_HOME`` for the ``default`` tenant, else its
+    sub-folder (:func:`fabric.tenants.tenant_home`)."""
+    tenant: str = "default"
+    """Whose data the lanes and writers read and write: server stores use a collection, index or database of
+    this tenant (:func:`fabric.tenants.scoped_name`), embedded stores live under :attr:`home`."""
     http: aiohttp.ClientSession | None = None
     """The app's one shared aiohttp session for HTTP lanes."""
     embedder: Embedder | None = None

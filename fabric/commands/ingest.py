@@ -1,4 +1,7 @@
-"""``fabric ingest PATH [--format beir|markdown|jsonl] [--json]``: load a source into every embedded store.
+"""``fabric ingest PATH [--format beir|markdown|jsonl] [--json] [--tenant NAME]``: load a source into every store.
+
+``--tenant`` writes another tenant's stores (what its API keys search; :mod:`fabric.tenants`); the default is
+the single-user ``default`` tenant, in the home itself.
 
 Idempotent: unchanged chunks are not rewritten, changed ones are updated, removed ones deleted from every
 store (see :mod:`fabric.ingest.pipeline`). Shows a progress bar per stage (load, chunk, embed, write) on
@@ -30,6 +33,7 @@ def register(sub: Any) -> None:
     parser.add_argument("path", help="folder or file to ingest")
     parser.add_argument("--format", choices=("beir", "markdown", "jsonl"), help="source format (default: detect)")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--tenant", default="default", help="whose stores to write (default: default, the home)")
     parser.set_defaults(func=_run)
 
 
@@ -75,14 +79,15 @@ def _ingest_cli(args: argparse.Namespace) -> int:
 
     settings = load_cli_settings(args)
     if args.json:
-        report = asyncio.run(run_ingest(settings, path, fmt))
+        report = asyncio.run(run_ingest(settings, path, fmt, tenant=args.tenant))
         print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
         return 0
     progress = RichProgress()
     with progress.bar:
-        report = asyncio.run(run_ingest(settings, path, fmt, cast("Progress", progress)))
+        report = asyncio.run(run_ingest(settings, path, fmt, cast("Progress", progress), tenant=args.tenant))
     d = report.to_dict()
-    print(f"ingested {d['source']} ({d['format']}) into {settings.home}")
+    where = settings.home if args.tenant == "default" else f"{settings.home} (tenant {args.tenant})"
+    print(f"ingested {d['source']} ({d['format']}) into {where}")
     print(
         f"  docs {d['docs']}  chunks {d['chunks']}  created {d['created']}  updated {d['updated']}  "
         f"repaired {d['repaired']}  unchanged {d['unchanged']}  deleted {d['deleted']}"

@@ -3,7 +3,8 @@
 Options mirror the request fields (:mod:`fabric.validation`): ``--mode``, ``--top-k``, ``--cursor``,
 ``--budget-ms``, ``--strict``, ``--lanes a,b``, ``--fusion``, ``--weights semantic=2,graph=0.5``, ``--limit``
 (seed 001's name for ``--top-k``), ``--route``, ``--constraint key=value`` (repeatable),
-``--no-preflight``. ``--json`` prints ``SearchResult.to_dict()`` (the DESIGN.md shape); ``--explain`` adds,
+``--no-preflight``, ``--tenant NAME`` (search another tenant's stores; default ``default``, the home itself).
+``--json`` prints ``SearchResult.to_dict()`` (the DESIGN.md shape); ``--explain`` adds,
 per item, every score component and the item's rank in each lane. Bad input exits 2 with one line.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -50,6 +52,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--no-preflight", dest="no_preflight", action="store_true", help="skip pre-flight refinement")
     p.add_argument("--json", action="store_true", help="print the result JSON")
+    p.add_argument("--tenant", default="default", help="whose stores to search (default: default, the home)")
     p.add_argument("--explain", action="store_true", help="show score components and per-lane ranks")
     p.set_defaults(func=run)
 
@@ -106,21 +109,35 @@ def empty_home_notice(home: Path) -> str | None:
     )
 
 
-async def _search(settings: Settings, request: SearchRequest) -> SearchResult:
+async def _search(settings: Settings, request: SearchRequest, tenant: str = "default") -> SearchResult:
     from fabric.engine import Engine
 
-    async with Engine(settings) as engine:
-        return await engine.search(request)
+    if tenant == "default":
+        async with Engine(settings) as engine:
+            return await engine.search(request)
+    from fabric.lane_setup import needs_embedder
+    from fabric.resources import close_resources, open_resources
+    from fabric.tenant_engines import tenant_resources
+
+    shared = await open_resources(settings, embedder=needs_embedder(settings))
+    try:
+        scoped = tenant_resources(shared, settings.home, tenant)
+        async with Engine(dataclasses.replace(settings, home=scoped.home), resources=scoped) as engine:
+            return await engine.search(request)
+    finally:
+        await close_resources(shared)
 
 
 def run(args: argparse.Namespace) -> int:
     """Validate, search, print; returns the exit code."""
+    from fabric.tenants import tenant_home
     from fabric.validation import parse_request
 
     settings = load_cli_settings(args)
     request = parse_request(_request_data(args), settings)
-    notice = empty_home_notice(settings.home)  # before the search, which creates the home's folders
-    result = run_now(_search(settings, request))
+    tenant = getattr(args, "tenant", "default")
+    notice = empty_home_notice(tenant_home(settings.home, tenant))  # before the search creates the home's folders
+    result = run_now(_search(settings, request, tenant))
     if result.items:
         notice = None
     if notice:

@@ -32,6 +32,7 @@ from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
 from fabric.ingest.loaders import finalize_all, load_source
 from fabric.ingest.model import Chunk, StoreWriter
 from fabric.models import Embedder
+from fabric.privacy import WITHHELD, is_private, is_remote
 
 __all__ = ["IdConflictError", "IngestReport", "Progress", "ingest"]
 
@@ -219,8 +220,11 @@ async def ingest(
     embedder: Embedder | None,
     fmt: str | None = None,
     progress: Progress | None = None,
+    private_sources: Sequence[str] = (),
 ) -> IngestReport:
     """Ingest ``path`` into every store of ``writers``; see the module docstring for the protocol.
+
+    A source matching ``private_sources`` is not embedded by a remote embedder (:mod:`fabric.privacy`).
 
     Raises:
         IngestError: the source cannot be read or parsed.
@@ -239,12 +243,14 @@ async def ingest(
     report.chunks = len(chunks)
     t2 = time.perf_counter()
 
+    withheld = is_remote(embedder) and await asyncio.to_thread(is_private, path, private_sources)
+    embedder = None if withheld else embedder
     ledger = await asyncio.to_thread(Ledger, home / LEDGER_FILE)
     try:
         all_stores = {w.store for w in writers}
         lexical = {w.store for w in writers if not w.needs_vectors}
         if embedder is None:
-            report.embeddings = "disabled: no embedder (lexical only)"
+            report.embeddings = WITHHELD if withheld else "disabled: no embedder (lexical only)"
         await _check_ids(ledger, chunks, loaded.source, home)
         entries = await asyncio.to_thread(ledger.entries, loaded.source)
         targets = {c.id: all_stores if embedder is not None else lexical for c in chunks}

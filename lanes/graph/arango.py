@@ -75,7 +75,7 @@ class ArangoGraphLane(BaseLane):
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
         super().__init__(spec, resources)
-        self.opts = ArangoOptions.parse(spec)
+        self.opts = ArangoOptions.parse(spec, resources.tenant)
         self._client: Any = None
         self._db: Any = None
 

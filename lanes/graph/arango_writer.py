@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabric.errors import IngestError, LaneBadResponse, LaneError, LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.tenants import DEFAULT_TENANT, scoped_name
 from fabric.writers import ID_NAMESPACE, chunk_key, chunk_record
 from fabric.writers.model import Chunk
 from lanes._options import LaneOptions
@@ -45,6 +46,8 @@ COLLECTIONS: dict[str, bool] = {"chunks": False, "entities": False, "relations":
 
 _ENTITY = re.compile(r"\b(?:[A-Z][\w-]*[A-Za-z0-9](?:\s+[A-Z][\w-]*[A-Za-z0-9]){0,2}|[A-Z]{2,}[0-9]*)\b")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_MAX_DATABASE = 64
+"""Longest database name ArangoDB accepts under its traditional naming rules."""
 _DELETE_MENTIONS = "FOR m IN @@c FILTER m._to IN @t REMOVE m IN @@c"
 _DELETE_RELATIONS = "FOR r IN @@c FILTER r.chunk_key IN @k REMOVE r IN @@c"
 _STOP = frozenset(
@@ -85,6 +88,8 @@ class ArangoOptions:
     url: str
     """Server URL (required; ``FABRIC_ARANGO_URL``)."""
     database: str = "fabric"
+    """``options.database`` for the ``default`` tenant, ``<database>__<tenant>`` for another (one database per
+    tenant, :func:`fabric.tenants.scoped_name`; created on first write like the default one)."""
     username: str = "root"
     password: str = ""
     """``FABRIC_ARANGO_PASSWORD``; never written in TOML."""
@@ -98,12 +103,13 @@ class ArangoOptions:
     """Per write request of the writer."""
 
     @classmethod
-    def parse(cls, spec: LaneSpec) -> ArangoOptions:
-        """Read and validate the options (a :class:`~fabric.errors.ConfigError` names a bad key)."""
+    def parse(cls, spec: LaneSpec, tenant: str = DEFAULT_TENANT) -> ArangoOptions:
+        """Read and validate the options (a :class:`~fabric.errors.ConfigError` names a bad key), with the
+        database of ``tenant``."""
         opts = LaneOptions(spec)
         return cls(
             url=opts.text("url"),
-            database=opts.text("database", "fabric"),
+            database=scoped_name(opts.text("database", "fabric"), tenant, limit=_MAX_DATABASE),
             username=opts.text("username", "root"),
             password=opts.text("password", ""),
             timeout_s=opts.number("timeout_s", 5.0),
@@ -145,7 +151,8 @@ def map_arango_error(exc: BaseException, lane: str, provider: str) -> LaneError:
             return LaneRejected(text, lane=lane, provider=provider)
         if num == 1500 or code == 410:  # query killed (max_runtime reached)
             return LaneTimeout(text, lane=lane, provider=provider)
-        if (code is not None and code >= 500) or num == 1203:  # 1203: collection not found (nothing ingested)
+        if (code is not None and code >= 500) or num in (1203, 1228):  # collection / database not found: nothing
+            # ingested yet (a tenant's database is created by its first write)
             return LaneUnavailable(text, lane=lane, provider=provider)
         return LaneBadResponse(text, lane=lane, provider=provider)
     return LaneBadResponse(f"unexpected ArangoDB failure: {exc!r}", lane=lane, provider=provider)
@@ -199,7 +206,7 @@ class ArangoGraphWriter:
     needs_vectors = False
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
-        self.opts = ArangoOptions.parse(spec)
+        self.opts = ArangoOptions.parse(spec, resources.tenant)
         self.url = self.opts.url
         self._db: Any = None
         self._client: Any = None

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fabric.errors import ConfigError
+from fabric.tenants import store_path
 from fabric.writers.model import Chunk
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.extract import EntityExtractor, Extraction, RuleExtractor, normalize_entity
@@ -57,9 +58,9 @@ _UPSERT = (
 
 
 def graph_path(spec: LaneSpec, resources: LaneResources) -> Path:
-    """Where the graph database lives: ``options.path`` or ``<home>/graph.sqlite``."""
-    opt = spec.options.get("path")
-    return Path(str(opt)) if opt else resources.home / "graph.sqlite"
+    """Where the graph database lives: ``options.path`` or ``<home>/graph.sqlite`` (per tenant:
+    :func:`fabric.tenants.store_path`)."""
+    return store_path(spec.options.get("path"), resources.home / "graph.sqlite", resources.tenant)
 
 
 def load_aliases(spec: LaneSpec) -> dict[str, str]:

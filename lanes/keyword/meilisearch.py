@@ -77,7 +77,7 @@ class MeilisearchKeywordLane(BaseLane):
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
         super().__init__(spec, resources)
-        self.opts = MeiliOptions.parse(spec)
+        self.opts = MeiliOptions.parse(spec, resources.tenant)
         self.index = self.opts.index
 
     def _body(self, request: LaneRequest) -> dict[str, Any]:

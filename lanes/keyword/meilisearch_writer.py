@@ -24,6 +24,7 @@ import aiohttp
 
 from fabric.errors import IngestError, LaneError, LaneUnavailable
 from fabric.httpclient import AllowList, HostRule, create_session, fetch, raise_for_status
+from fabric.tenants import DEFAULT_TENANT, scoped_name
 from fabric.writers import chunk_key, chunk_record
 from fabric.writers.model import Chunk
 from lanes._options import LaneOptions
@@ -38,6 +39,9 @@ INDEX_SETTINGS: dict[str, list[str]] = {
 }
 """Settings applied to the index on open."""
 
+_MAX_UID = 400
+"""Longest index uid Meilisearch accepts (bytes; our uids are ASCII)."""
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MeiliOptions:
@@ -46,7 +50,8 @@ class MeiliOptions:
     url: str
     """Server URL (required; ``FABRIC_MEILI_URL``)."""
     index: str = "chunks"
-    """Index uid."""
+    """Index uid: ``options.index`` for the ``default`` tenant, ``<index>__<tenant>`` for another
+    (:func:`fabric.tenants.scoped_name`: one index per tenant)."""
     headers: Mapping[str, str]
     """``Authorization: Bearer <api_key>`` when ``api_key`` (``FABRIC_MEILI_KEY``) is set."""
     timeout_s: float = 5.0
@@ -61,13 +66,14 @@ class MeiliOptions:
     """Documents per upsert request."""
 
     @classmethod
-    def parse(cls, spec: LaneSpec) -> MeiliOptions:
-        """Read and validate the options (a :class:`~fabric.errors.ConfigError` names a bad key)."""
+    def parse(cls, spec: LaneSpec, tenant: str = DEFAULT_TENANT) -> MeiliOptions:
+        """Read and validate the options (a :class:`~fabric.errors.ConfigError` names a bad key), with the index
+        of ``tenant``."""
         opts = LaneOptions(spec)
         api_key = opts.text("api_key", "")
         return cls(
             url=opts.text("url").rstrip("/"),
-            index=opts.text("index", "chunks"),
+            index=scoped_name(opts.text("index", "chunks"), tenant, limit=_MAX_UID),
             headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
             timeout_s=opts.number("timeout_s", 5.0),
             keep_undated=opts.flag("keep_undated", True),
@@ -121,7 +127,7 @@ class MeilisearchWriter:
     needs_vectors = False
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
-        self.opts = MeiliOptions.parse(spec)
+        self.opts = MeiliOptions.parse(spec, resources.tenant)
         self.url, self.index = self.opts.url, self.opts.index
         self.task_timeout_s = self.opts.task_timeout_s
         self.batch_size = self.opts.batch_size

@@ -11,6 +11,7 @@ import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
+from fabric.tenants import store_path
 from fabric.writers.model import Chunk
 from lanes.base import LaneResources, LaneSpec
 from lanes.sqlite_common import CHUNK_COLUMNS, CHUNKS_DDL, SqliteDb, chunk_row
@@ -44,9 +45,9 @@ _UPSERT = (
 
 
 def fts_path(spec: LaneSpec, resources: LaneResources) -> Path:
-    """Where the FTS5 database lives: ``options.path`` or ``<home>/keyword.sqlite``."""
-    opt = spec.options.get("path")
-    return Path(str(opt)) if opt else resources.home / "keyword.sqlite"
+    """Where the FTS5 database lives: ``options.path`` or ``<home>/keyword.sqlite`` (per tenant:
+    :func:`fabric.tenants.store_path`)."""
+    return store_path(spec.options.get("path"), resources.home / "keyword.sqlite", resources.tenant)
 
 
 class SqliteFtsWriter:

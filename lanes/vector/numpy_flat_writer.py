@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from fabric import tenants
 from fabric.errors import IngestError
 from fabric.models import Trust
 from fabric.writers.model import Chunk
@@ -64,12 +65,10 @@ CREATE INDEX IF NOT EXISTS tomb_seq ON tomb(seq);
 
 
 def store_path(spec: LaneSpec, resources: LaneResources, model: str) -> Path:
-    """``options.path`` or ``<home>/vectors/<model slug>.sqlite`` (one file per embedding model)."""
-    opt = spec.options.get("path")
-    if opt:
-        return Path(str(opt))
+    """``options.path`` or ``<home>/vectors/<model slug>.sqlite`` (one file per embedding model; per tenant:
+    :func:`fabric.tenants.store_path`)."""
     slug = re.sub(r"[^a-z0-9]+", "_", model.lower()).strip("_") or "model"
-    return resources.home / "vectors" / f"{slug}.sqlite"
+    return tenants.store_path(spec.options.get("path"), resources.home / "vectors" / f"{slug}.sqlite", resources.tenant)
 
 
 def connect(path: Path) -> sqlite3.Connection:

@@ -98,7 +98,7 @@ class QdrantVectorLane(BaseLane):
         await self.open()
         assert self._client is not None
         client = self._client[1]
-        collection = collection_name(self.spec, embedder.name)
+        collection = collection_name(self.spec, embedder.name, self.resources.tenant)
         c = request.constraints
         try:
             if not await client.collection_exists(collection):

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabric.errors import LaneError, LaneRejected, LaneUnavailable
+from fabric.tenants import DEFAULT_TENANT, scoped_name, store_path
 from fabric.writers.model import Chunk
 from lanes.base import LaneResources, LaneSpec
 from lanes.vector.payload import chunk_payload
@@ -39,6 +40,8 @@ __all__ = [
 ]
 
 _NAMESPACE = uuid.UUID("6f1c1d52-5f0e-4b7c-9a53-4d4cfa7e0b11")
+_MAX_COLLECTION = 255
+"""Longest collection name Qdrant accepts."""
 _LOCAL: dict[str, tuple[AsyncQdrantClient, int]] = {}
 
 
@@ -47,10 +50,12 @@ def point_id(doc_id: str, chunk_id: str, model: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{doc_id}\x00{chunk_id}\x00{model}"))
 
 
-def collection_name(spec: LaneSpec, model: str) -> str:
-    """``options.collection`` or ``chunks_<model slug>``."""
+def collection_name(spec: LaneSpec, model: str, tenant: str = DEFAULT_TENANT) -> str:
+    """``options.collection`` or ``chunks_<model slug>``; ``<that>__<tenant>`` for a tenant other than ``default``
+    (one collection per tenant, :func:`fabric.tenants.scoped_name`)."""
     opt = spec.options.get("collection")
-    return str(opt) if opt else "chunks_" + re.sub(r"[^a-z0-9]+", "_", model.lower()).strip("_")
+    base = str(opt) if opt else "chunks_" + re.sub(r"[^a-z0-9]+", "_", model.lower()).strip("_")
+    return scoped_name(base, tenant, limit=_MAX_COLLECTION)
 
 
 def _key(spec: LaneSpec, resources: LaneResources) -> tuple[str, dict[str, Any]]:
@@ -59,7 +64,7 @@ def _key(spec: LaneSpec, resources: LaneResources) -> tuple[str, dict[str, Any]]
         api_key = str(spec.options.get("api_key") or "") or None
         # no background version probe: it runs in a thread outside the lane's budget and error mapping
         return f"url:{url}", {"url": url, "api_key": api_key, "check_compatibility": False}
-    path = Path(str(spec.options.get("path") or resources.home / "qdrant")).resolve()
+    path = store_path(spec.options.get("path"), resources.home / "qdrant", resources.tenant).resolve()
     return f"path:{path}", {"path": str(path), "force_disable_check_same_thread": True}
 
 
@@ -134,7 +139,7 @@ class QdrantWriter:
         self.spec = spec
         self.resources = resources
         self.model = resources.embedder.name if resources.embedder else "none"
-        self.collection = collection_name(spec, self.model)
+        self.collection = collection_name(spec, self.model, resources.tenant)
         self._client: tuple[str, AsyncQdrantClient] | None = None
 
     async def open(self) -> None:

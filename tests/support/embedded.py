@@ -13,6 +13,7 @@ from typing import Any
 from fabric.ingest.loaders import finalize
 from fabric.ingest.model import Chunk
 from fabric.models import LaneKind, SourceKind, Trust
+from fabric.tenants import DEFAULT_TENANT, tenant_home
 from lanes.base import LaneResources, LaneSpec
 
 
@@ -72,6 +73,6 @@ def spec(kind: LaneKind, backend: str, name: str | None = None, **options: Any) 
     return LaneSpec(name=name or kind.value, kind=kind, backend=backend, options=options)
 
 
-def resources(home: Path, embedder: Any = None) -> LaneResources:
-    """Lane resources rooted at ``home``."""
-    return LaneResources(home=home, embedder=embedder)
+def resources(home: Path, embedder: Any = None, tenant: str = DEFAULT_TENANT) -> LaneResources:
+    """Lane resources of ``tenant`` under the service home ``home`` (what the service's tenant engines get)."""
+    return LaneResources(home=tenant_home(home, tenant), tenant=tenant, embedder=embedder)

@@ -41,6 +41,42 @@ class TestIngestCommand:
         assert set(out["docs_per_s"]) >= {"load", "chunk", "embed", "write"}
         assert out["embeddings"].startswith("disabled")
 
+    def test_single_user_home_is_the_default_tenant(
+        self, docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """No keys, no tenants: the CLI writes and searches the home itself (today's paths, no tenants folder)."""
+        home = tmp_path / "h"
+        assert main(["--home", str(home), "ingest", str(docs), "--json"]) == 0
+        capsys.readouterr()
+        assert main(["--home", str(home), "search", "Qdrant local mode", "--json", "--lanes", "keyword"]) == 0
+        items = json.loads(capsys.readouterr().out)["items"]
+        assert items
+        assert items[0]["title"] == "Alpha"
+        assert (home / "keyword.sqlite").is_file()
+        assert (home / "ledger.sqlite").is_file()
+        assert not (home / "tenants").exists()
+
+    def test_tenant_option_writes_and_searches_that_tenant_only(
+        self, docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """``--tenant acme`` fills ``<home>/tenants/acme``; acme's search finds it, the default tenant's does not."""
+        home = tmp_path / "h"
+        assert main(["--home", str(home), "ingest", str(docs), "--tenant", "acme", "--json"]) == 0
+        capsys.readouterr()
+        found = {}
+        for tenant in ("acme", "default"):
+            argv = ["--home", str(home), "search", "Qdrant local mode", "--json", "--lanes", "keyword"]
+            assert main([*argv, "--tenant", tenant]) == 0
+            found[tenant] = [it["title"] for it in json.loads(capsys.readouterr().out)["items"]]
+        assert found == {"acme": ["Alpha"], "default": []}
+        assert (home / "tenants" / "acme" / "keyword.sqlite").is_file()
+
+    def test_bad_tenant_exits_2(self, docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A tenant name unsafe for a path is one clear line, exit 2, nothing written."""
+        assert main(["--home", str(tmp_path / "h"), "ingest", str(docs), "--tenant", "../up", "--json"]) == 2
+        assert "tenant '../up'" in capsys.readouterr().err
+        assert not (tmp_path / "up").exists()
+
     def test_rerun_is_idempotent(self, docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """A second run reports every chunk unchanged."""
         argv = ["--home", str(tmp_path / "h"), "ingest", str(docs), "--json"]

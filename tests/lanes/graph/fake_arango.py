@@ -1,6 +1,7 @@
 """A loopback ArangoDB stand-in speaking the HTTP API ``python-arango`` uses (collections, documents, cursors).
 
-Paths are database-scoped (``/_db/<db>/_api/...``); errors are ``{"error": true, "code", "errorNum",
+Paths are database-scoped (``/_db/<db>/_api/...``) and so are the collections (one set per database; a database
+that was never created answers 404, errorNum 1228); errors are ``{"error": true, "code", "errorNum",
 "errorMessage"}``; ``POST /_api/cursor`` answers ``201`` with ``{"result", "hasMore", "cached", "extra", "error",
 "code"}``. AQL is not parsed: the cursor endpoint evaluates the lane's and writer's *known* query texts in Python
 over the stored collections (any other text is a 400 parse error, errorNum 1501), which also proves that user text
@@ -30,8 +31,8 @@ class FakeArango:
 
     def __init__(self, password: str = "") -> None:
         self.password = password
-        self.collections: dict[str, dict[str, Any]] = {}
         self.databases: list[str] = ["_system"]
+        self.by_database: dict[str, dict[str, dict[str, Any]]] = {"_system": {}}
         self.cursors: list[dict[str, Any]] = []
         self.query_delay_s = 0.0
         self.hang = False
@@ -48,11 +49,24 @@ class FakeArango:
         app.router.add_post("/_db/{db}/_api/cursor", self._cursor)
         return app
 
+    @property
+    def collections(self) -> dict[str, dict[str, Any]]:
+        """The collections of the ``fabric`` database (the lane's default)."""
+        return self.by_database.setdefault("fabric", {})
+
+    def _db(self, request: web.Request) -> dict[str, dict[str, Any]]:
+        name = request.match_info["db"]
+        if name not in self.databases:
+            raise KeyError(name)
+        return self.by_database.setdefault(name, {})
+
     @web.middleware
     async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
         expected = "Basic " + base64.b64encode(f"root:{self.password}".encode()).decode()
         if self.password and request.headers.get("Authorization") != expected:
             return _err(401, 401, "not authorized to execute this request")
+        if "db" in request.match_info and request.match_info["db"] not in self.databases:
+            return _err(404, 1228, "database not found")
         resp: web.StreamResponse = await handler(request)
         return resp
 
@@ -64,21 +78,23 @@ class FakeArango:
         if name in self.databases:
             return _err(409, 1207, "duplicate database name")
         self.databases.append(name)
+        self.by_database.setdefault(name, {})
         return web.json_response({"error": False, "code": 201, "result": True}, status=201)
 
-    async def _list(self, _request: web.Request) -> web.Response:
+    async def _list(self, request: web.Request) -> web.Response:
         result = [
             {"id": str(i), "name": n, "isSystem": False, "type": c["type"], "status": 3, "globallyUniqueId": n}
-            for i, (n, c) in enumerate(self.collections.items())
+            for i, (n, c) in enumerate(self._db(request).items())
         ]
         return web.json_response({"error": False, "code": 200, "result": result})
 
     async def _create(self, request: web.Request) -> web.Response:
         body = await request.json()
         name = body["name"]
-        if name in self.collections:
+        collections = self._db(request)
+        if name in collections:
             return _err(409, 1207, "duplicate name")
-        self.collections[name] = {"type": body.get("type", 2), "docs": {}}
+        collections[name] = {"type": body.get("type", 2), "docs": {}}
         return web.json_response(
             {
                 "id": "1",
@@ -92,7 +108,7 @@ class FakeArango:
         )
 
     async def _insert(self, request: web.Request) -> web.Response:
-        coll = self.collections.get(request.match_info["coll"])
+        coll = self._db(request).get(request.match_info["coll"])
         if coll is None:
             return _err(404, 1203, "collection or view not found")
         for doc in await request.json():
@@ -100,17 +116,17 @@ class FakeArango:
         return web.json_response([], status=202)
 
     async def _remove(self, request: web.Request) -> web.Response:
-        coll = self.collections.get(request.match_info["coll"])
+        coll = self._db(request).get(request.match_info["coll"])
         if coll is None:
             return _err(404, 1203, "collection or view not found")
         for doc in await request.json():
             coll["docs"].pop(doc["_key"] if isinstance(doc, dict) else doc, None)
         return web.json_response([], status=200)
 
-    def _docs(self, name: str) -> dict[str, Any]:
-        if name not in self.collections:
+    def _docs(self, collections: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
+        if name not in collections:
             raise KeyError(name)
-        docs: dict[str, Any] = self.collections[name]["docs"]
+        docs: dict[str, Any] = collections[name]["docs"]
         return docs
 
     async def _cursor(self, request: web.Request) -> web.Response:
@@ -125,13 +141,14 @@ class FakeArango:
                 return _err(410, 1500, "query killed")
             await asyncio.sleep(self.query_delay_s)
         bind = body.get("bindVars") or {}
+        collections = self._db(request)
         try:
             if body["query"] == SEARCH_AQL:
-                result = self._search(bind)
+                result = self._search(collections, bind)
             elif body["query"] in (_DELETE_MENTIONS, _DELETE_RELATIONS):
                 field = "_to" if body["query"] == _DELETE_MENTIONS else "chunk_key"
                 values = set(bind.get("t") or bind.get("k") or [])
-                docs = self._docs(bind["@c"])
+                docs = self._docs(collections, bind["@c"])
                 for key in [k for k, d in docs.items() if d.get(field) in values]:
                     del docs[key]
                 result = []
@@ -151,9 +168,9 @@ class FakeArango:
             status=201,
         )
 
-    def _search(self, bind: dict[str, Any]) -> list[dict[str, Any]]:
-        entities, relations = self._docs(bind["@entities"]), self._docs(bind["@relations"])
-        mentions, chunks = self._docs(bind["@mentions"]), self._docs(bind["chunks"])
+    def _search(self, collections: dict[str, dict[str, Any]], bind: dict[str, Any]) -> list[dict[str, Any]]:
+        entities, relations = self._docs(collections, bind["@entities"]), self._docs(collections, bind["@relations"])
+        mentions, chunks = self._docs(collections, bind["@mentions"]), self._docs(collections, bind["chunks"])
         seeds = [e for e in entities.values() if e["name_norm"] in bind["terms"]][: bind["max_seeds"]]
         agg: dict[str, list[float]] = {}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,11 +11,13 @@ import pytest
 import lanes.graph.arango as mod
 from fabric.errors import LaneRejected, LaneTimeout, LaneUnavailable
 from fabric.models import BoundConstraints, LaneKind, LaneRequest
+from fabric.tenants import tenant_home
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.arango import SEARCH_AQL, ArangoGraphLane, query_terms
 from lanes.graph.arango_writer import ArangoGraphWriter, extract_entities
 from tests.lanes.graph.fake_arango import FakeArango
 from tests.support.http import serve
+from tests.support.tenants import own_ids, plain, search_as_each, write_as_each
 
 CHUNKS = [
     {
@@ -113,8 +116,16 @@ class TestArangoGraphLane:
 
     async def test_missing_collections_unavailable(self) -> None:
         """Nothing ingested (collection not found, 1203) is LaneUnavailable."""
-        async with serve(FakeArango().app()) as srv:
+        fake = FakeArango()
+        fake.databases.append("fabric")
+        async with serve(fake.app()) as srv:
             with pytest.raises(LaneUnavailable, match="1203"):
+                await _lane(srv.port).search(LaneRequest(query="insulin"))
+
+    async def test_missing_database_unavailable(self) -> None:
+        """A database never written (a tenant that ingested nothing yet: 1228) is LaneUnavailable too."""
+        async with serve(FakeArango().app()) as srv:
+            with pytest.raises(LaneUnavailable, match="1228"):
                 await _lane(srv.port).search(LaneRequest(query="insulin"))
 
     async def test_bad_password_forbidden(self) -> None:
@@ -157,3 +168,25 @@ class TestArangoGraphLane:
 def test_public_api() -> None:
     """The module exports the lane, its query, the term helper and the error mapper."""
     assert set(mod.__all__) == {"BACKEND", "SEARCH_AQL", "ArangoGraphLane", "query_terms"}
+
+
+class TestTenants:
+    async def test_each_tenant_has_its_own_database(self, tmp_path: Path) -> None:
+        """Over real HTTP: ``default`` keeps the ``fabric`` database, other tenants get ``fabric__<tenant>``
+        (created by their first write); each tenant's traversal runs in its database only."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            aspec = LaneSpec(
+                name="graph",
+                kind=LaneKind.GRAPH,
+                backend="arango",
+                options={"url": f"http://127.0.0.1:{srv.port}", "write_timeout_s": 5},
+            )
+
+            def of(tenant: str) -> LaneResources:
+                return LaneResources(home=tenant_home(tmp_path, tenant), tenant=tenant)
+
+            await write_as_each(lambda r: ArangoGraphWriter(aspec, r), of, plain)
+            assert await search_as_each(lambda r: ArangoGraphLane(aspec, r), of) == own_ids()
+        assert fake.databases == ["_system", "fabric", "fabric__acme", "fabric__beta"]
+        assert len(fake.by_database["fabric__acme"]["chunks"]["docs"]) == 2

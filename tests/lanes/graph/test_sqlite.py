@@ -10,10 +10,12 @@ import pytest
 import lanes.graph.sqlite as mod
 from fabric.errors import ConfigError
 from fabric.models import BoundConstraints, LaneKind, LaneRequest
+from lanes.base import LaneResources
 from lanes.graph.extract import Extraction, RuleExtractor, normalize_entity
 from lanes.graph.sqlite import SqliteGraphLane
 from lanes.graph.sqlite_writer import SqliteGraphWriter
 from tests.support.embedded import chunk, resources, spec
+from tests.support.tenants import own_ids, plain, search_as_each, write_as_each
 
 CORPUS = [
     chunk("c1", "Marie Curie worked with Pierre Curie in Paris."),
@@ -193,3 +195,16 @@ class TestDirectedRelations:
         assert from_gamma["c4"].graph_hops == 0
         assert {"c1", "c2", "c3"} <= set(from_beta)
         assert "c4" not in from_beta
+
+
+class TestTenants:
+    async def test_each_tenant_searches_only_its_own_graph(self, tmp_path: Path) -> None:
+        """Entities and edges of one tenant never reach another's traversal (one graph file per tenant)."""
+        gspec = spec(LaneKind.GRAPH, "sqlite_graph")
+
+        def of(tenant: str) -> LaneResources:
+            return resources(tmp_path, tenant=tenant)
+
+        await write_as_each(lambda r: SqliteGraphWriter(gspec, r), of, plain)
+        assert await search_as_each(lambda r: SqliteGraphLane(gspec, r), of) == own_ids()
+        assert (tmp_path / "tenants" / "beta" / "graph.sqlite").is_file()

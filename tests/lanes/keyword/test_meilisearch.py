@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,11 +12,13 @@ import lanes.keyword.meilisearch as mod
 from fabric.errors import LaneRejected, LaneTimeout, LaneUnavailable
 from fabric.ingest.model import Chunk
 from fabric.models import BoundConstraints, LaneKind, LaneRequest
+from fabric.tenants import tenant_home
 from lanes.base import LaneResources, LaneSpec
 from lanes.keyword.meilisearch import MeilisearchKeywordLane, build_filter, quote_value
 from lanes.keyword.meilisearch_writer import MeilisearchWriter
 from tests.lanes.keyword.fake_meili import FakeMeili
 from tests.support.http import guarded, serve
+from tests.support.tenants import own_ids, plain, search_as_each, write_as_each
 
 CHUNKS = [
     Chunk(
@@ -155,3 +158,25 @@ class TestMeilisearchKeywordLane:
 def test_public_api() -> None:
     """The module exports the lane and its filter helpers."""
     assert set(mod.__all__) == {"BACKEND", "MeilisearchKeywordLane", "build_filter", "quote_value"}
+
+
+class TestTenants:
+    async def test_each_tenant_has_its_own_index(self, tmp_path: Path) -> None:
+        """Over real HTTP: ``default`` keeps the ``chunks`` index, other tenants get ``chunks__<tenant>``; each
+        tenant's lane searches only its index."""
+        fake = FakeMeili()
+        async with serve(fake.app()) as srv, guarded(["meilisearch.test"]) as session:
+            mspec = LaneSpec(
+                name="keyword",
+                kind=LaneKind.KEYWORD,
+                backend="meilisearch",
+                options={"url": f"http://meilisearch.test:{srv.port}", "task_timeout_s": 5.0},
+            )
+
+            def of(tenant: str) -> LaneResources:
+                return LaneResources(home=tenant_home(tmp_path, tenant), tenant=tenant, http=session)
+
+            await write_as_each(lambda r: MeilisearchWriter(mspec, r), of, plain)
+            assert await search_as_each(lambda r: MeilisearchKeywordLane(mspec, r), of) == own_ids()
+        assert set(fake.indexes) == {"chunks", "chunks__acme", "chunks__beta"}
+        assert len(fake.indexes["chunks__acme"]["docs"]) == 2

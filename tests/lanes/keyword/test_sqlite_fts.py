@@ -9,9 +9,11 @@ import pytest
 
 import lanes.keyword.sqlite_fts as mod
 from fabric.models import BoundConstraints, LaneKind, LaneRequest, Trust
+from lanes.base import LaneResources
 from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane, match_expression, query_terms
 from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
 from tests.support.embedded import chunk, resources, spec
+from tests.support.tenants import own_ids, plain, search_as_each, write_as_each
 
 CORPUS = [
     chunk("a", "Reciprocal rank fusion merges ranked lists from several retrievers.", title="Fusion notes"),
@@ -208,3 +210,29 @@ class TestSearch:
 def test_public_api() -> None:
     """The module exports exactly its lane and the expression builder."""
     assert sorted(mod.__all__) == ["BACKEND", "SqliteFtsKeywordLane", "match_expression", "query_terms"]
+
+
+class TestTenants:
+    async def test_each_tenant_searches_only_its_own_store(self, tmp_path: Path) -> None:
+        """Three tenants write the same words; each one's lane answers only its own ids, from its own file
+        (``default`` keeps ``<home>/keyword.sqlite``, others ``<home>/tenants/<tenant>/keyword.sqlite``)."""
+        kspec = spec(LaneKind.KEYWORD, "sqlite_fts")
+
+        def of(tenant: str) -> LaneResources:
+            return resources(tmp_path, tenant=tenant)
+
+        await write_as_each(lambda r: SqliteFtsWriter(kspec, r), of, plain)
+        assert await search_as_each(lambda r: SqliteFtsKeywordLane(kspec, r), of) == own_ids()
+        assert (tmp_path / "keyword.sqlite").is_file()
+        assert (tmp_path / "tenants" / "acme" / "keyword.sqlite").is_file()
+
+    async def test_explicit_path_is_scoped_per_tenant(self, tmp_path: Path) -> None:
+        """An ``options.path`` store gets a ``tenants/<tenant>/`` folder next to it for every other tenant."""
+        kspec = spec(LaneKind.KEYWORD, "sqlite_fts", path=str(tmp_path / "stores" / "kw.sqlite"))
+
+        def of(tenant: str) -> LaneResources:
+            return resources(tmp_path / "home", tenant=tenant)
+
+        await write_as_each(lambda r: SqliteFtsWriter(kspec, r), of, plain)
+        assert await search_as_each(lambda r: SqliteFtsKeywordLane(kspec, r), of) == own_ids()
+        assert (tmp_path / "stores" / "tenants" / "beta" / "kw.sqlite").is_file()

@@ -10,11 +10,13 @@ import pytest
 import lanes.vector.numpy_flat as mod
 from fabric.errors import ConfigError, LaneBadResponse, LaneUnavailable
 from fabric.models import BoundConstraints, LaneKind, LaneRequest, Trust
+from lanes.base import LaneResources
 from lanes.registry import resolve
 from lanes.vector.numpy_flat import FlatVectorLane, vector_filter
 from lanes.vector.numpy_flat_writer import TRUST_CODES, FlatVectorWriter
 from tests.lanes.vector.test_numpy_flat_writer import VSPEC, write
 from tests.support.embedded import BagEmbedder, chunk, resources, spec
+from tests.support.tenants import embedded, own_ids, search_as_each, write_as_each
 
 
 class TestSearch:
@@ -108,3 +110,18 @@ def test_registered_as_numpy_flat() -> None:
     assert resolve("numpy_flat") is FlatVectorLane
     assert mod.__all__ == ["BACKEND", "FlatVectorLane", "vector_filter"]
     assert mod.BACKEND.writer is FlatVectorWriter
+
+
+class TestTenants:
+    async def test_each_tenant_searches_only_its_own_vectors(self, tmp_path: Path) -> None:
+        """Each tenant's nearest neighbours come from its own vector file only."""
+        embedder = BagEmbedder()
+        fspec = spec(LaneKind.VECTOR, "numpy_flat")
+
+        def of(tenant: str) -> LaneResources:
+            return resources(tmp_path, embedder, tenant=tenant)
+
+        await write_as_each(lambda r: FlatVectorWriter(fspec, r), of, embedded(embedder))
+        assert await search_as_each(lambda r: FlatVectorLane(fspec, r), of) == own_ids()
+        assert (tmp_path / "vectors" / "bag_64.sqlite").is_file()
+        assert (tmp_path / "tenants" / "acme" / "vectors" / "bag_64.sqlite").is_file()

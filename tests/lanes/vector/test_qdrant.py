@@ -12,9 +12,13 @@ from aiohttp import web
 import lanes.vector.qdrant as mod
 from fabric.errors import LaneUnavailable
 from fabric.models import BoundConstraints, LaneKind, LaneRequest, Trust
+from lanes.base import LaneResources
 from lanes.vector.qdrant import QdrantVectorLane
 from lanes.vector.qdrant_writer import QdrantWriter
+from tests.lanes.vector.fake_qdrant import FakeQdrant
 from tests.support.embedded import BagEmbedder, chunk, resources, spec
+from tests.support.http import serve
+from tests.support.tenants import embedded, own_ids, search_as_each, write_as_each
 
 VSPEC = spec(LaneKind.VECTOR, "qdrant")
 
@@ -171,3 +175,31 @@ class TestServerMode:
 def test_public_api() -> None:
     """The module exports exactly the lane."""
     assert mod.__all__ == ["BACKEND", "QdrantVectorLane"]
+
+
+class TestTenants:
+    async def test_local_mode_keeps_a_store_per_tenant(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """Local mode: each tenant's points live in its own folder (and collection); searches never cross."""
+
+        def of(tenant: str) -> LaneResources:
+            return resources(tmp_path, embedder, tenant=tenant)
+
+        await write_as_each(lambda r: QdrantWriter(VSPEC, r), of, embedded(embedder))
+        assert await search_as_each(lambda r: QdrantVectorLane(VSPEC, r), of) == own_ids()
+        assert (tmp_path / "qdrant").is_dir()
+        assert (tmp_path / "tenants" / "beta" / "qdrant").is_dir()
+
+    async def test_server_mode_keeps_a_collection_per_tenant(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """Server mode over real HTTP: ``default`` keeps ``chunks_<model>``, other tenants get
+        ``chunks_<model>__<tenant>``; each tenant's lane queries only its collection."""
+        fake = FakeQdrant()
+        async with serve(fake.app()) as srv:
+            qspec = spec(LaneKind.VECTOR, "qdrant", url=f"http://127.0.0.1:{srv.port}")
+
+            def of(tenant: str) -> LaneResources:
+                return resources(tmp_path, embedder, tenant=tenant)
+
+            await write_as_each(lambda r: QdrantWriter(qspec, r), of, embedded(embedder))
+            assert await search_as_each(lambda r: QdrantVectorLane(qspec, r), of) == own_ids()
+        assert set(fake.collections) == {"chunks_bag_64", "chunks_bag_64__acme", "chunks_bag_64__beta"}
+        assert len(fake.collections["chunks_bag_64__acme"]["points"]) == 2
