@@ -159,7 +159,7 @@ def execute(
 
     from fabric.eval import harness
     from fabric.eval.dataset import load_dataset
-    from fabric.eval.hints import hint_report, hinted_dataset, run_hinted
+    from fabric.eval.hints import hint_report, hinted_dataset, ranked, run_hinted
     from fabric.eval.latency import attempt_from_pass
     from fabric.eval.report import build_artifact, git_revision
     from fabric.eval.runner import FUSED
@@ -210,9 +210,7 @@ def execute(
         revision=git_revision(),
     )
     if hint_pass is not None:  # seed 002's hint-rate, for query sets whose queries carry a follow-up hint
-        plain = {qid: run.doc_ids for qid, run in passes[FUSED].runs.items()}
-        hinted_ids = {qid: run.doc_ids for qid, run in hint_pass.runs.items()}
-        artifact["hints"] = hint_report(plain, hinted_ids, dataset.qrels)
+        artifact["hints"] = hint_report(ranked(passes[FUSED]), ranked(hint_pass), dataset.qrels)
     return artifact, dataset, passes
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from fabric.eval.dataset import Dataset
 from fabric.eval.runner import PassResult, SearchEngine, run_pass
 
-__all__ = ["hint_report", "hinted_dataset", "run_hinted"]
+__all__ = ["hint_report", "hinted_dataset", "ranked", "run_hinted"]
 
 
 def hinted_dataset(dataset: Dataset) -> Dataset | None:
@@ -32,6 +32,11 @@ def hinted_dataset(dataset: Dataset) -> Dataset | None:
         return None
     keep = {q.id for q in queries}
     return dataclasses.replace(dataset, queries=queries, qrels={q: r for q, r in dataset.qrels.items() if q in keep})
+
+
+def ranked(result: PassResult) -> dict[str, tuple[str, ...]]:
+    """Query id → the document ids a pass returned, best first."""
+    return {qid: run.doc_ids for qid, run in result.runs.items()}
 
 
 def _hit(ranking: Sequence[str], qrels: Mapping[str, int], k: int) -> bool:

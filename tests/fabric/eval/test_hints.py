@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from fabric.eval.dataset import Dataset, EvalQuery
-from fabric.eval.hints import hint_report, hinted_dataset, run_hinted
+from fabric.eval.hints import hint_report, hinted_dataset, ranked, run_hinted
 from fabric.eval.runner import FUSED
 from fabric.models import FusionMode, Mode
 from tests.fabric.eval.fake_engine import FakeEngine
@@ -75,7 +75,7 @@ class TestRunHinted:
         plan = EvalPlan(lanes=("keyword",), fusion=FusionMode.SCORE_ZSCORE, mode=Mode.SIMPLE, top_k=5)
         result = await run_hinted(engine, ds, plan)
         assert result.name == "hinted" != FUSED
-        assert result.runs["1"].doc_ids == ("d1",)
+        assert ranked(result) == {"1": ("d1",)}
         req = engine.requests[0]
         assert (req.query, req.lanes, req.fusion, req.top_k) == (
             "source budgets",
