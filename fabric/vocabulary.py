@@ -102,6 +102,7 @@ class FusionMode(_ChoiceEnum):
     APPEND_FILL = "append_fill"
     SCORE_MINMAX = "score_minmax"
     SCORE_DBSF = "score_dbsf"
+    SCORE_ZSCORE = "score_zscore"
 
 
 def iso_utc(value: datetime | None) -> str | None:

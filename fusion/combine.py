@@ -8,7 +8,7 @@ deduplication and sets the raw ``rrf`` column and ``base`` (the mode's score on 
 - ``rrf``: ``base = rrf / rrf_ceiling(weights)``;
 - ``append_fill`` (seed 000): RRF computed separately over stage-1 lanes and over stage-2 lanes, each over its
   own ceiling; ranking keeps every stage-1 item ahead of every stage-2 item;
-- ``score_minmax`` / ``score_dbsf``: ``base = Σ w · norm / Σ w`` (CombMNZ: ``× lanes / lane count``).
+- ``score_minmax`` / ``score_dbsf`` / ``score_zscore``: ``base = Σ w · norm / Σ w`` (CombMNZ: ``× lanes / lane count``).
 
 Lane weights are applied in every mode. Merged duplicates were mapped to their representative before scoring
 (:mod:`fusion.dedup`), so a lane that returned two copies contributes once, at the better rank. Sums run lane by

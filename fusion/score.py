@@ -1,4 +1,4 @@
-"""Per-lane score normalisation for weighted score fusion (``score_minmax``, ``score_dbsf``).
+"""Per-lane score normalisation for weighted score fusion (``score_minmax``, ``score_dbsf``, ``score_zscore``).
 
 Lanes score on incomparable scales (BM25 is unbounded, cosine lies in [-1, 1], graph scores decay per hop),
 so each lane's native scores are mapped to [0, 1] over that lane's own result list, then fused as
@@ -10,12 +10,15 @@ so each lane's native scores are mapped to [0, 1] over that lane's own result li
 - distribution-based (DBSF): ``(s - (μ - 3σ)) / 6σ`` clipped to [0, 1], with the population mean and
   standard deviation of the lane's scores. A single item or equal scores (σ = 0) give 0.5 to every item
   (each is at the lane's mean). Non-finite scores are treated as the lane's lowest finite score.
+- skew-aware z-score (:mod:`fusion.zscore`): ``clip((s - (μ - 1.5σ)) / 7.5σ, 0, 1)``; σ = 0 gives 0.5.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+
+from fusion.zscore import normalise_zscore
 
 __all__ = ["NORMALISERS", "fuse_scores", "normalise_dbsf", "normalise_minmax"]
 
@@ -57,6 +60,7 @@ def normalise_dbsf(scores: Sequence[float]) -> list[float]:
 NORMALISERS: dict[str, Callable[[Sequence[float]], list[float]]] = {
     "score_minmax": normalise_minmax,
     "score_dbsf": normalise_dbsf,
+    "score_zscore": normalise_zscore,
 }
 """Fusion mode value → per-lane normaliser."""
 

@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
     p.add_argument("--budget-ms", dest="budget_ms", help="total budget in ms (default: the mode's)")
     p.add_argument("--strict", action="store_true", help="fail instead of returning a partial answer")
     p.add_argument("--lanes", help="comma-separated lanes to run (default: every enabled lane)")
-    p.add_argument("--fusion", help="rrf | append_fill | score_minmax | score_dbsf")
+    p.add_argument("--fusion", help="rrf | append_fill | score_minmax | score_dbsf | score_zscore")
     p.add_argument("--limit", help="items per page: seed 001's name for --top-k (give one)")
     p.add_argument("--weights", help="per-request lane weights, e.g. semantic=2,graph=0.5 (lanes or components)")
     p.add_argument("--route", help="all (default) | auto | dense | temporal | graph (docs/router.md)")

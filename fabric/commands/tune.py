@@ -24,7 +24,9 @@ def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser("tune", help="fit fusion weights/mode on BEIR datasets")
     add_common_arguments(parser, default_split="train", many=True)
     parser.add_argument("--write", type=Path, metavar="TOML", help="write the chosen fusion settings here")
-    parser.add_argument("--modes", nargs="+", help="fusion modes to search (default: rrf score_minmax score_dbsf)")
+    parser.add_argument(
+        "--modes", nargs="+", help="fusion modes to search (default: rrf score_minmax score_dbsf score_zscore)"
+    )
     parser.add_argument(
         "--objective", default="worst", help="combine per-dataset gains over plain RRF: worst (default) or mean"
     )

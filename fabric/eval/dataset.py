@@ -9,7 +9,8 @@ Markdown demo corpus) with a small manifest, ``dataset.toml``::
     format = "markdown"                      # beir | markdown | jsonl
 
 Queries may carry a scenario class for the report's breakdown: ``{"_id": "q1", "text": "...",
-"metadata": {"scenario": "temporal"}}`` (a top-level ``"scenario"`` works too).
+"metadata": {"scenario": "temporal"}}`` (a top-level ``"scenario"`` works too), and a follow-up keyword hint
+for seed 002's hint-rate, ``"metadata": {"hint": "fail-open"}`` (see :mod:`fabric.eval.hints`).
 
 Every problem raises :class:`DatasetError` naming the file (and line) at fault.
 """
@@ -47,6 +48,8 @@ class EvalQuery:
     """Query text."""
     scenario: str | None = None
     """Scenario class tagged by the dataset, if any (else the pre-flight intent is used)."""
+    hint: str | None = None
+    """Follow-up keyword hint a user would add when the first answer misses (seed 002's hint-rate)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,8 +136,16 @@ def _read_queries(path: Path) -> dict[str, EvalQuery]:
             meta = row.get("metadata")
             meta = meta if isinstance(meta, dict) else {}
             scenario = row.get("scenario") or meta.get("scenario")
+            hint = row.get("hint") or meta.get("hint")
+            if hint is not None and (not isinstance(hint, str) or not hint.strip()):
+                raise DatasetError(f"{path}:{lineno}: 'hint' must be a non-empty string")
             qid = str(row["_id"])
-            out[qid] = EvalQuery(id=qid, text=row["text"], scenario=str(scenario) if scenario else None)
+            out[qid] = EvalQuery(
+                id=qid,
+                text=row["text"],
+                scenario=str(scenario) if scenario else None,
+                hint=hint.strip() if hint else None,
+            )
     return out
 
 

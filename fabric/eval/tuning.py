@@ -40,7 +40,7 @@ __all__ = [
     "tune",
 ]
 
-MODES = ("rrf", "score_minmax", "score_dbsf")
+MODES = ("rrf", "score_minmax", "score_dbsf", "score_zscore")
 """Fusion modes searched."""
 K_GRID = (10, 20, 40, 60, 100)
 """RRF constants searched (rrf mode only)."""

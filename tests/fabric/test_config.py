@@ -33,7 +33,7 @@ class TestLoadSettings:
         s = load_settings(env={})
         assert s.lanes["vector"].kind is LaneKind.VECTOR
         assert s.lanes["vector"].fallback == "keyword"
-        assert s.fusion.mode is FusionMode.SCORE_MINMAX
+        assert s.fusion.mode is FusionMode.SCORE_ZSCORE
         assert s.fusion.rrf_k == 60
 
     def test_generic_env_override_parses_toml_literals(self) -> None:

@@ -48,7 +48,7 @@ async def _search(engine: Engine, **data: Any) -> Any:
     return await engine.search(parse_request(data, engine.settings))
 
 
-@pytest.mark.parametrize("fusion", ["rrf", "score_minmax", "score_dbsf", "append_fill"])
+@pytest.mark.parametrize("fusion", ["rrf", "score_minmax", "score_dbsf", "score_zscore", "append_fill"])
 @pytest.mark.parametrize("dated", [False, True])
 async def test_contributions_add_up_to_total(tmp_path: Path, fusion: str, dated: bool) -> None:
     """score_lexical + score_semantic + score_graph + factor parts == score_total, for every item and mode."""

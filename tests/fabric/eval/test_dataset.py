@@ -40,6 +40,21 @@ class TestLoad:
         tags = {q.id: q.scenario for q in ds.queries}
         assert (tags["q4"], tags["q6"], tags["q3"]) == ("temporal", "relational", None)
 
+    def test_reads_hint_from_metadata_or_top_level(self, tmp_path: Path) -> None:
+        """A follow-up hint comes from metadata.hint or a top-level hint, stripped; none is None."""
+        queries = (
+            '{"_id": "q1", "text": "x", "metadata": {"hint": " qdrant "}}\n'
+            '{"_id": "q2", "text": "y", "hint": "fts5"}\n{"_id": "q3", "text": "z"}\n'
+        )
+        qrels = "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td1\t1\nq3\td1\t1\n"
+        ds = load_dataset(_write(tmp_path, queries=queries, qrels=qrels))
+        assert [q.hint for q in ds.queries] == ["qdrant", "fts5", None]
+
+    def test_empty_hint_names_line(self, tmp_path: Path) -> None:
+        """An empty or non-string hint is a clear error naming file and line."""
+        with pytest.raises(DatasetError, match=r"queries.jsonl:1: 'hint' must be a non-empty string"):
+            load_dataset(_write(tmp_path, queries='{"_id": "q1", "text": "x", "metadata": {"hint": 3}}\n'))
+
     def test_split_selects_qrels_file(self) -> None:
         """The split names qrels/<split>.tsv."""
         assert load_dataset(TINY, "train").query_ids == ["q7", "q3", "q5"]

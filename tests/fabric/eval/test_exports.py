@@ -12,6 +12,7 @@ MODULES = [
     "fabric.eval.dataset",
     "fabric.eval.gate",
     "fabric.eval.harness",
+    "fabric.eval.hints",
     "fabric.eval.metrics",
     "fabric.eval.report",
     "fabric.eval.runner",

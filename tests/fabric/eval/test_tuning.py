@@ -60,7 +60,7 @@ class TestFuseOffline:
         assert fuse_offline(lanes, FusionChoice(mode="score_minmax"))[0] == "x"
         assert fuse_offline(lanes, FusionChoice(mode="score_minmax", combmnz=True))[0] == "y"
 
-    @pytest.mark.parametrize("mode", ["score_minmax", "score_dbsf"])
+    @pytest.mark.parametrize("mode", ["score_minmax", "score_dbsf", "score_zscore"])
     def test_score_modes_use_native_scores(self, mode: str) -> None:
         """Score fusion follows normalised native scores, not ranks."""
         lanes = {"a": (("x", "x", 10.0), ("y", "y", 9.9), ("z", "z", 0.0)), "b": (("y", "y", 1.0), ("x", "x", 0.0))}
