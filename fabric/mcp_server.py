@@ -41,11 +41,12 @@ from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourc
 from fabric import __version__
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError
-from fabric.ingest.submission import SubmitError, parse_submission
+from fabric.ingest.submission import SubmitError, check_operator_fields, parse_submission
 from fabric.ingest.tasks import IngestTasks, TaskStatus
+from fabric.keys import Role
 from fabric.mcp_entries import read_entry
 from fabric.models import SearchResult
-from fabric.tenant_engines import CURRENT_SCOPE
+from fabric.tenant_engines import CURRENT_PRINCIPAL, CURRENT_SCOPE
 from fabric.validation import parse_request
 
 __all__ = ["ENTRY_URI", "FabricTools", "build_server", "query_content"]
@@ -170,8 +171,12 @@ class FabricTools:
         to poll with the `task` tool. The same entries (or the same idempotency_key) return the same task.
         """
         config, tasks = self.engine.settings.ingest, self.tasks
+        who = CURRENT_PRINCIPAL.get()  # None on stdio: the local operator
+        if who is not None and who.role < Role.WRITER:
+            return _error("authorization", f"ingest needs the writer role (this key is {who.role.label})")
         try:
             sub = await asyncio.to_thread(parse_submission, {"entries": entries}, config, tasks.root)
+            check_operator_fields(sub, allowed=who is None or who.role >= Role.ADMIN)
             inline = sub.count <= config.sync_max_entries and tasks.idle
             task, created = await tasks.submit(sub, key=idempotency_key)
         except SubmitError as exc:

@@ -36,11 +36,13 @@ from fabric.auth import principal
 from fabric.engine import Engine
 from fabric.ingest.submission import resolve_root
 from fabric.ingest.tasks import IngestTasks, Runner
+from fabric.keys import Principal
 from fabric.tenants import DEFAULT_TENANT, check_tenant, tenant_home
 from fabric.webcache import WebCache
 from lanes.base import LaneResources
 
 __all__ = [
+    "CURRENT_PRINCIPAL",
     "CURRENT_SCOPE",
     "TENANTS_KEY",
     "TenantEngines",
@@ -75,6 +77,10 @@ def tenant_resources(shared: LaneResources, root_home: Path, tenant: str) -> Lan
 
 CURRENT_SCOPE: ContextVar[TenantScope | None] = ContextVar("fabric_tenant_scope", default=None)
 """The scope of the request being served (set around ``/mcp`` requests, read by the MCP tools)."""
+
+CURRENT_PRINCIPAL: ContextVar[Principal | None] = ContextVar("fabric_principal", default=None)
+"""The caller of the ``/mcp`` request being served (its key's tenant and role), so a tool that mutates checks the
+role the route's guard could not (``/mcp`` is one read-only POST route for every tool); ``None`` on stdio."""
 
 
 class TenantEngines:
@@ -158,17 +164,20 @@ async def scope_of(request: web.Request) -> TenantScope:
 
 
 def scope_middleware(path: str) -> Middleware:
-    """A middleware setting :data:`CURRENT_SCOPE` around the requests of ``path`` (the MCP transport), so the
-    tools answer from the caller's tenant. Install it after the guard (it reads the principal)."""
+    """A middleware setting :data:`CURRENT_SCOPE` and :data:`CURRENT_PRINCIPAL` around the requests of ``path``
+    (the MCP transport), so the tools answer from the caller's tenant with the caller's role. Install it after the
+    guard (it reads the principal)."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: _Handler) -> web.StreamResponse:
         if request.path != path and not request.path.startswith(path + "/"):
             return await handler(request)
         token = CURRENT_SCOPE.set(await scope_of(request))
+        who = CURRENT_PRINCIPAL.set(principal(request))
         try:
             return await handler(request)
         finally:
+            CURRENT_PRINCIPAL.reset(who)
             CURRENT_SCOPE.reset(token)
 
     return middleware

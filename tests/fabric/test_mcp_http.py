@@ -108,3 +108,37 @@ async def test_guard_covers_mcp(tmp_path: Path) -> None:
             await session.initialize()
             tools = await session.list_tools()
         assert {t.name for t in tools.tools} == {"query", "ingest", "task", "cite", "status"}
+
+
+async def test_mcp_ingest_keeps_the_keys_role(tmp_path: Path) -> None:
+    """``/mcp`` is one read-only route for the guard, so the ingest tool checks the caller's role itself: a reader
+    key cannot ingest, a writer key cannot claim operator trust, an admin key can."""
+    home = tmp_path / "home"
+    home.mkdir()
+    store = KeyStore(home)
+    tokens = {role: store.create("team-a", role)[1] for role in (Role.READER, Role.WRITER, Role.ADMIN)}
+    plain = {"id": "n1", "title": "Note", "text": "Aurora borealis over the fjord."}
+    trusted = {**plain, "id": "n2", "trust": "trusted"}
+
+    async def ingest(role: Role, entry: dict[str, Any]) -> Any:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens[role]}"}) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool("ingest", {"entries": [entry]})
+
+    async with TestServer(_app(home), host="127.0.0.1") as srv:
+        url = str(srv.make_url("/mcp"))
+        as_reader = await ingest(Role.READER, plain)
+        writer_trusted = await ingest(Role.WRITER, trusted)
+        writer_plain = await ingest(Role.WRITER, plain)
+        admin_trusted = await ingest(Role.ADMIN, trusted)
+    assert as_reader.is_error
+    assert json.loads(as_reader.content[0].text)["error"]["field"] == "authorization"
+    assert writer_trusted.is_error
+    assert json.loads(writer_trusted.content[0].text)["error"]["field"] == "entries[0].trust"
+    assert not writer_plain.is_error, writer_plain
+    assert not admin_trusted.is_error, admin_trusted
+    assert json.loads(admin_trusted.content[0].text)["status"] == "succeeded"

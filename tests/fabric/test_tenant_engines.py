@@ -193,6 +193,6 @@ async def test_invalid_tenant_is_a_config_error(tmp_path: Path) -> None:
 def test_public_api() -> None:
     """The module's exports."""
     assert set(mod.__all__) == {
-        "CURRENT_SCOPE", "TENANTS_KEY", "TenantEngines", "TenantScope", "scope_middleware", "scope_of",
-        "tenant_resources",
+        "CURRENT_PRINCIPAL", "CURRENT_SCOPE", "TENANTS_KEY", "TenantEngines", "TenantScope", "scope_middleware",
+        "scope_of", "tenant_resources",
     }  # fmt: skip
