@@ -6,12 +6,12 @@ Over the service's ``/mcp`` route every tool answers from the caller's tenant (i
 Tools:
 
 ``query``
-    Seed 001's arguments: ``topic`` (the query), ``limit`` (page size: the API's ``top_k``), ``cursor``,
-    ``weights`` (lane or ``lexical``/``semantic``/``graph`` → weight), ``fusion`` (``rrf``, ``append_fill``,
-    ``score_minmax``, ``score_dbsf``), ``mode`` (``simple``, ``technical``, ``research``, ``multimedia``) and
-    ``lanes``. Returns seed 001's content array: a text item "Found N entries; showing top K by hybrid score."
-    and an embedded resource ``knowledge://entries?topic=…&limit=…`` (``application/json``) whose text is the
-    JSON of ``items`` (``id``, ``topic``, ``content``, ``score_total``, ``score_lexical``, ``score_semantic``,
+    Seed 001's arguments: ``topic`` (the query), ``limit`` (page size: the API's ``top_k``), ``cursor``, ``weights``
+    (lane or ``lexical``/``semantic``/``graph`` → weight), ``fusion`` (``rrf``, ``append_fill``, ``score_minmax``,
+    ``score_dbsf``, ``score_zscore``), ``mode`` (``simple``, ``technical``, ``research``, ``multimedia``) and
+    ``lanes``. Returns seed 001's content array: a text item "Found N entries; showing top K by hybrid score." and
+    an embedded resource ``knowledge://entries?topic=…&limit=…`` (``application/json``) whose text is the JSON of
+    ``items`` (``id``, ``topic``, ``content``, ``score_total``, ``score_lexical``, ``score_semantic``,
     ``score_graph``, ``graph_hops``), ``next_cursor`` and ``retrieval_ms``.
 ``ingest``
     ``entries`` (the JSONL entry format) → the finished task with its report when small, else the task handle.
@@ -152,8 +152,9 @@ class FabricTools:
         """Hybrid search (lexical, semantic, graph lanes fused) for `topic`; `limit` items per page (default 10).
 
         Page with the `cursor` returned as `next_cursor` (offsets are not supported). `weights` sets lane
-        weights for this call, e.g. {"semantic": 2, "graph": 0.5}; `fusion` is rrf, append_fill, score_minmax
-        or score_dbsf; `mode` is simple, technical, research or multimedia (per-lane time budgets).
+        weights for this call, e.g. {"semantic": 2, "graph": 0.5}; `fusion` is rrf, append_fill, score_minmax,
+        score_dbsf or score_zscore (the default); `mode` is simple, technical, research or multimedia (per-lane
+        time budgets).
         """
         data: dict[str, Any] = {"query": topic, "limit": limit, "cursor": cursor, "weights": weights}
         data |= {"fusion": fusion, "mode": mode, "lanes": lanes}

@@ -38,7 +38,7 @@ class FabricRetriever(SourceConstructors):
         source: the engine or service answering.
         top_k: documents per query (the API's ``top_k`` / ``limit``); ``run`` may override it.
         weights: per-request lane weights, e.g. ``{"semantic": 2.0}``; ``run`` may override them.
-        fusion: fusion mode override (``rrf``, ``append_fill``, ``score_minmax``, ``score_dbsf``).
+        fusion: fusion mode override (``rrf``, ``append_fill``, ``score_minmax``, ``score_dbsf``, ``score_zscore``).
         mode: query mode (``simple``, ``technical``, ``research``, ``multimedia``).
         lanes: restrict to these lanes.
     """

@@ -42,7 +42,7 @@ class FabricRetriever(SourceConstructors, BaseRetriever):
     weights: dict[str, float] | None = None
     """Per-request lane weights, e.g. ``{"semantic": 2.0}``."""
     fusion: str | None = None
-    """Fusion mode override: ``rrf``, ``append_fill``, ``score_minmax`` or ``score_dbsf``."""
+    """Fusion mode override: ``rrf``, ``append_fill``, ``score_minmax``, ``score_dbsf`` or ``score_zscore``."""
     mode: str | None = None
     """Query mode (per-lane budgets): ``simple``, ``technical``, ``research``, ``multimedia``."""
     lanes: list[str] | None = None

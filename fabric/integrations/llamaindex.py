@@ -49,7 +49,7 @@ class FabricRetriever(SourceConstructors, BaseRetriever):
         source: the engine or service answering.
         limit: nodes per query (the API's ``limit`` / ``top_k``).
         weights: per-request lane weights, e.g. ``{"semantic": 2.0}``.
-        fusion: fusion mode override (``rrf``, ``append_fill``, ``score_minmax``, ``score_dbsf``).
+        fusion: fusion mode override (``rrf``, ``append_fill``, ``score_minmax``, ``score_dbsf``, ``score_zscore``).
         mode: query mode (``simple``, ``technical``, ``research``, ``multimedia``).
         lanes: restrict to these lanes.
         callback_manager: LlamaIndex callbacks.
