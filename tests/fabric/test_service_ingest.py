@@ -339,6 +339,17 @@ class TestTrustAndConflicts:
             )
             assert resp.status == 200
 
+    async def test_duplicate_ids_in_one_body_are_reported(self, client: TestClient) -> None:
+        """Two entries with one id in one body: the report counts and names them (last wins), as the CLI does."""
+        entries = [{"id": "d-1", "text": "first"}, {"id": "d-2", "text": "other"}, {"id": "d-1", "text": "last"}]
+        resp = await client.post("/v1/ingest", json={"entries": entries})
+        report = (await resp.json())["report"]
+        assert resp.status == 200
+        assert report["duplicates"] == {"count": 1, "ids": ["d-1"], "rule": "last-wins"}
+        assert (report["docs"], report["chunks"], report["created"]) == (3, 2, 2)
+        hits = await (await client.post("/v1/search", json={"query": "last"})).json()
+        assert [h["text"] for h in hits["items"] if h["id"] == "d-1"] == ["last"]
+
     async def test_id_of_another_source_is_409_with_the_source(self, client: TestClient) -> None:
         """An entry id that a path source already holds answers 409 naming that source; the API's own ids update."""
         first = await (await client.post("/v1/ingest", json={"path": "good.jsonl"})).json()
@@ -350,4 +361,6 @@ class TestTrustAndConflicts:
         ok = await client.post("/v1/ingest", json={"entries": [{"id": "api-1", "text": "v1"}]})
         again = await client.post("/v1/ingest", json={"entries": [{"id": "api-1", "text": "v2"}]})
         assert (ok.status, again.status) == (200, 200)
-        assert (await again.json())["report"]["created"] == 1  # each posted list is its own ledger source
+        report = (await again.json())["report"]
+        # each posted list is its own ledger source, yet an id an earlier list wrote is updated, not created
+        assert (report["created"], report["updated"]) == (0, 1)
