@@ -54,10 +54,20 @@ from fabric.ingest.tasks import IngestTasks, TaskStatus
 from fabric.ingest.writers import build_writers
 from fabric.keys import KeyStore, Role
 from fabric.limits import LimitConfig, TenantLimits, TenantMetrics
+from fabric.looplag import LoopLag
 from fabric.serverlimits import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
 from fabric.validation import parse_request
 
-__all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "default_guard", "error_body", "ingest_tasks", "store_runner"]
+__all__ = [
+    "ENGINE_KEY",
+    "LOOP_LAG_KEY",
+    "TASKS_KEY",
+    "create_app",
+    "default_guard",
+    "error_body",
+    "ingest_tasks",
+    "store_runner",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -66,6 +76,9 @@ ENGINE_KEY = web.AppKey("engine", Engine)
 
 TASKS_KEY = web.AppKey("ingest_tasks", IngestTasks)
 """Where the app keeps its ingestion tasks."""
+LOOP_LAG_KEY = web.AppKey("loop_lag", LoopLag)
+"""The service's event-loop lag sampler (:mod:`fabric.looplag`; in ``/metrics`` as
+``fabric_event_loop_lag_seconds``)."""
 _SEARCH_LIMIT_KEY = web.AppKey("search_max_body_bytes", int)
 
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -287,15 +300,20 @@ def create_app(
     app[TASKS_KEY] = tasks
     install_guard(app, guard or default_guard(engine))
 
+    lag = LoopLag(registry=engine.metrics.registry)
+    app[LOOP_LAG_KEY] = lag
+
     async def on_startup(_app: web.Application) -> None:
         await engine.open()
         await tasks.start()
+        lag.start()
         # Everything built at start-up (models, stores, config) lives for the process: move it out of the
         # collector's reach so full collections do not pause the loop for tens of ms under load.
         gc.collect()
         gc.freeze()
 
     async def on_cleanup(_app: web.Application) -> None:
+        await lag.stop()
         await tasks.aclose()
         await engine.aclose()
 

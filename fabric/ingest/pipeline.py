@@ -189,15 +189,21 @@ async def _embed(
     for start in range(0, len(order), BATCH):
         batch = order[start : start + BATCH]
         try:
-            vecs = await asyncio.to_thread(embedder.embed, [c.embed_text for c in batch])
+            vecs = await asyncio.to_thread(_embed_batch, embedder, batch)
         except (LaneError, OSError) as exc:
             report.embeddings = f"unavailable: {exc}"
             log.warning("ingest_embeddings_unavailable", error=str(exc))
             return {}
-        vectors.update((c.id, tuple(v)) for c, v in zip(batch, vecs, strict=True))
+        vectors.update(vecs)
         progress.advance("embed", len(batch))
     report.embedded = len(vectors)
     return vectors
+
+
+def _embed_batch(embedder: Embedder, batch: list[Chunk]) -> list[tuple[str, tuple[float, ...]]]:
+    """(id, vector) of each chunk of ``batch`` (in a worker thread: the tuples of floats are built there too)."""
+    vecs = embedder.embed([c.embed_text for c in batch])
+    return [(c.id, tuple(v)) for c, v in zip(batch, vecs, strict=True)]
 
 
 async def _write(
@@ -285,7 +291,7 @@ async def ingest(
     report = IngestReport(source=loaded.source, format=loaded.fmt, docs=loaded.docs)
     t1 = time.perf_counter()
     progress.stage("chunk", len(loaded.chunks))
-    chunks = _dedupe(await asyncio.to_thread(finalize_all, loaded.chunks), report)
+    chunks = await asyncio.to_thread(lambda: _dedupe(finalize_all(loaded.chunks), report))
     progress.advance("chunk", len(chunks))
     report.chunks = len(chunks)
     t2 = time.perf_counter()
@@ -299,7 +305,7 @@ async def ingest(
         adopted = await _check_ids(ledger, chunks, loaded.source, home)
         entries = await asyncio.to_thread(ledger.entries, loaded.source)
         targets = {c.id: all_stores if embedder is not None else lexical for c in chunks}
-        todo, gone, report.unchanged = _plan(chunks, entries, adopted, targets)
+        todo, gone, report.unchanged = await asyncio.to_thread(_plan, chunks, entries, adopted, targets)
         entries |= adopted
         await _mark_pending(ledger, todo, gone, loaded.source)
 
@@ -312,7 +318,7 @@ async def ingest(
         held, deleted_ok = await _write_all(writers, todo, gone, entries, vectors, progress, report)
         t4 = time.perf_counter()
 
-        await asyncio.to_thread(ledger.mark_done, _done_rows(todo, entries, held, loaded.source, report))
+        await asyncio.to_thread(lambda: ledger.mark_done(_done_rows(todo, entries, held, loaded.source, report)))
         if deleted_ok and gone:
             report.deleted = await asyncio.to_thread(ledger.remove, gone, all_stores)
         elif gone:
@@ -334,9 +340,31 @@ async def _write_all(
     progress: Progress,
     report: IngestReport,
 ) -> tuple[dict[str, set[str]], bool]:
-    """Write every store concurrently; the stores now holding each chunk, and whether every store succeeded."""
-    progress.stage("write", sum(len([1 for _, _, st in todo if w.store in st]) for w in writers))
+    """Write every store concurrently; the stores now holding each chunk, and whether every store succeeded.
+
+    What each store gets is worked out in a worker thread: for a large load it is tens of thousands of chunk
+    copies, which would hold the event loop (and every search waiting on it) for hundreds of ms.
+    """
+    jobs = await asyncio.to_thread(_jobs, writers, todo, gone, entries, vectors)
+    progress.stage("write", sum(len(mine) for _, mine, _ in jobs))
     held: dict[str, set[str]] = {c.id: set() for c, _, _ in todo}
+    # stores are independent: write them concurrently (SQLite stores work in threads)
+    oks = await asyncio.gather(*(_write(w, mine, dels, progress, report) for w, mine, dels in jobs))
+    for (w, mine, _), ok in zip(jobs, oks, strict=True):
+        if ok:
+            for c in mine:
+                held[c.id].add(w.store)
+    return held, all(oks)
+
+
+def _jobs(
+    writers: Sequence[StoreWriter],
+    todo: list[tuple[Chunk, str, set[str]]],
+    gone: list[LedgerEntry],
+    entries: dict[str, LedgerEntry],
+    vectors: dict[str, tuple[float, ...]],
+) -> list[tuple[StoreWriter, list[Chunk], list[str]]]:
+    """(writer, chunks to upsert, ids to delete) of every store."""
     jobs = []
     for w in writers:
         mine = [c for c, _, st in todo if w.store in st]
@@ -348,13 +376,7 @@ async def _write_all(
             if action == "update" and w.store not in st and w.store in entries[c.id].stores
         ]
         jobs.append((w, mine, [e.id for e in gone] + stale))
-    # stores are independent: write them concurrently (SQLite stores work in threads)
-    oks = await asyncio.gather(*(_write(w, mine, dels, progress, report) for w, mine, dels in jobs))
-    for (w, mine, _), ok in zip(jobs, oks, strict=True):
-        if ok:
-            for c in mine:
-                held[c.id].add(w.store)
-    return held, all(oks)
+    return jobs
 
 
 def _done_rows(
@@ -370,10 +392,6 @@ def _done_rows(
         before = entries[c.id].stores if c.id in entries and action == "repair" else frozenset()
         done.append((c.id, c.doc_id, source, c.content_hash, held[c.id] | before, action))
         report.pending += not want <= held[c.id] | before
-        attr = _count(action)
+        attr = {"create": "created", "update": "updated", "repair": "repaired"}[action]
         setattr(report, attr, getattr(report, attr) + 1)
     return done
-
-
-def _count(action: str) -> str:
-    return {"create": "created", "update": "updated", "repair": "repaired"}[action]

@@ -14,7 +14,7 @@ from fabric.config import load_settings
 from fabric.engine import Engine
 from fabric.errors import ConfigError
 from fabric.ingest.ledger import Ledger
-from fabric.service import TASKS_KEY, create_app
+from fabric.service import LOOP_LAG_KEY, TASKS_KEY, create_app
 from lanes.base import LaneResources
 from tests.support.embedded import BagEmbedder
 
@@ -364,3 +364,29 @@ class TestTrustAndConflicts:
         report = (await again.json())["report"]
         # each posted list is its own ledger source, yet an id an earlier list wrote is updated, not created
         assert (report["created"], report["updated"]) == (0, 1)
+
+
+class TestIngestDoesNotStallSearches:
+    async def test_searches_are_answered_while_a_large_ingest_runs(self, client: TestClient) -> None:
+        """3,000 entries ingest as a task on the service's loop: searches sent meanwhile are answered (complete
+        results) while the task is still running, at several distinct points of its progress, so nothing in the
+        pipeline holds the loop for the length of a stage. The loop-lag sampler saw the whole run."""
+        lag = client.server.app[LOOP_LAG_KEY]
+        resp = await client.post("/v1/ingest", json={"entries": _entries(3000, "big"), "async": True})
+        task_id = (await resp.json())["task_id"]
+        seen: list[tuple[str, int]] = []  # (task status, units done over all stages) when a search was answered
+        while True:
+            answer = await client.post("/v1/search", json={"query": "blue-green deploys release", "top_k": 3})
+            body = await answer.json()
+            assert answer.status == 200, body
+            assert set(body["lanes"]) == {"keyword", "vector", "graph"}
+            task = await (await client.get(f"/v1/ingest/{task_id}")).json()
+            seen.append((task["status"], sum(p["done"] for p in task["progress"].values())))
+            if task["status"] in ("succeeded", "failed"):
+                break
+        assert task["status"] == "succeeded", task
+        during = {done for status, done in seen if status == "running"}
+        assert len(during) >= 3, seen  # answered at three or more distinct points of the running ingest
+        assert lag.snapshot()["samples"] > 0
+        metrics = await (await client.get("/metrics")).text()
+        assert "fabric_event_loop_lag_max_seconds" in metrics
