@@ -7,5 +7,6 @@ __all__ = ["BENCHES"]
 
 BENCHES = (
     "budget", "fusion", "load", "adapters", "ingest_http", "instructions", "mcp", "tenants", "scale", "vector_stores",
+    "faults",
 )  # fmt: skip
 """Benchmark module names under :mod:`bench`."""

@@ -3,7 +3,9 @@
 Starts ``fabric serve`` as a child process on a loopback port with a scratch home, waits for ``/readyz``, posts
 ``--entries`` knowledge-base style entries (one or two sentences each, generated from a fixed seed) with
 ``"async": true``, polls the task every ``--poll-s`` and, meanwhile, sends one search every ``--search-every-s``
-to show that the service keeps answering. Embeddings use the configured embedder (MiniLM by default) with
+to show that the service keeps answering: search p95 during the ingest against idle (before and after, one run)
+and the largest event-loop lag the service measured (``fabric_event_loop_lag_max_seconds``). Embeddings use the
+configured embedder (MiniLM by default) with
 ``--cache-dir`` as ``FABRIC_CACHE_DIR``; ``--fresh-cache`` empties that folder's embedding cache first, so the
 run embeds every entry (the figures say whether the cache was cold).
 
@@ -139,6 +141,8 @@ async def _drive(base: str, entries: list[dict[str, str]], args: argparse.Namesp
                 task = await resp.json()
         total_s = time.perf_counter() - t0
         after = [await _search_ms(http, base, q) for q in _QUERIES * 3]
+        async with http.get(f"{base}/metrics") as resp:
+            lag_max_ms = _metric(await resp.text(), "fabric_event_loop_lag_max_seconds") * 1000.0
         async with http.post(f"{base}/v1/ingest", data=body, headers={"Content-Type": "application/json"}) as resp:
             again = await resp.json()
     return {
@@ -156,7 +160,23 @@ async def _drive(base: str, entries: list[dict[str, str]], args: argparse.Namesp
         "search_max_ms_during": round(max(during), 1) if during else None,
         "searches_during": len(during),
         "search_p50_ms_after": _pct(after, 0.5),
+        "search_p95_ms_idle": _pct(before + after, 0.95),
+        "search_p95_ms_during": _pct(during, 0.95),
+        "search_p95_ratio_during_vs_idle": _ratio(_pct(during, 0.95), _pct(before + after, 0.95)),
+        "loop_lag_max_ms": round(lag_max_ms, 1),
     }
+
+
+def _metric(text: str, name: str) -> float:
+    """One unlabelled sample of a Prometheus text exposition (0.0 when absent)."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 2) if a is not None and b else None
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -187,13 +187,14 @@ class FaultProxy:
         status, headers, body = await self._forward(request)
         resp = web.StreamResponse(status=status, headers=headers)
         await resp.prepare(request)
-        for start in range(0, len(body), plan.chunk_bytes):
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), plan.delay_s)
-            if self._closing.is_set():
-                break
-            await resp.write(body[start : start + plan.chunk_bytes])
-        await resp.write_eof()
+        with contextlib.suppress(ConnectionResetError):  # the client gave up on the trickle: nothing to finish
+            for start in range(0, len(body), plan.chunk_bytes):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closing.wait(), plan.delay_s)
+                if self._closing.is_set():
+                    break
+                await resp.write(body[start : start + plan.chunk_bytes])
+            await resp.write_eof()
         return resp
 
     async def _reset(self, request: web.Request, _plan: FaultPlan) -> web.StreamResponse:

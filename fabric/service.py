@@ -58,11 +58,21 @@ from fabric.ingest.tasks import IngestTasks, TaskStatus
 from fabric.ingest.writers import build_writers
 from fabric.keys import KeyStore, Role
 from fabric.limits import LimitConfig, TenantLimits, TenantMetrics
+from fabric.looplag import LoopLag
 from fabric.serverlimits import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
 from fabric.tenant_engines import TENANTS_KEY, TenantEngines, scope_middleware, scope_of
 from fabric.validation import parse_request
 
-__all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "default_guard", "error_body", "ingest_tasks", "store_runner"]
+__all__ = [
+    "ENGINE_KEY",
+    "LOOP_LAG_KEY",
+    "TASKS_KEY",
+    "create_app",
+    "default_guard",
+    "error_body",
+    "ingest_tasks",
+    "store_runner",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -71,6 +81,9 @@ ENGINE_KEY = web.AppKey("engine", Engine)
 
 TASKS_KEY = web.AppKey("ingest_tasks", IngestTasks)
 """Where the app keeps its ingestion tasks."""
+LOOP_LAG_KEY = web.AppKey("loop_lag", LoopLag)
+"""The service's event-loop lag sampler (:mod:`fabric.looplag`; in ``/metrics`` as
+``fabric_event_loop_lag_seconds``)."""
 _SEARCH_LIMIT_KEY = web.AppKey("search_max_body_bytes", int)
 
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -294,9 +307,13 @@ def create_app(
     tenants = app[TENANTS_KEY] = TenantEngines(engine, tasks, runner_for=store_runner)
     install_guard(app, guard or default_guard(engine))
 
+    lag = LoopLag(registry=engine.metrics.registry)
+    app[LOOP_LAG_KEY] = lag
+
     async def on_startup(_app: web.Application) -> None:
         await engine.open()
         await tasks.start()
+        lag.start()
         # Everything built at start-up (models, stores, config) lives for the process: move it out of the
         # collector's reach so full collections do not pause the loop for tens of ms under load.
         gc.collect()
@@ -304,6 +321,7 @@ def create_app(
 
     async def on_cleanup(_app: web.Application) -> None:
         await tenants.aclose()
+        await lag.stop()
         await tasks.aclose()
         await engine.aclose()
 

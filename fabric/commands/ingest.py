@@ -6,8 +6,11 @@ the single-user ``default`` tenant, in the home itself.
 Idempotent: unchanged chunks are not rewritten, changed ones are updated, removed ones deleted from every
 store (see :mod:`fabric.ingest.pipeline`). Shows a progress bar per stage (load, chunk, embed, write) on
 stderr and a summary; ``--json`` prints the summary as JSON only. Bad paths, formats or entries exit 2 (naming
-file, line and field); a store that cannot be written (a full disk: ``database or disk is full``, ``ENOSPC``)
-exits 1 with one line naming the error, never a traceback (the next run repairs from the ledger).
+file, line and field), and so does an id another source holds (the id-conflict rule of
+:mod:`fabric.ingest.pipeline`). Any store that cannot be written (a Qdrant folder a running service holds, a
+read-only store, a full disk: ``database or disk is full``, ``ENOSPC``) exits 1: the summary is still printed and
+one line on stderr names each failed store and how many chunks the ledger keeps pending, never a traceback (the
+next run repairs them from the ledger). Ids repeated inside the source are reported (last wins) with a warning.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from fabric.ingest.pipeline import Progress
+    from fabric.ingest.pipeline import IngestReport, Progress
 
 __all__ = ["register"]
 
@@ -58,7 +61,7 @@ def _run(args: argparse.Namespace) -> int:
         failure = _write_failure(exc)
         if failure is None:
             raise
-        full = getattr(failure, "errno", None) == errno.ENOSPC or "full" in str(failure).lower()
+        full = getattr(failure, "errno", None) == errno.ENOSPC or _looks_full(str(failure))
         hint = " (the disk is full: free space and run again; the next run repairs the stores)" if full else ""
         print(f"fabric: error: ingest could not write its stores: {type(failure).__name__}: {failure}{hint}",
               file=sys.stderr)  # fmt: skip
@@ -81,12 +84,40 @@ def _ingest_cli(args: argparse.Namespace) -> int:
     if args.json:
         report = asyncio.run(run_ingest(settings, path, fmt, tenant=args.tenant))
         print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
-        return 0
+        return _verdict(report)
     progress = RichProgress()
     with progress.bar:
         report = asyncio.run(run_ingest(settings, path, fmt, cast("Progress", progress), tenant=args.tenant))
+    where = str(settings.home) if args.tenant == "default" else f"{settings.home} (tenant {args.tenant})"
+    _print_summary(report, where)
+    return _verdict(report)
+
+
+def _verdict(report: IngestReport) -> int:
+    """Exit code of a finished run: 1 (with one stderr line per failed store) when a store failed, else 0."""
     d = report.to_dict()
-    where = settings.home if args.tenant == "default" else f"{settings.home} (tenant {args.tenant})"
+    if d["duplicates"]["count"]:
+        shown = ", ".join(d["duplicates"]["ids"][:5]) + (", ..." if len(d["duplicates"]["ids"]) > 5 else "")
+        print(f"fabric: warning: {d['duplicates']['count']} entries repeat an earlier id (the last one wins): "
+              f"{shown}", file=sys.stderr)  # fmt: skip
+    failed = report.failed_stores
+    if not failed:
+        return 0
+    for store, error in failed.items():
+        hint = " (the disk is full: free space and run again)" if _looks_full(error) else ""
+        print(f"fabric: error: ingest could not write its stores: {store}: {error.removeprefix('error: ')}{hint}",
+              file=sys.stderr)  # fmt: skip
+    print(f"fabric: error: {report.pending} chunk(s) pending in the ledger; run the same ingest again to repair "
+          "them", file=sys.stderr)  # fmt: skip
+    return 1
+
+
+def _looks_full(message: str) -> bool:
+    return "full" in message.lower() or "No space left" in message
+
+
+def _print_summary(report: IngestReport, where: str) -> None:
+    d = report.to_dict()
     print(f"ingested {d['source']} ({d['format']}) into {where}")
     print(
         f"  docs {d['docs']}  chunks {d['chunks']}  created {d['created']}  updated {d['updated']}  "
@@ -97,4 +128,3 @@ def _ingest_cli(args: argparse.Namespace) -> int:
     stages = ("load", "chunk", "embed", "write")
     print("  seconds: " + "  ".join(f"{k} {d['seconds'].get(k, 0):.2f}" for k in stages))
     print("  docs/s:  " + "  ".join(f"{k} {d['docs_per_s'].get(k) or 0:.0f}" for k in stages))
-    return 0

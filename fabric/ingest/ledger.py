@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 __all__ = ["LEDGER_FILE", "Ledger", "LedgerEntry", "stored_chunks"]
 
@@ -82,6 +83,11 @@ class LedgerEntry:
     op: str
 
 
+def _entry(row: Sequence[Any]) -> LedgerEntry:
+    """A ledger row (id, doc_id, source, content_hash, stores JSON, state, op) as an entry."""
+    return LedgerEntry(row[0], row[1], row[2], row[3], frozenset(json.loads(row[4])), row[5], row[6])
+
+
 class Ledger:
     """Synchronous ledger access (the pipeline calls it from a worker thread)."""
 
@@ -97,7 +103,20 @@ class Ledger:
         rows = self.conn.execute(
             "SELECT id, doc_id, source, content_hash, stores, state, op FROM ledger WHERE source = ?", (source,)
         )
-        return {r[0]: LedgerEntry(r[0], r[1], r[2], r[3], frozenset(json.loads(r[4])), r[5], r[6]) for r in rows}
+        return {r[0]: _entry(r) for r in rows}
+
+    def lookup(self, ids: Sequence[str]) -> dict[str, LedgerEntry]:
+        """The ledger entries of ``ids`` (whatever their source), by id; unknown ids are left out."""
+        found: dict[str, LedgerEntry] = {}
+        for i in range(0, len(ids), 500):
+            part = list(ids[i : i + 500])
+            rows = self.conn.execute(
+                "SELECT id, doc_id, source, content_hash, stores, state, op FROM ledger "
+                f"WHERE id IN ({','.join('?' * len(part))})",
+                part,
+            )
+            found.update((r[0], _entry(r)) for r in rows)
+        return found
 
     def owners(self, ids: Sequence[str], source: str) -> dict[str, str]:
         """The ids among ``ids`` that the ledger holds for a source other than ``source``, with that source."""

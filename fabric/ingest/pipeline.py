@@ -8,17 +8,23 @@ For one source, each loaded chunk is compared with the ledger:
 - ids the ledger holds for this source that the load no longer yields → ``delete`` from every store;
 - ids the ledger holds for another source → :class:`IdConflictError` before anything is written (ids are not
   namespaced by source, so BEIR and JSONL ids stay the ids clients cite; entry lists posted to the API count as
-  one source among themselves, so a client may update its own entries).
+  one source among themselves, so a client may update its own entries: an id an earlier entry list wrote is
+  compared with that list's ledger entry and reported ``updated`` or ``unchanged``, never ``created`` again);
+- an id that occurs more than once in one load (two JSONL lines, two BEIR rows): **the last one wins**, and the
+  report names them (``duplicates``: how many entries were superseded and which ids, the first
+  :data:`MAX_SHOWN_IDS`), and a warning is logged; the file is not refused, since public corpora hold such repeats.
 
 Write-ahead: chunks to write or delete are marked ``pending`` first, then stores are written, then the ledger
-records ``done`` with the stores that succeeded (and the audit history). A store that fails leaves its chunks
-unheld in the ledger; the next run repairs them. Embeddings are fail-open: without an embedder (or when it
-fails) the vector store is skipped and the report says so.
+records ``done`` with the stores that succeeded (and the audit history). A store that fails (a locked Qdrant
+folder, a read-only or full disk) is reported in ``stores`` and the other stores still write; its chunks stay
+unheld in the ledger (``pending`` in the report counts them) and the next run repairs them. Embeddings are
+fail-open: without an embedder (or when it fails) the vector store is skipped and the report says so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -34,7 +40,10 @@ from fabric.ingest.model import Chunk, StoreWriter
 from fabric.models import Embedder
 from fabric.privacy import WITHHELD, is_private, is_remote
 
-__all__ = ["IdConflictError", "IngestReport", "Progress", "ingest"]
+__all__ = ["MAX_SHOWN_IDS", "IdConflictError", "IngestReport", "Progress", "ingest"]
+
+MAX_SHOWN_IDS = 50
+"""How many duplicate ids a report lists (the count covers all of them)."""
 
 
 class IdConflictError(IngestError):
@@ -101,10 +110,21 @@ class IngestReport:
     repaired: int = 0
     unchanged: int = 0
     deleted: int = 0
+    pending: int = 0
+    """Chunks some target store does not hold after this run (a store failed): the next run repairs them."""
+    duplicates: int = 0
+    """Entries superseded by a later entry with the same id in this load (last wins)."""
+    duplicate_ids: list[str] = field(default_factory=list)
+    """The repeated ids (sorted, the first :data:`MAX_SHOWN_IDS`)."""
     embedded: int = 0
     embeddings: str = "ok"
     stores: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def failed_stores(self) -> dict[str, str]:
+        """Stores that could not be written, with the error (empty when every store took its writes)."""
+        return {k: v for k, v in sorted(self.stores.items()) if v != "ok"}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary with per-stage docs/s."""
@@ -119,6 +139,8 @@ class IngestReport:
             "repaired": self.repaired,
             "unchanged": self.unchanged,
             "deleted": self.deleted,
+            "pending": self.pending,
+            "duplicates": {"count": self.duplicates, "ids": list(self.duplicate_ids), "rule": "last-wins"},
             "embedded": self.embedded,
             "embeddings": self.embeddings,
             "stores": dict(self.stores),
@@ -128,14 +150,21 @@ class IngestReport:
 
 
 def _plan(
-    chunks: Sequence[Chunk], entries: dict[str, LedgerEntry], targets: dict[str, set[str]]
+    chunks: Sequence[Chunk],
+    entries: dict[str, LedgerEntry],
+    adopted: dict[str, LedgerEntry],
+    targets: dict[str, set[str]],
 ) -> tuple[list[tuple[Chunk, str, set[str]]], list[LedgerEntry], int]:
-    """(chunk, action, stores to write) for every chunk needing work, entries to delete, unchanged count."""
+    """(chunk, action, stores to write) for every chunk needing work, entries to delete, unchanged count.
+
+    ``entries`` are the source's own ledger entries (those the load no longer yields are deleted); ``adopted``
+    are entries of the same ids under another source of the same origin (compared, never deleted).
+    """
     todo: list[tuple[Chunk, str, set[str]]] = []
     unchanged = 0
     for c in chunks:
         want = targets[c.id]
-        e = entries.get(c.id)
+        e = entries.get(c.id) or adopted.get(c.id)
         if e is None:
             todo.append((c, "create", want))
         elif e.content_hash != c.content_hash:
@@ -161,15 +190,21 @@ async def _embed(
     for start in range(0, len(order), BATCH):
         batch = order[start : start + BATCH]
         try:
-            vecs = await asyncio.to_thread(embedder.embed, [c.embed_text for c in batch])
+            vecs = await asyncio.to_thread(_embed_batch, embedder, batch)
         except (LaneError, OSError) as exc:
             report.embeddings = f"unavailable: {exc}"
             log.warning("ingest_embeddings_unavailable", error=str(exc))
             return {}
-        vectors.update((c.id, tuple(v)) for c, v in zip(batch, vecs, strict=True))
+        vectors.update(vecs)
         progress.advance("embed", len(batch))
     report.embedded = len(vectors)
     return vectors
+
+
+def _embed_batch(embedder: Embedder, batch: list[Chunk]) -> list[tuple[str, tuple[float, ...]]]:
+    """(id, vector) of each chunk of ``batch`` (in a worker thread: the tuples of floats are built there too)."""
+    vecs = embedder.embed([c.embed_text for c in batch])
+    return [(c.id, tuple(v)) for c, v in zip(batch, vecs, strict=True)]
 
 
 async def _write(
@@ -184,8 +219,9 @@ async def _write(
             progress.advance("write", len(chunks[start : start + BATCH]))
         if gone:
             await writer.delete(gone)
-    except (FabricError, OSError) as exc:
-        report.stores[writer.store] = f"error: {exc}"
+    except (FabricError, OSError, sqlite3.Error) as exc:  # one store's failure: the others still write
+        shown = str(exc) if isinstance(exc, FabricError) else f"{type(exc).__name__}: {exc}"
+        report.stores[writer.store] = f"error: {shown}"
         log.warning("ingest_store_failed", store=writer.store, error=str(exc))
         return False
     report.stores[writer.store] = "ok"
@@ -193,12 +229,33 @@ async def _write(
     return True
 
 
-async def _check_ids(ledger: Ledger, chunks: Sequence[Chunk], source: str, home: Path) -> None:
-    """Raise :class:`IdConflictError` when a chunk id is held by another source (nothing is written then)."""
-    taken = await asyncio.to_thread(ledger.owners, [c.id for c in chunks], source)
-    taken = {i: s for i, s in taken.items() if _origin(s, home) != _origin(source, home)}
+async def _check_ids(ledger: Ledger, chunks: Sequence[Chunk], source: str, home: Path) -> dict[str, LedgerEntry]:
+    """Raise :class:`IdConflictError` when a chunk id is held by another source (nothing is written then).
+
+    Returns:
+        The ledger entries of ids another source of the same origin holds (an earlier entry list posted to the
+        API): this load updates them rather than creating them.
+    """
+    held = await asyncio.to_thread(ledger.owners, [c.id for c in chunks], source)
+    taken = {i: s for i, s in held.items() if _origin(s, home) != _origin(source, home)}
     if taken:
         raise IdConflictError({i: _shown(s, home) for i, s in taken.items()})
+    return await asyncio.to_thread(ledger.lookup, list(held)) if held else {}
+
+
+def _dedupe(chunks: Sequence[Chunk], report: IngestReport) -> list[Chunk]:
+    """One chunk per id, the last occurrence winning (in first-occurrence order); repeats go to the report."""
+    by_id: dict[str, Chunk] = {}
+    repeats: dict[str, int] = {}
+    for c in chunks:
+        if c.id in by_id:
+            repeats[c.id] = repeats.get(c.id, 0) + 1
+        by_id[c.id] = c
+    if repeats:
+        report.duplicates = sum(repeats.values())
+        report.duplicate_ids = sorted(repeats)[:MAX_SHOWN_IDS]
+        log.warning("ingest_duplicate_ids", source=report.source, superseded=report.duplicates, ids=len(repeats))
+    return list(by_id.values())
 
 
 async def _mark_pending(
@@ -238,7 +295,7 @@ async def ingest(
     report = IngestReport(source=loaded.source, format=loaded.fmt, docs=loaded.docs)
     t1 = time.perf_counter()
     progress.stage("chunk", len(loaded.chunks))
-    chunks = list({c.id: c for c in await asyncio.to_thread(finalize_all, loaded.chunks)}.values())
+    chunks = await asyncio.to_thread(lambda: _dedupe(finalize_all(loaded.chunks), report))
     progress.advance("chunk", len(chunks))
     report.chunks = len(chunks)
     t2 = time.perf_counter()
@@ -251,10 +308,11 @@ async def ingest(
         lexical = {w.store for w in writers if not w.needs_vectors}
         if embedder is None:
             report.embeddings = WITHHELD if withheld else "disabled: no embedder (lexical only)"
-        await _check_ids(ledger, chunks, loaded.source, home)
+        adopted = await _check_ids(ledger, chunks, loaded.source, home)
         entries = await asyncio.to_thread(ledger.entries, loaded.source)
         targets = {c.id: all_stores if embedder is not None else lexical for c in chunks}
-        todo, gone, report.unchanged = _plan(chunks, entries, targets)
+        todo, gone, report.unchanged = await asyncio.to_thread(_plan, chunks, entries, adopted, targets)
+        entries |= adopted
         await _mark_pending(ledger, todo, gone, loaded.source)
 
         vectors: dict[str, tuple[float, ...]] = {}
@@ -266,9 +324,11 @@ async def ingest(
         held, deleted_ok = await _write_all(writers, todo, gone, entries, vectors, progress, report)
         t4 = time.perf_counter()
 
-        await asyncio.to_thread(ledger.mark_done, _done_rows(todo, entries, held, loaded.source, report))
+        await asyncio.to_thread(lambda: ledger.mark_done(_done_rows(todo, entries, held, loaded.source, report)))
         if deleted_ok and gone:
             report.deleted = await asyncio.to_thread(ledger.remove, gone, all_stores)
+        elif gone:
+            report.pending += len(gone)
     finally:
         await asyncio.to_thread(ledger.close)
     report.seconds.update({"load": t1 - t0, "chunk": t2 - t1, "embed": t3 - t2, "write": t4 - t3})
@@ -286,9 +346,31 @@ async def _write_all(
     progress: Progress,
     report: IngestReport,
 ) -> tuple[dict[str, set[str]], bool]:
-    """Write every store concurrently; the stores now holding each chunk, and whether every store succeeded."""
-    progress.stage("write", sum(len([1 for _, _, st in todo if w.store in st]) for w in writers))
+    """Write every store concurrently; the stores now holding each chunk, and whether every store succeeded.
+
+    What each store gets is worked out in a worker thread: for a large load it is tens of thousands of chunk
+    copies, which would hold the event loop (and every search waiting on it) for hundreds of ms.
+    """
+    jobs = await asyncio.to_thread(_jobs, writers, todo, gone, entries, vectors)
+    progress.stage("write", sum(len(mine) for _, mine, _ in jobs))
     held: dict[str, set[str]] = {c.id: set() for c, _, _ in todo}
+    # stores are independent: write them concurrently (SQLite stores work in threads)
+    oks = await asyncio.gather(*(_write(w, mine, dels, progress, report) for w, mine, dels in jobs))
+    for (w, mine, _), ok in zip(jobs, oks, strict=True):
+        if ok:
+            for c in mine:
+                held[c.id].add(w.store)
+    return held, all(oks)
+
+
+def _jobs(
+    writers: Sequence[StoreWriter],
+    todo: list[tuple[Chunk, str, set[str]]],
+    gone: list[LedgerEntry],
+    entries: dict[str, LedgerEntry],
+    vectors: dict[str, tuple[float, ...]],
+) -> list[tuple[StoreWriter, list[Chunk], list[str]]]:
+    """(writer, chunks to upsert, ids to delete) of every store."""
     jobs = []
     for w in writers:
         mine = [c for c, _, st in todo if w.store in st]
@@ -300,13 +382,7 @@ async def _write_all(
             if action == "update" and w.store not in st and w.store in entries[c.id].stores
         ]
         jobs.append((w, mine, [e.id for e in gone] + stale))
-    # stores are independent: write them concurrently (SQLite stores work in threads)
-    oks = await asyncio.gather(*(_write(w, mine, dels, progress, report) for w, mine, dels in jobs))
-    for (w, mine, _), ok in zip(jobs, oks, strict=True):
-        if ok:
-            for c in mine:
-                held[c.id].add(w.store)
-    return held, all(oks)
+    return jobs
 
 
 def _done_rows(
@@ -318,13 +394,10 @@ def _done_rows(
 ) -> list[tuple[str, str, str, str, set[str] | frozenset[str], str]]:
     """The ledger's ``mark_done`` rows (a repair keeps the stores that already held the chunk); counts actions."""
     done: list[tuple[str, str, str, str, set[str] | frozenset[str], str]] = []
-    for c, action, _ in todo:
+    for c, action, want in todo:
         before = entries[c.id].stores if c.id in entries and action == "repair" else frozenset()
         done.append((c.id, c.doc_id, source, c.content_hash, held[c.id] | before, action))
-        attr = _count(action)
+        report.pending += not want <= held[c.id] | before
+        attr = {"create": "created", "update": "updated", "repair": "repaired"}[action]
         setattr(report, attr, getattr(report, attr) + 1)
     return done
-
-
-def _count(action: str) -> str:
-    return {"create": "created", "update": "updated", "repair": "repaired"}[action]

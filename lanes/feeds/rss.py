@@ -33,7 +33,7 @@ from typing import Any
 
 import structlog
 
-from fabric.errors import ConfigError, LaneError
+from fabric.errors import ConfigError, LaneBadResponse, LaneError
 from fabric.httpclient import fetch
 from fabric.models import Hit, LaneRequest, SourceKind
 from lanes._options import LaneOptions
@@ -101,6 +101,8 @@ def _parse(body: bytes, url: str) -> tuple[str, list[dict[str, Any]]]:
     import feedparser
 
     parsed = feedparser.parse(body, response_headers={"content-location": url})
+    if parsed.get("bozo") and not parsed.entries and not parsed.feed:  # not a feed at all (HTML, JSON, garbage)
+        raise ValueError(f"not an RSS or Atom feed: {parsed.get('bozo_exception')!r}"[:300])
     title = str(parsed.feed.get("title") or "")
     items = []
     for entry in parsed.entries:
@@ -156,7 +158,10 @@ class RssNewsLane(BaseLane):
         feed.fetched_at = time.monotonic()
         if resp.status == 304:
             return
-        title, items = await asyncio.to_thread(_parse, resp.body, feed.url)
+        try:
+            title, items = await asyncio.to_thread(_parse, resp.body, feed.url)
+        except ValueError as exc:
+            raise LaneBadResponse(str(exc), lane=self.name, provider=self.provider) from None
         feed.name = feed.name or title
         feed.items = items
         feed.etag = resp.headers.get("ETag") or None

@@ -15,6 +15,7 @@ and a new model writes new points (in its own collection ``chunks_<model>``).
 
 from __future__ import annotations
 
+import fcntl
 import re
 import uuid
 from collections.abc import Sequence
@@ -84,12 +85,33 @@ def acquire_client(spec: LaneSpec, resources: LaneResources) -> tuple[str, Async
         _LOCAL[key] = (client, count + 1)
         return key, client
     Path(kwargs["path"]).mkdir(parents=True, exist_ok=True)
+    _probe_lock(Path(kwargs["path"]))
     try:
         client = AsyncQdrantClient(**kwargs)
     except (RuntimeError, OSError) as exc:
         raise LaneUnavailable(f"qdrant local store unavailable: {exc}", provider="qdrant") from exc
     _LOCAL[key] = (client, 1)
     return key, client
+
+
+def _probe_lock(folder: Path) -> None:
+    """Refuse a local folder another process holds before building a client on it: qdrant-client takes the
+    same ``flock`` on ``<folder>/.lock``, and when it fails it leaks that file (an "Exception ignored" traceback
+    on stderr when it is collected).
+
+    Raises:
+        LaneUnavailable: the folder is locked.
+    """
+    lock = folder / ".lock"
+    try:
+        with lock.open("a") as fh:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh, fcntl.LOCK_UN)
+    except BlockingIOError:
+        msg = f"qdrant local store unavailable: {folder} is held by another process (a running service?)"
+        raise LaneUnavailable(msg, provider="qdrant") from None
+    except OSError as exc:
+        raise LaneUnavailable(f"qdrant local store unavailable: {exc}", provider="qdrant") from None
 
 
 async def release_client(key: str, client: AsyncQdrantClient) -> None:

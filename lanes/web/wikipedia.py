@@ -74,7 +74,8 @@ class WikipediaWebLane(HttpLane):
             if not isinstance(raw, dict) or not isinstance(raw.get("title"), str):
                 continue
             title = raw["title"]
-            url = f"{self.url}/wiki/{quote(title.replace(' ', '_'), safe='/:()_,')}"
+            # errors="replace": a title with a lone surrogate still links (the boundary repairs the title itself)
+            url = f"{self.url}/wiki/{quote(title.replace(' ', '_'), safe='/:()_,', errors='replace')}"
             hits.append(
                 Hit(
                     id=url,

@@ -14,7 +14,7 @@ from fabric.config import load_settings
 from fabric.engine import Engine
 from fabric.errors import ConfigError
 from fabric.ingest.ledger import Ledger
-from fabric.service import TASKS_KEY, create_app
+from fabric.service import LOOP_LAG_KEY, TASKS_KEY, create_app
 from lanes.base import LaneResources
 from tests.support.embedded import BagEmbedder
 
@@ -339,6 +339,17 @@ class TestTrustAndConflicts:
             )
             assert resp.status == 200
 
+    async def test_duplicate_ids_in_one_body_are_reported(self, client: TestClient) -> None:
+        """Two entries with one id in one body: the report counts and names them (last wins), as the CLI does."""
+        entries = [{"id": "d-1", "text": "first"}, {"id": "d-2", "text": "other"}, {"id": "d-1", "text": "last"}]
+        resp = await client.post("/v1/ingest", json={"entries": entries})
+        report = (await resp.json())["report"]
+        assert resp.status == 200
+        assert report["duplicates"] == {"count": 1, "ids": ["d-1"], "rule": "last-wins"}
+        assert (report["docs"], report["chunks"], report["created"]) == (3, 2, 2)
+        hits = await (await client.post("/v1/search", json={"query": "last"})).json()
+        assert [h["text"] for h in hits["items"] if h["id"] == "d-1"] == ["last"]
+
     async def test_id_of_another_source_is_409_with_the_source(self, client: TestClient) -> None:
         """An entry id that a path source already holds answers 409 naming that source; the API's own ids update."""
         first = await (await client.post("/v1/ingest", json={"path": "good.jsonl"})).json()
@@ -350,4 +361,32 @@ class TestTrustAndConflicts:
         ok = await client.post("/v1/ingest", json={"entries": [{"id": "api-1", "text": "v1"}]})
         again = await client.post("/v1/ingest", json={"entries": [{"id": "api-1", "text": "v2"}]})
         assert (ok.status, again.status) == (200, 200)
-        assert (await again.json())["report"]["created"] == 1  # each posted list is its own ledger source
+        report = (await again.json())["report"]
+        # each posted list is its own ledger source, yet an id an earlier list wrote is updated, not created
+        assert (report["created"], report["updated"]) == (0, 1)
+
+
+class TestIngestDoesNotStallSearches:
+    async def test_searches_are_answered_while_a_large_ingest_runs(self, client: TestClient) -> None:
+        """3,000 entries ingest as a task on the service's loop: searches sent meanwhile are answered (complete
+        results) while the task is still running, at several distinct points of its progress, so nothing in the
+        pipeline holds the loop for the length of a stage. The loop-lag sampler saw the whole run."""
+        lag = client.server.app[LOOP_LAG_KEY]
+        resp = await client.post("/v1/ingest", json={"entries": _entries(3000, "big"), "async": True})
+        task_id = (await resp.json())["task_id"]
+        seen: list[tuple[str, int]] = []  # (task status, units done over all stages) when a search was answered
+        while True:
+            answer = await client.post("/v1/search", json={"query": "blue-green deploys release", "top_k": 3})
+            body = await answer.json()
+            assert answer.status == 200, body
+            assert set(body["lanes"]) == {"keyword", "vector", "graph"}
+            task = await (await client.get(f"/v1/ingest/{task_id}")).json()
+            seen.append((task["status"], sum(p["done"] for p in task["progress"].values())))
+            if task["status"] in ("succeeded", "failed"):
+                break
+        assert task["status"] == "succeeded", task
+        during = {done for status, done in seen if status == "running"}
+        assert len(during) >= 3, seen  # answered at three or more distinct points of the running ingest
+        assert lag.snapshot()["samples"] > 0
+        metrics = await (await client.get("/metrics")).text()
+        assert "fabric_event_loop_lag_max_seconds" in metrics

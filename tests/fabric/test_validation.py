@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from hypothesis import given
+from hypothesis import settings as fuzz_settings
 from hypothesis import strategies as st
 
+from fabric import safejson
 from fabric.config import Settings
 from fabric.errors import QueryError
 from fabric.models import FusionMode, Mode
+from fabric.search_models import SearchRequest
 from fabric.validation import KNOWN_KEYS, parse_request
 from tests.support.settings import make_settings
 
@@ -158,3 +162,23 @@ class TestFuzz:
         else:
             return
         assert failed.field
+
+
+class TestBodyFuzz:
+    @fuzz_settings(max_examples=200)
+    @given(body=st.binary(max_size=300) | _VALUE.map(lambda v: json.dumps({"query": "q", "constraints": v}).encode()))
+    def test_any_body_bytes_are_a_request_or_a_typed_error(self, body: bytes) -> None:
+        """The service's path, bytes → JSON → request: only JSONInputError or QueryError, whatever the bytes."""
+        settings_ = make_settings(Path("/nonexistent-home"), {"keyword": {}, "vector": {}})
+        outcome: object
+        try:
+            outcome = parse_request(safejson.loads(body), settings_)
+        except (safejson.JSONInputError, QueryError) as exc:
+            outcome = exc
+        if isinstance(outcome, safejson.JSONInputError):
+            assert outcome.reason
+        elif isinstance(outcome, QueryError):
+            assert outcome.field
+        else:
+            assert isinstance(outcome, SearchRequest)
+            assert outcome.query.strip()

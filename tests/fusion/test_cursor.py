@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fabric.errors import QueryError
@@ -75,3 +75,17 @@ class TestCursorProperties:
         forged = token[:i] + ch + token[i + 1 :]
         with pytest.raises(QueryError):
             decode_cursor(forged, FP, SECRET)
+
+
+class TestCursorFuzz:
+    @settings(max_examples=300)
+    @given(token=st.text(max_size=120) | st.from_regex(r"\Av1\.[A-Za-z0-9_\-]{0,90}={0,3}\Z"))
+    def test_any_token_is_an_offset_or_a_query_error(self, token: str) -> None:
+        """Random text (lone surrogates included) or v1-shaped garbage: a QueryError naming the cursor, nothing
+        else (never a ValueError, binascii.Error or UnicodeError)."""
+        offset: int | QueryError
+        try:
+            offset = decode_cursor(token, FP, SECRET)
+        except QueryError as exc:
+            offset = exc
+        assert offset.field == "cursor" if isinstance(offset, QueryError) else offset >= 0

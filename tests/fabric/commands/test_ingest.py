@@ -183,3 +183,103 @@ class TestFullDisk:
         assert done.returncode == 1, done.stderr
         assert "fabric: error: ingest could not write its stores: OperationalError" in done.stderr
         assert "Traceback" not in done.stderr
+
+
+_HOLD_QDRANT = """
+import sys, time
+from qdrant_client import QdrantClient
+client = QdrantClient(path=sys.argv[1])
+print("held", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.fixture
+def held_qdrant(tmp_path: Path) -> Iterator[Path]:
+    """A Qdrant local folder another process holds (as a running service does), in a home configured for it."""
+    folder = tmp_path / "h" / "qdrant"
+    folder.mkdir(parents=True)
+    proc = subprocess.Popen([sys.executable, "-c", _HOLD_QDRANT, str(folder)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "held"
+        yield folder
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+class TestStoreFailure:
+    def test_qdrant_folder_held_by_another_process_exits_1_naming_the_store(
+        self, held_qdrant: Path, docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+    ) -> None:  # fmt: skip
+        """Another process holds the Qdrant folder: the other stores are written, the summary is printed, and
+        the exit code is 1 with one line naming qdrant and the pending count; the next run (folder free) repairs."""
+        monkeypatch.setenv("FABRIC__lanes__vector__backend", "qdrant")
+        argv = ["--home", str(tmp_path / "h"), "ingest", str(docs), "--json"]
+        assert main(argv) == 1
+        captured = capsys.readouterr()
+        out = json.loads(captured.out)
+        assert out["stores"]["qdrant"].startswith("error: qdrant local store unavailable")
+        assert (out["stores"]["sqlite_fts"], out["stores"]["sqlite_graph"]) == ("ok", "ok")
+        assert "ingest could not write its stores: qdrant: qdrant local store unavailable" in captured.err
+        assert "Traceback" not in captured.err
+
+    def test_store_in_an_unwritable_place_exits_1_and_the_next_run_repairs(
+        self, docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The keyword store's path lies under a regular file (it can never be created): exit 1 naming
+        sqlite_fts, the ledger keeps its 2 chunks pending, and a run with the store fixed repairs exactly them."""
+        blocker = tmp_path / "blocker"
+        blocker.write_text("not a folder")
+        monkeypatch.setenv("FABRIC__lanes__keyword__options__path", f'"{blocker / "keyword.sqlite"}"')
+        argv = ["--home", str(tmp_path / "h"), "ingest", str(docs), "--json"]
+        assert main(argv) == 1
+        captured = capsys.readouterr()
+        out = json.loads(captured.out)
+        assert out["stores"]["sqlite_fts"].startswith("error: FileExistsError")
+        assert (out["pending"], out["created"]) == (2, 2)
+        assert "ingest could not write its stores: sqlite_fts: FileExistsError" in captured.err
+        assert "2 chunk(s) pending in the ledger" in captured.err
+        monkeypatch.delenv("FABRIC__lanes__keyword__options__path")
+        assert main(argv) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert (out["repaired"], out["pending"], out["unchanged"]) == (2, 0, 0)
+
+
+class TestCreatedVersusUpdated:
+    def test_duplicate_ids_in_one_file_are_reported_last_wins(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Two lines with one id: the report counts and names them (rule last-wins), stderr warns, exit 0, and
+        the stored text is the last line's."""
+        rows = [{"id": "a", "text": "first"}, {"id": "b", "text": "b"}, {"id": "a", "text": "second"},
+                {"id": "a", "text": "third"}]  # fmt: skip
+        src = _jsonl(tmp_path / "dup.jsonl", [json.dumps(r).encode() for r in rows])
+        assert main(["--home", str(tmp_path / "h"), "ingest", str(src), "--json"]) == 0
+        captured = capsys.readouterr()
+        out = json.loads(captured.out)
+        assert out["duplicates"] == {"count": 2, "ids": ["a"], "rule": "last-wins"}
+        assert (out["docs"], out["chunks"], out["created"]) == (4, 2, 2)
+        assert "2 entries repeat an earlier id (the last one wins): a" in captured.err
+        import sqlite3
+
+        conn = sqlite3.connect(tmp_path / "h" / "keyword.sqlite")
+        assert conn.execute("SELECT text FROM chunks WHERE id = 'a'").fetchone() == ("third",)
+        conn.close()
+
+    def test_markdown_then_jsonl_with_one_id_is_the_id_conflict(
+        self, docs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """A JSONL entry reusing a Markdown chunk's id: the id-conflict rule (exit 2 naming the owner), nothing
+        written; the JSONL file re-ingested after fixing the id creates it."""
+        home = ["--home", str(tmp_path / "h")]
+        assert main([*home, "ingest", str(docs), "--json"]) == 0
+        capsys.readouterr()
+        src = _jsonl(tmp_path / "x.jsonl", [json.dumps({"id": "notes:a.md#alpha-0", "text": "hijack"}).encode()])
+        assert main([*home, "ingest", str(src), "--json"]) == 2
+        err = capsys.readouterr().err
+        assert "'notes:a.md#alpha-0' already exists for another source (markdown:notes)" in err

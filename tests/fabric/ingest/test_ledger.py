@@ -24,6 +24,13 @@ class TestWriteAhead:
         entry = ledger.entries("src")["c1"]
         assert (entry.state, entry.op, entry.content_hash, entry.stores) == ("pending", "upsert", "h1", frozenset())
 
+    def test_lookup_finds_ids_whatever_their_source(self, ledger: Ledger) -> None:
+        """``lookup`` returns the entries of known ids across sources (and past 500 ids) and skips unknown ones."""
+        ledger.mark_pending([(f"c{i}", "d", f"src{i % 2}", "h") for i in range(600)], [])
+        found = ledger.lookup([f"c{i}" for i in range(0, 600, 3)] + ["nope"])
+        assert len(found) == 200
+        assert (found["c3"].source, found["c0"].source) == ("src1", "src0")
+
     def test_done_records_the_stores_that_succeeded(self, ledger: Ledger) -> None:
         """``mark_done`` marks the chunk done with the stores holding it."""
         ledger.mark_pending([("c1", "d1", "src", "h1")], [])

@@ -7,9 +7,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fabric.errors import IngestError
-from fabric.ingest.loaders import detect_format, finalize, finalize_all, load_source
+from fabric.ingest.loaders import LoadedSource, detect_format, finalize, finalize_all, load_source
 from fabric.ingest.model import from_stored_simhash, to_stored_simhash
 from fabric.models import SourceKind, Trust
 from fusion.simhash import simhash64
@@ -192,3 +194,38 @@ class TestJsonlTriples:
         path.write_text(json.dumps({"id": "e1", "text": "t", "triples": triples}) + "\n")
         with pytest.raises(IngestError, match=r"e\.jsonl:1: triples"):
             load_source(path)
+
+
+_JSON_LINE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(["id", "text", "title", "url", "published_at", "trust", "source_kind", "x"]),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=10,
+)
+
+
+class TestJsonlFuzz:
+    @settings(max_examples=150, deadline=None)
+    @given(lines=st.lists(st.binary(max_size=80) | _JSON_LINE.map(lambda v: json.dumps(v).encode()), max_size=5))
+    def test_any_jsonl_file_loads_or_is_an_ingest_error(self, tmp_path_factory: pytest.TempPathFactory,
+                                                        lines: list[bytes]) -> None:  # fmt: skip
+        """Random bytes and random JSON values per line: a loaded source (one chunk per entry) or an IngestError
+        naming the file, never another exception."""
+        path = tmp_path_factory.mktemp("fuzz") / "in.jsonl"
+        path.write_bytes(b"\n".join(line.replace(b"\n", b" ") for line in lines) + b"\n")
+        outcome: object
+        try:
+            outcome = load_source(path, "jsonl")
+        except IngestError as exc:
+            outcome = exc
+        if isinstance(outcome, IngestError):
+            assert str(path) in str(outcome)
+        else:
+            assert isinstance(outcome, LoadedSource)
+            assert outcome.docs == len(outcome.chunks) <= len(lines)

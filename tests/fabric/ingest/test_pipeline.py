@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from fabric.errors import LaneUnavailable
 from fabric.ingest.ledger import Ledger
@@ -15,6 +23,7 @@ from fabric.ingest.pipeline import IdConflictError, ingest
 from fabric.models import LaneKind
 from lanes.graph.sqlite_writer import SqliteGraphWriter
 from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
+from lanes.vector.numpy_flat_writer import FlatVectorWriter, store_path
 from lanes.vector.qdrant_writer import QdrantWriter, acquire_client, collection_name, release_client
 from tests.support.embedded import BagEmbedder, resources, spec
 
@@ -230,3 +239,138 @@ class TestIdConflicts:
         (docs / "a.md").write_text("# Note A\n\nRewritten about Qdrant.\n")
         report = await _run(docs, home, emb)
         assert report.updated == 1
+
+
+# ---------------------------------------------------------------------------------------------- property tests
+
+_IDS = [f"e{i}" for i in range(6)]
+_TEXTS = ["qdrant local mode", "sqlite full text", "graph of entities", "rank fusion notes", "blue green deploys"]
+_ENTRIES = st.dictionaries(st.sampled_from(_IDS), st.sampled_from(_TEXTS), min_size=1, max_size=5)
+
+
+class _Crash(Exception):
+    """The process "dies" right after one store's write (not a store failure: nothing is recorded)."""
+
+
+class _CrashAfterWrite:
+    """Wraps a real writer: writes the batch, then crashes the run."""
+
+    def __init__(self, inner: StoreWriter) -> None:
+        self.inner, self.store, self.needs_vectors = inner, inner.store, inner.needs_vectors
+
+    async def open(self) -> None:
+        await self.inner.open()
+
+    async def upsert(self, chunks: Sequence[Chunk]) -> None:
+        await self.inner.upsert(chunks)
+        raise _Crash(self.store)
+
+    async def delete(self, ids: Sequence[str]) -> None:
+        await self.inner.delete(ids)
+        raise _Crash(self.store)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class IngestMachine(RuleBasedStateMachine):
+    """Ingest, re-ingest, shrink (deletes) and crash one JSONL source into the three embedded stores; after every
+    completed run the keyword, vector and graph stores and the ledger hold exactly the source's ids, and running
+    the same source again changes nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = Path(tempfile.mkdtemp(prefix="fabric-ingest-machine-"))
+        self.home, self.src, self.emb = self.tmp / "home", self.tmp / "src.jsonl", BagEmbedder()
+        self.expected: dict[str, str] = {}
+        self.dirty = False  # a crashed run: stores may disagree until the next completed run
+
+    def teardown(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _writers(self) -> list[StoreWriter]:
+        res = resources(self.home, self.emb)
+        return [
+            SqliteFtsWriter(spec(LaneKind.KEYWORD, "sqlite_fts"), res),
+            FlatVectorWriter(spec(LaneKind.VECTOR, "numpy_flat"), res),
+            SqliteGraphWriter(spec(LaneKind.GRAPH, "sqlite_graph"), res),
+        ]
+
+    def _write_source(self, entries: dict[str, str]) -> None:
+        self.src.write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in entries.items()))
+
+    async def _ingest(self, writers: list[StoreWriter]) -> Any:
+        try:
+            return await ingest(self.src, home=self.home, writers=writers, embedder=self.emb)
+        except _Crash:
+            while len(asyncio.all_tasks()) > 1:  # noqa: ASYNC110 (the other stores finish the batch they were writing)
+                await asyncio.sleep(0.001)
+            raise
+        finally:
+            for w in writers:
+                await w.aclose()
+
+    def _run(self, writers: list[StoreWriter] | None = None) -> Any:
+        return asyncio.run(self._ingest(writers if writers is not None else self._writers()))
+
+    @rule(entries=_ENTRIES)
+    def ingest_source(self, entries: dict[str, str]) -> None:
+        """A completed run: created/updated/unchanged/repaired cover every entry; ids dropped are deleted."""
+        before, was_dirty = dict(self.expected), self.dirty
+        self._write_source(entries)
+        report = self._run()
+        assert report.created + report.updated + report.unchanged + report.repaired == len(entries)
+        assert not report.failed_stores
+        if not was_dirty:
+            assert report.deleted == len(set(before) - set(entries))
+            assert report.created == len(set(entries) - set(before))
+        self.expected, self.dirty = dict(entries), False
+
+    @rule()
+    def reingest_same(self) -> None:
+        """Running the same source again writes nothing (after a crash: it repairs, and only then)."""
+        if not self.expected:
+            return
+        report = self._run()
+        assert (report.created, report.updated) == (0, 0)
+        if not self.dirty:  # after a crash, the crashed run's leftovers (ids its source no longer has) go now
+            assert (report.repaired, report.unchanged, report.deleted) == (0, len(self.expected), 0)
+        self.dirty = False
+
+    @rule(entries=_ENTRIES, store=st.integers(0, 2))
+    def crash_during_write(self, entries: dict[str, str], store: int) -> None:
+        """The run dies right after one store wrote its batch: the ledger keeps the work pending."""
+        self._write_source(entries)
+        writers = self._writers()
+        writers[store] = _CrashAfterWrite(writers[store])
+        try:
+            self._run(writers)
+        except _Crash:
+            self.dirty = True
+        self.expected = dict(entries)  # what the next completed run must leave in every store
+
+    @invariant()
+    def stores_agree_with_the_ledger(self) -> None:
+        if self.dirty or not self.home.exists():
+            return
+        vec = store_path(spec(LaneKind.VECTOR, "numpy_flat"), resources(self.home), self.emb.name)
+        with sqlite3.connect(vec) as conn:
+            vector_ids = {r[0] for r in conn.execute("SELECT id FROM vec")}
+        ledger = Ledger(self.home / "ledger.sqlite")
+        try:
+            rows = ledger.conn.execute("SELECT id, state, stores FROM ledger").fetchall()
+        finally:
+            ledger.close()
+        want = set(self.expected)
+        assert _sqlite_ids(self.home / "keyword.sqlite") == want
+        assert _sqlite_ids(self.home / "graph.sqlite") == want
+        assert vector_ids == want
+        assert {r[0] for r in rows} == want
+        assert all(state == "done" for _, state, _ in rows)
+        assert all(stores == '["numpy_flat", "sqlite_fts", "sqlite_graph"]' for _, _, stores in rows)
+
+
+IngestMachine.TestCase.settings = settings(
+    max_examples=8, stateful_step_count=5, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+TestIngestMachine = IngestMachine.TestCase

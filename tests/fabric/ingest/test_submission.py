@@ -5,12 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fabric.ingest.submission as mod
 from fabric.config import IngestConfig
 from fabric.errors import ConfigError
 from fabric.ingest.loaders import load_source
 from fabric.ingest.submission import (
+    Submission,
     SubmitError,
     check_operator_fields,
     parse_submission,
@@ -135,3 +138,36 @@ def test_public_api() -> None:
         "resolve_root",
         "spool_entries",
     }
+
+
+_ENTRY_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+_FIELDS = st.sampled_from(["id", "text", "title", "url", "published_at", "trust", "source_kind", "extra"])
+
+
+class TestSubmissionFuzz:
+    @settings(max_examples=150, deadline=None)
+    @given(body=st.dictionaries(st.sampled_from(["entries", "path", "format", "async", "x"]), _ENTRY_VALUE, max_size=3)
+           | st.lists(st.dictionaries(_FIELDS, _ENTRY_VALUE, max_size=5), min_size=1, max_size=4).map(
+               lambda es: {"entries": es}))  # fmt: skip
+    def test_any_body_is_a_submission_or_a_submit_error(self, tmp_path_factory: pytest.TempPathFactory,
+                                                        body: dict[str, object]) -> None:  # fmt: skip
+        """Random bodies through validation and the JSONL loader (spooling): a Submission or a SubmitError naming
+        a field, with a 4xx status; never another exception."""
+        spool = tmp_path_factory.mktemp("spool") / "api.jsonl"
+        outcome: object
+        try:
+            outcome = parse_submission(body, CFG, None)
+            if outcome.kind == "entries":
+                spool_entries(outcome, spool)
+        except SubmitError as exc:
+            outcome = exc
+        if isinstance(outcome, SubmitError):
+            assert outcome.field
+            assert 400 <= outcome.status < 500
+        else:
+            assert isinstance(outcome, Submission)
+            assert outcome.kind in ("entries", "path")

@@ -10,7 +10,7 @@ import pytest
 from aiohttp import web
 
 import lanes.feeds.rss as mod
-from fabric.errors import ConfigError, LaneTimeout, LaneUnavailable
+from fabric.errors import ConfigError, LaneBadResponse, LaneTimeout, LaneUnavailable
 from fabric.models import BoundConstraints, LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
 from lanes.feeds.rss import RssNewsLane, match_score
@@ -169,3 +169,19 @@ class TestMatchScore:
 def test_public_api() -> None:
     """The module exports the lane and the matcher."""
     assert set(mod.__all__) == {"BACKEND", "RssNewsLane", "match_score"}
+
+
+class TestNotAFeed:
+    @pytest.mark.parametrize("body", [b'{"items": [1, 2', b"[" * 100_000, b"\x00\xff garbage"])
+    async def test_a_body_that_is_no_feed_is_a_bad_response(self, body: bytes) -> None:
+        """Truncated JSON, 100,000-deep brackets or bytes that are no feed: LaneBadResponse, not 0 hits."""
+
+        async def any_body(_req: web.Request) -> web.Response:
+            return web.Response(body=body, content_type="application/json")
+
+        app = web.Application()
+        app.router.add_get("/rss.xml", any_body)
+        app.router.add_get("/atom.xml", any_body)
+        async with serve(app) as srv, guarded(HOSTS) as session:
+            with pytest.raises(LaneBadResponse, match="not an RSS or Atom feed"):
+                await _lane(srv.port, session).search(LaneRequest(query="insulin"))

@@ -67,6 +67,21 @@ def _lane(port: int, session: Any) -> WikipediaWebLane:
 
 
 class TestWikipediaWebLane:
+    async def test_title_with_a_lone_surrogate_still_links(self) -> None:
+        """A title holding a lone surrogate (a hostile upstream) gives a hit with a usable URL, not an
+        UnicodeEncodeError (the lane boundary repairs the title itself)."""
+
+        async def api(_req: web.Request) -> web.Response:
+            body = '{"query": {"search": [{"title": "Bad \\ud800 title", "pageid": 1, "snippet": "s"}]}}'
+            return web.Response(text=body, content_type="application/json")
+
+        app = web.Application()
+        app.router.add_get("/w/api.php", api)
+        async with serve(app) as srv, guarded(["en.wikipedia.org"]) as session:
+            hits = await _lane(srv.port, session).search(LaneRequest(query="rrf", top_k=5))
+        assert len(hits) == 1
+        assert hits[0].url.endswith("/wiki/Bad_%3F_title")
+
     async def test_search_results_become_hits(self) -> None:
         """Matches map to /wiki/ URLs with cleaned snippets and the keyless marker."""
         state: dict[str, Any] = {}
