@@ -27,13 +27,15 @@ from typing import Any
 
 import structlog
 
+from fabric.audit import EntryChange
 from fabric.errors import FabricError, IngestError, LaneError
+from fabric.ingest.audit_trail import graph_triples, record_changes, triple_changes
 from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
 from fabric.ingest.loaders import finalize_all, load_source
 from fabric.ingest.model import Chunk, StoreWriter
 from fabric.models import Embedder
 
-__all__ = ["IdConflictError", "IngestReport", "Progress", "ingest"]
+__all__ = ["IdConflictError", "IngestReport", "Progress", "ingest", "public_source"]
 
 
 class IdConflictError(IngestError):
@@ -71,6 +73,11 @@ def _shown(source: str, home: Path) -> str:
     return f"{kind}:{Path(rest).name}"
 
 
+def public_source(source: str, home: Path) -> str:
+    """A ledger source as clients see it (conflicts, audit records, deletes): ``api`` or ``<format>:<name>``."""
+    return _shown(source, home)
+
+
 log = structlog.get_logger(__name__)
 
 BATCH = 256
@@ -100,6 +107,8 @@ class IngestReport:
     repaired: int = 0
     unchanged: int = 0
     deleted: int = 0
+    contended: int = 0
+    audited: int = 0
     embedded: int = 0
     embeddings: str = "ok"
     stores: dict[str, str] = field(default_factory=dict)
@@ -118,6 +127,8 @@ class IngestReport:
             "repaired": self.repaired,
             "unchanged": self.unchanged,
             "deleted": self.deleted,
+            "contended": self.contended,
+            "audited": self.audited,
             "embedded": self.embedded,
             "embeddings": self.embeddings,
             "stores": dict(self.stores),
@@ -249,7 +260,10 @@ async def ingest(
         entries = await asyncio.to_thread(ledger.entries, loaded.source)
         targets = {c.id: all_stores if embedder is not None else lexical for c in chunks}
         todo, gone, report.unchanged = _plan(chunks, entries, targets)
+        report.contended = sum(1 for e in entries.values() if e.state == "pending")
         await _mark_pending(ledger, todo, gone, loaded.source)
+        touched = [c.id for c, action, _ in todo if action != "repair"] + [e.id for e in gone]
+        before = await graph_triples(writers, touched)
 
         vectors: dict[str, tuple[float, ...]] = {}
         need_vec = [c for c, _, st in todo if any(w.store in st and w.needs_vectors for w in writers)]
@@ -263,6 +277,8 @@ async def ingest(
         await asyncio.to_thread(ledger.mark_done, _done_rows(todo, entries, held, loaded.source, report))
         if deleted_ok and gone:
             report.deleted = await asyncio.to_thread(ledger.remove, gone, all_stores)
+        after = await graph_triples(writers, touched)
+        report.audited = await _audit(home, loaded.source, todo, gone if deleted_ok else [], before, after)
     finally:
         await asyncio.to_thread(ledger.close)
     report.seconds.update({"load": t1 - t0, "chunk": t2 - t1, "embed": t3 - t2, "write": t4 - t3})
@@ -318,6 +334,25 @@ def _done_rows(
         attr = _count(action)
         setattr(report, attr, getattr(report, attr) + 1)
     return done
+
+
+async def _audit(
+    home: Path,
+    source: str,
+    todo: list[tuple[Chunk, str, set[str]]],
+    gone: list[LedgerEntry],
+    before: dict[str, set[tuple[str, str, str]]] | None,
+    after: dict[str, set[tuple[str, str, str]]] | None,
+) -> int:
+    """Record created, updated and deleted entries and their triples in the audit history (repairs change
+    nothing a client sees, so they are not recorded)."""
+    shown = _shown(source, home)
+    changes = [
+        EntryChange(f"{action}d", c.id, c.doc_id, shown, c.content_hash) for c, action, _ in todo if action != "repair"
+    ]
+    changes += [EntryChange("deleted", e.id, e.doc_id, shown, e.content_hash) for e in gone]
+    triples = triple_changes(before, after, [ch.entry_id for ch in changes])
+    return await record_changes(home, changes, triples, {})
 
 
 def _count(action: str) -> str:

@@ -1,0 +1,275 @@
+"""The audit history of a home (``<home>/audit.sqlite``): who created, updated or deleted which entry and triple.
+
+Seed 001 asks that created or updated entries *and triples* be auditable. Every record names:
+
+- ``subject``: ``entry`` (one stored chunk; its ``entry_id`` is the chunk id, ``doc_id`` the entry it came from)
+  or ``triple`` (a graph relation ``subject --predicate--> object`` extracted from that chunk);
+- ``action``: ``created``, ``updated`` or ``deleted`` (an interrupted write repaired unchanged is not audited:
+  nothing changed);
+- who: the ``tenant``, the API ``key_id`` (None from the CLI or in open mode) and the ingestion ``task_id`` (None
+  for a CLI run or a delete), and ``via`` (``cli``, ``api``);
+- when: ``ts`` (UTC, ISO 8601 with microseconds) and a monotonically increasing ``seq``, the paging cursor.
+
+The writer of a mutation does not pass the caller around: the caller is an :class:`Actor` in a context variable
+(:func:`acting_as`), set by the service's task worker, the delete route and the CLI, and read by whoever writes the
+records (the ingestion pipeline, :mod:`fabric.ingest.deletion`). Records are only ever appended. The sources named
+are the public form (``api`` or ``<format>:<file name>``), never a server path.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ACTIONS",
+    "AUDIT_FILE",
+    "Actor",
+    "AuditLog",
+    "AuditPage",
+    "AuditRecord",
+    "EntryChange",
+    "TripleChange",
+    "acting_as",
+    "current_actor",
+    "parse_since",
+]
+
+AUDIT_FILE = "audit.sqlite"
+"""The audit history's file name under a home."""
+ACTIONS = ("created", "updated", "deleted")
+"""What an audit record says happened."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    subject TEXT NOT NULL CHECK (subject IN ('entry', 'triple')),
+    action TEXT NOT NULL CHECK (action IN ('created', 'updated', 'deleted')),
+    entry_id TEXT NOT NULL,
+    doc_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    triple_subject TEXT,
+    triple_predicate TEXT,
+    triple_object TEXT,
+    task_id TEXT,
+    key_id TEXT,
+    via TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS audit_tenant_entry ON audit(tenant, entry_id);
+CREATE INDEX IF NOT EXISTS audit_tenant_doc ON audit(tenant, doc_id);
+CREATE INDEX IF NOT EXISTS audit_tenant_ts ON audit(tenant, ts);
+"""
+_COLUMNS = (
+    "seq, ts, tenant, subject, action, entry_id, doc_id, source, content_hash, "
+    "triple_subject, triple_predicate, triple_object, task_id, key_id, via"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who is mutating the stores right now."""
+
+    tenant: str = "default"
+    key_id: str | None = None
+    task_id: str | None = None
+    via: str = "cli"
+
+
+_ACTOR: ContextVar[Actor] = ContextVar("fabric_audit_actor", default=Actor())  # noqa: B039 (frozen, immutable)
+
+
+def current_actor() -> Actor:
+    """The actor of the running mutation (the CLI's ``default`` actor when none was set)."""
+    return _ACTOR.get()
+
+
+@contextmanager
+def acting_as(actor: Actor) -> Iterator[Actor]:
+    """Run the block (and the threads and tasks it starts) as ``actor``."""
+    token = _ACTOR.set(actor)
+    try:
+        yield actor
+    finally:
+        _ACTOR.reset(token)
+
+
+@dataclass(frozen=True, slots=True)
+class EntryChange:
+    """One chunk created, updated or deleted."""
+
+    action: str
+    entry_id: str
+    doc_id: str
+    source: str
+    content_hash: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TripleChange:
+    """One graph triple of a chunk created or deleted."""
+
+    action: str
+    entry_id: str
+    triple: tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    """One row of the history, as ``GET /v1/audit`` and ``fabric audit --json`` show it."""
+
+    seq: int
+    ts: str
+    tenant: str
+    subject: str
+    action: str
+    entry_id: str
+    doc_id: str
+    source: str
+    content_hash: str
+    triple: tuple[str, str, str] | None
+    task_id: str | None
+    key_id: str | None
+    via: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready record (``triple`` as ``{subject, predicate, object}`` or null)."""
+        out = asdict(self)
+        t = self.triple
+        out["triple"] = {"subject": t[0], "predicate": t[1], "object": t[2]} if t else None
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class AuditPage:
+    """A page of records, oldest first; ``next_after`` is the cursor of the next page (None at the end)."""
+
+    records: list[AuditRecord]
+    next_after: int | None
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_since(text: str) -> str:
+    """An ISO 8601 time (``Z`` or an offset; a date alone is midnight UTC) as the history stores times.
+
+    Raises:
+        ValueError: not an ISO 8601 date or time.
+    """
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"expected an ISO 8601 time such as 2026-01-31T12:00:00Z, got {text[:40]!r}") from None
+    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _record(row: Sequence[Any]) -> AuditRecord:
+    triple = (row[9], row[10], row[11]) if row[9] is not None else None
+    return AuditRecord(
+        seq=row[0], ts=row[1], tenant=row[2], subject=row[3], action=row[4], entry_id=row[5], doc_id=row[6],
+        source=row[7], content_hash=row[8], triple=triple, task_id=row[12], key_id=row[13], via=row[14],
+    )  # fmt: skip
+
+
+class AuditLog:
+    """Append and read the audit history of one home (synchronous: callers run it in a worker thread).
+
+    The file is created on the first write; reading a home that never wrote one answers no records.
+    """
+
+    def __init__(self, home: Path) -> None:
+        self.path = home / AUDIT_FILE
+        self._conn: sqlite3.Connection | None = None
+
+    def _connect(self, *, create: bool) -> sqlite3.Connection | None:
+        if self._conn is None:
+            if not create and not self.path.is_file():
+                return None
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(_SCHEMA)
+            self._conn = conn
+        return self._conn
+
+    def record(
+        self,
+        entries: Iterable[EntryChange],
+        triples: Iterable[TripleChange] = (),
+        *,
+        actor: Actor | None = None,
+        docs: dict[str, tuple[str, str]] | None = None,
+    ) -> int:
+        """Append entry and triple changes as ``actor`` (default: :func:`current_actor`); returns rows written.
+
+        ``docs`` maps a triple's entry id to its ``(doc_id, source)`` when no entry change names it.
+        """
+        who = actor or current_actor()
+        now = _now()
+        entry_rows = list(entries)
+        known = {e.entry_id: (e.doc_id, e.source) for e in entry_rows} | dict(docs or {})
+        base = (who.task_id, who.key_id, who.via)
+        none3: tuple[str | None, ...] = (None, None, None)
+        rows: list[tuple[str | None, ...]] = [
+            (now, who.tenant, "entry", e.action, e.entry_id, e.doc_id, e.source, e.content_hash, *none3, *base)
+            for e in entry_rows
+        ]
+        for t in triples:
+            doc_id, source = known.get(t.entry_id, (t.entry_id, ""))
+            rows.append((now, who.tenant, "triple", t.action, t.entry_id, doc_id, source, "", *t.triple, *base))
+        if not rows:
+            return 0
+        conn = self._connect(create=True)
+        assert conn is not None
+        with conn:
+            conn.executemany(
+                f"INSERT INTO audit ({_COLUMNS.removeprefix('seq, ')}) VALUES ({', '.join('?' * 14)})", rows
+            )
+        return len(rows)
+
+    def page(
+        self,
+        tenant: str,
+        *,
+        entry_id: str | None = None,
+        since: str | None = None,
+        after: int = 0,
+        limit: int = 100,
+    ) -> AuditPage:
+        """Records of ``tenant`` after cursor ``after``, oldest first, at most ``limit``.
+
+        Args:
+            entry_id: only records of this chunk id or of the chunks of this entry (doc id).
+            since: only records at or after this UTC time (ISO 8601, compared as normalised text).
+        """
+        conn = self._connect(create=False)
+        if conn is None:
+            return AuditPage([], None)
+        sql = f"SELECT {_COLUMNS} FROM audit WHERE tenant = ? AND seq > ?"
+        args: list[Any] = [tenant, after]
+        if entry_id is not None:
+            sql += " AND (entry_id = ? OR doc_id = ?)"
+            args += [entry_id, entry_id]
+        if since is not None:
+            sql += " AND ts >= ?"
+            args.append(since)
+        rows = conn.execute(sql + " ORDER BY seq LIMIT ?", (*args, limit + 1)).fetchall()
+        records = [_record(r) for r in rows[:limit]]
+        return AuditPage(records, records[-1].seq if len(rows) > limit else None)
+
+    def close(self) -> None:
+        """Close the connection (reopened on the next use)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
