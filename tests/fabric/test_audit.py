@@ -34,7 +34,8 @@ class TestAuditLog:
             ]
             assert page.next_after is None
             assert page.records[2].to_dict()["triple"] == {"subject": "x", "predicate": "rel", "object": "y"}
-            assert page.records[2].doc_id == "a" and page.records[2].source == "api"
+            assert page.records[2].doc_id == "a"
+            assert page.records[2].source == "api"
             assert [r.content_hash for r in log.page("t2").records] == ["h9"]
         finally:
             log.close()
@@ -45,9 +46,11 @@ class TestAuditLog:
         try:
             assert [r.entry_id for r in log.page("t1", entry_id="b").records] == ["b"]
             first = log.page("t1", limit=3)
-            assert len(first.records) == 3 and first.next_after == first.records[-1].seq
+            assert len(first.records) == 3
+            assert first.next_after == first.records[-1].seq
             rest = log.page("t1", after=first.next_after or 0, limit=3)
-            assert [r.action for r in rest.records] == ["updated"] and rest.next_after is None
+            assert [r.action for r in rest.records] == ["updated"]
+            assert rest.next_after is None
             assert log.page("t1", since="2999-01-01T00:00:00.000000Z").records == []
             assert len(log.page("t1", since=parse_since("2000-01-01")).records) == 4
         finally:
@@ -66,7 +69,8 @@ class TestActor:
         assert current_actor() == Actor("default", None, None, "cli")
         with acting_as(Actor("t", "k", "task", "api")):
             seen = await asyncio.to_thread(current_actor)
-        assert seen.key_id == "k" and current_actor().key_id is None
+        assert seen.key_id == "k"
+        assert current_actor().key_id is None
 
 
 def test_parse_since() -> None:
@@ -80,4 +84,5 @@ def test_parse_since() -> None:
 
 def test_public_api() -> None:
     """The module's exports."""
-    assert "AuditLog" in mod.__all__ and "acting_as" in mod.__all__
+    assert "AuditLog" in mod.__all__
+    assert "acting_as" in mod.__all__

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.audit import AuditLog, Actor, acting_as
+from fabric.audit import Actor, AuditLog, acting_as
 from fabric.config import load_settings
 from fabric.errors import IngestError
 from fabric.ingest.deletion import DeleteReport, NothingToDelete, delete_entries, matching_sources
@@ -146,7 +146,8 @@ class TestEmbeddedStores:
         assert entries == [("created", "entry", "t1", "kid"), ("deleted", "entry", None, None)]
         created = {r.triple for r in rows if r.subject == "triple" and r.action == "created"}
         deleted = {r.triple for r in rows if r.subject == "triple" and r.action == "deleted"}
-        assert created and created == deleted
+        assert created
+        assert created == deleted
         assert all(r.source == "jsonl:notes.jsonl" for r in rows)
 
 
@@ -210,14 +211,17 @@ class TestServerStores:
                 await _with(ws, lambda w: ingest(src, home=home, writers=w, embedder=None))
             ws = build_writers(settings, LaneResources(home=home))  # Meilisearch is gone now
             report = await _with(ws, lambda w: delete_entries(home, w, ids=["rrf"]))
-            assert not report.ok and report.stores["meilisearch"].startswith("error")
-            assert report.stores["arango"] == "ok" and report.audited == 0
+            assert not report.ok
+            assert report.stores["meilisearch"].startswith("error")
+            assert report.stores["arango"] == "ok"
+            assert report.audited == 0
             assert "rrf" in _ledger_ids(home)
             async with serve(FakeMeili().app()) as ms2:
                 settings = _server_settings(tmp_path, ms2.port, ars.port)
                 ws = build_writers(settings, LaneResources(home=home))
                 again = await _with(ws, lambda w: delete_entries(home, w, ids=["rrf"]))
-        assert again.ok and "rrf" not in _ledger_ids(home)
+        assert again.ok
+        assert "rrf" not in _ledger_ids(home)
 
 
 def test_matching_sources(tmp_path: Path) -> None:
