@@ -19,6 +19,8 @@ Routes:
     paths answer ``202`` with the task and its ``status_url`` (:mod:`fabric.ingest.tasks`).
 ``GET /v1/ingest/<task_id>``
     A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown.
+``DELETE /v1/entries/{id}``, ``DELETE /v1/entries?source=``, ``GET /v1/audit``, ``POST /v1/cite``, ``GET /openapi.json``
+    Data management, citations and the OpenAPI document (:mod:`fabric.service_data`).
 ``/mcp``
     The MCP server (:mod:`fabric.mcp_server`) over the streamable HTTP transport (:mod:`fabric.mcp_http`).
 
@@ -37,6 +39,7 @@ import asyncio
 import gc
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,7 @@ from fabric.ingest.writers import build_writers
 from fabric.keys import KeyStore, Role
 from fabric.limits import LimitConfig, TenantLimits, TenantMetrics
 from fabric.serverlimits import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
+from fabric.service_data import add_data_routes, observed_runner
 from fabric.validation import parse_request
 
 __all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "default_guard", "error_body", "ingest_tasks", "store_runner"]
@@ -137,6 +141,7 @@ async def _search(request: web.Request) -> web.Response:
     try:
         search_request = parse_request(data, engine.settings)
         result = await engine.search(search_request)
+        engine.metrics.observe_answer(principal(request).tenant, result)
     except PartialResultError as exc:
         return web.json_response(error_body(exc.field, exc.message, lanes=exc.lanes), status=503)
     except QueryError as exc:
@@ -167,10 +172,15 @@ async def _ingest(request: web.Request) -> web.Response:
     try:
         key = _idempotency_key(request)
         sub = await asyncio.to_thread(parse_submission, data, config, tasks.root)
-        check_operator_fields(sub, allowed=principal(request).role >= Role.ADMIN)
+        who = principal(request)
+        check_operator_fields(sub, allowed=who.role >= Role.ADMIN)
+        sub = replace(sub, tenant=who.tenant, key_id=who.key_id)
         inline = sub.kind == "entries" and not sub.force_async and sub.count <= config.sync_max_entries and tasks.idle
         task, created = await tasks.submit(sub, key=key)
     except SubmitError as exc:
+        if exc.status == 422:  # an idempotency key reused with another body: a concurrent-update conflict
+            metrics = request.app[ENGINE_KEY].metrics
+            metrics.observe_mutation(principal(request).tenant, "ingest", "conflict", {"idempotency_key": 1})
         return web.json_response(error_body(exc.field, exc.message), status=exc.status)
     if inline:
         await task.done.wait()
@@ -250,7 +260,7 @@ def ingest_tasks(engine: Engine) -> IngestTasks:
     return IngestTasks(
         ingest_cfg,
         home=engine.settings.home,
-        runner=store_runner(engine),
+        runner=observed_runner(store_runner(engine), engine),
         root=resolve_root(ingest_cfg),
         registry=engine.metrics.registry,
     )
@@ -307,6 +317,7 @@ def create_app(
     app.router.add_get("/metrics", _metrics)
     app.router.add_post("/v1/ingest", _ingest)
     app.router.add_get("/v1/ingest/{task_id}", _ingest_status)
+    add_data_routes(app, engine, _read_json)
     if mcp:
         from fabric.mcp_http import mount_mcp
         from fabric.mcp_server import build_server

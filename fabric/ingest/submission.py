@@ -77,6 +77,10 @@ class Submission:
     """Source format; ``jsonl`` for entries."""
     force_async: bool = False
     """``"async": true`` in the body: always a task, never inline."""
+    tenant: str = "default"
+    """The submitting tenant (recorded in the audit history)."""
+    key_id: str | None = None
+    """The submitting API key's id (None in open mode); recorded in the audit history."""
 
 
 def resolve_root(config: IngestConfig) -> Path | None:
