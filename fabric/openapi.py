@@ -20,6 +20,7 @@ from typing import Any
 from fabric import __version__
 from fabric.config import Settings
 from fabric.ingest.loaders import FORMATS
+from fabric.ingest.submission import IDEMPOTENCY_KEY_PATTERN
 from fabric.models import Constraints, FusionMode, Mode
 from fabric.router.strategies import ROUTES
 from fabric.validation import MAX_BUDGET_MS, MAX_WEIGHT
@@ -28,8 +29,8 @@ __all__ = [
     "CITE_LIMITS",
     "ENTRY_FIELDS",
     "MAX_AUDIT_LIMIT",
-    "MAX_DELETE_IDS",
     "MAX_PARAM_CHARS",
+    "NOT_BLANK",
     "WEIGHT_COMPONENTS",
     "build_openapi",
     "search_schema",
@@ -37,8 +38,6 @@ __all__ = [
 
 MAX_AUDIT_LIMIT = 1000
 """Largest ``limit`` of ``GET /v1/audit``."""
-MAX_DELETE_IDS = 1000
-"""Most ``id`` parameters of one ``DELETE /v1/entries``."""
 MAX_PARAM_CHARS = 1024
 """Longest query parameter or path id of the data routes."""
 CITE_LIMITS = {"items": 100, "answer_chars": 20_000, "max_per_sentence": 10}
@@ -49,6 +48,8 @@ ENTRY_FIELDS = ("id", "title", "text", "url", "published_at", "source_kind", "so
 """The JSONL entry fields ``POST /v1/ingest`` documents (``id`` and ``text`` required)."""
 
 _STR: dict[str, Any] = {"type": "string"}
+NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
+"""Some character Python's ``str.strip`` keeps (ECMA's whitespace class lacks U+001C to U+001F and U+0085)."""
 _REF = "#/components/schemas/"
 
 
@@ -63,11 +64,12 @@ def _enum(values: Any) -> dict[str, Any]:
 def search_schema(settings: Settings) -> dict[str, Any]:
     """The ``POST /v1/search`` body as :func:`fabric.validation.parse_request` accepts it."""
     lanes = sorted(settings.lanes)
+    enabled = sorted(lc.name for lc in settings.enabled_lanes())
     page = {"type": "integer", "minimum": 1, "maximum": settings.engine.max_top_k, "default": 10}
     weight = {"type": "number", "minimum": 0, "maximum": MAX_WEIGHT}
     props: dict[str, Any] = {
         "query": {
-            "type": "string", "minLength": 1, "maxLength": settings.engine.max_query_bytes, "pattern": r"\S",
+            "type": "string", "minLength": 1, "maxLength": settings.engine.max_query_bytes, "pattern": NOT_BLANK,
             "description": f"At most {settings.engine.max_query_bytes} UTF-8 bytes; not only whitespace.",
         },
         "mode": _enum(m.value for m in Mode),
@@ -85,7 +87,10 @@ def search_schema(settings: Settings) -> dict[str, Any]:
         "budget_ms": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_BUDGET_MS},
         "strict": {"type": "boolean"},
         "fusion": _enum(m.value for m in FusionMode),
-        "lanes": {"type": "array", "minItems": 1, "items": _enum(lanes)},
+        "lanes": {
+            "type": "array", "minItems": 1, "items": _enum(enabled),
+            "description": "Enabled lanes; a lane disabled in the configuration is accepted and answers an error.",
+        },
         "weights": {
             "type": "object", "minProperties": 1, "propertyNames": _enum([*WEIGHT_COMPONENTS, *lanes]),
             "additionalProperties": weight,
@@ -94,7 +99,10 @@ def search_schema(settings: Settings) -> dict[str, Any]:
         "preflight": {"type": "boolean"},
         "route": _enum(ROUTES),
     }  # fmt: skip
-    return {"type": "object", "required": ["query"], "additionalProperties": False, "properties": props}
+    return {
+        "type": "object", "required": ["query"], "additionalProperties": False, "properties": props,
+        "not": {"required": ["top_k", "limit"], "description": "Give top_k or limit (both are refused unless equal)."},
+    }  # fmt: skip
 
 
 def _ingest_schema(settings: Settings) -> dict[str, Any]:
@@ -104,13 +112,13 @@ def _ingest_schema(settings: Settings) -> dict[str, Any]:
         "description": "One entry of the JSONL entry format; trust: trusted and source_kind: operator need admin.",
     }  # fmt: skip
     entries = {"type": "array", "minItems": 1, "maxItems": settings.ingest.max_entries, "items": entry}
-    common = {"format": _enum(FORMATS), "async": {"type": "boolean"}}
+    flag = {"async": {"type": "boolean"}}
     return {
         "oneOf": [
             {"type": "object", "required": ["entries"], "additionalProperties": False,
-             "properties": {"entries": entries, **common}},
+             "properties": {"entries": entries, "format": _enum(["jsonl"]), **flag}},
             {"type": "object", "required": ["path"], "additionalProperties": False,
-             "properties": {"path": {"type": "string", "minLength": 1}, **common},
+             "properties": {"path": {"type": "string", "minLength": 1}, "format": _enum(FORMATS), **flag},
              "description": "A file or folder under ingest.allowed_root (admin only)."},
         ]
     }  # fmt: skip
@@ -120,7 +128,7 @@ def _cite_schema(settings: Settings) -> dict[str, Any]:
     texts = dict.fromkeys(("title", "text", "snippet", "url", "domain", "published_at"), _STR)
     item = _obj(["id"], id={"type": "string", "minLength": 1}, **texts, score_total={"type": "number"})
     common = {
-        "answer": {"type": "string", "minLength": 1, "maxLength": CITE_LIMITS["answer_chars"], "pattern": r"\S"},
+        "answer": {"type": "string", "minLength": 1, "maxLength": CITE_LIMITS["answer_chars"], "pattern": NOT_BLANK},
         "threshold": {"type": "number", "minimum": 0.01, "maximum": 1, "default": 0.7},
         "max_per_sentence": {"type": "integer", "minimum": 1, "maximum": CITE_LIMITS["max_per_sentence"]},
         "semantic": {"type": "boolean"},
@@ -209,16 +217,7 @@ def _params() -> dict[str, list[dict[str, Any]]]:
             {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": MAX_AUDIT_LIMIT}},
             {"name": "after", "in": "query", "schema": {"type": "integer", "minimum": 0, "maximum": 2**62}},
         ],
-        "delete": [
-            {"name": "source", "in": "query", "schema": text},
-            {
-                "name": "id",
-                "in": "query",
-                "schema": {"type": "array", "maxItems": MAX_DELETE_IDS, "items": text},
-                "style": "form",
-                "explode": True,
-            },
-        ],
+        "delete": [{"name": "source", "in": "query", "required": True, "schema": text}],
         "entry": [{"name": "entry_id", "in": "path", "required": True, "schema": text}],
         "task": [{"name": "task_id", "in": "path", "required": True, "schema": text}],
     }
@@ -234,10 +233,10 @@ def build_openapi(settings: Settings) -> dict[str, Any]:
     public: dict[str, Any] = {"security": []}
     paths: dict[str, Any] = {
         "/v1/search": {"post": {"operationId": "search", "requestBody": _body("SearchRequest"),
-                                "responses": _responses(200, "SearchResult", *_BODY, *_GUARDED, 503)}},
+                                "responses": _responses(200, "SearchResult", *_BODY, 422, *_GUARDED, 503)}},
         "/v1/ingest": {"post": {"operationId": "ingest", "requestBody": _body("IngestRequest"),
                                 "parameters": [{"name": "Idempotency-Key", "in": "header", "schema":
-                                                {"type": "string", "minLength": 1, "maxLength": 255}}],
+                                                {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN}}],
                                 "responses": {**_responses(200, "Task", *_BODY, *_GUARDED, 409, 422, 503),
                                               "202": {"description": "Queued", "content": {"application/json":
                                                       {"schema": _ref("Task")}}}}}},
@@ -250,7 +249,7 @@ def build_openapi(settings: Settings) -> dict[str, Any]:
         "/v1/audit": {"get": {"operationId": "audit", "parameters": p["audit"],
                               "responses": _responses(200, "AuditPage", 400, *_GUARDED)}},
         "/v1/cite": {"post": {"operationId": "cite", "requestBody": _body("CiteRequest"),
-                              "responses": _responses(200, "Citations", *_BODY, *_GUARDED)}},
+                              "responses": _responses(200, "Citations", *_BODY, 422, *_GUARDED)}},
         "/metrics": {"get": {"operationId": "metrics", "responses": _responses(200, None, *_GUARDED,
                                                                                 media="text/plain")}},
         "/healthz": {"get": {"operationId": "healthz", **public, "responses": _responses(200, None)}},

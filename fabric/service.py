@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
@@ -50,9 +51,15 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from fabric import safejson
 from fabric.auth import Guard, install_guard, principal
 from fabric.engine import Engine
-from fabric.errors import FabricError, PartialResultError, QueryError
+from fabric.errors import FabricError, PartialResultError, QueryError, UnprocessableQueryError
 from fabric.ingest.pipeline import IngestReport, Progress, ingest
-from fabric.ingest.submission import SubmitError, check_operator_fields, parse_submission, resolve_root
+from fabric.ingest.submission import (
+    IDEMPOTENCY_KEY_PATTERN,
+    SubmitError,
+    check_operator_fields,
+    parse_submission,
+    resolve_root,
+)
 from fabric.ingest.tasks import IngestTasks, TaskStatus
 from fabric.ingest.writers import build_writers
 from fabric.keys import KeyStore, Role
@@ -73,7 +80,6 @@ TASKS_KEY = web.AppKey("ingest_tasks", IngestTasks)
 _SEARCH_LIMIT_KEY = web.AppKey("search_max_body_bytes", int)
 
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_MAX_KEY_CHARS = 255
 
 
 def error_body(field: str | None, message: str, **extra: Any) -> dict[str, Any]:
@@ -144,8 +150,9 @@ async def _search(request: web.Request) -> web.Response:
         engine.metrics.observe_answer(principal(request).tenant, result)
     except PartialResultError as exc:
         return web.json_response(error_body(exc.field, exc.message, lanes=exc.lanes), status=503)
-    except QueryError as exc:
-        return web.json_response(error_body(exc.field, exc.message), status=400)
+    except QueryError as exc:  # 422: well-formed, refused by a rule the OpenAPI document cannot express
+        status = 422 if isinstance(exc, UnprocessableQueryError) else 400
+        return web.json_response(error_body(exc.field, exc.message), status=status)
     except FabricError as exc:
         log.warning("search_failed", error=str(exc))
         return web.json_response(error_body(None, str(exc)), status=500)
@@ -157,8 +164,8 @@ def _idempotency_key(request: web.Request) -> str | None:
     if raw is None:
         return None
     key = raw.strip()
-    if not key or len(key) > _MAX_KEY_CHARS or not key.isprintable():
-        raise SubmitError("Idempotency-Key", f"expected 1 to {_MAX_KEY_CHARS} printable characters")
+    if re.fullmatch(IDEMPOTENCY_KEY_PATTERN, key) is None:
+        raise SubmitError("Idempotency-Key", "expected 1 to 255 visible ASCII characters (inner spaces allowed)")
     return key
 
 

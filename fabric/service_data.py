@@ -5,9 +5,9 @@
     triples and edges and the ledger included (:mod:`fabric.ingest.deletion`); ``writer`` role. ``200`` with the
     report, ``404`` when nothing is stored under the id, ``503`` naming the stores that failed (repeat the
     delete to finish it).
-``DELETE /v1/entries?source=...&id=...``
-    The same by source (``api``, ``<format>:<file name>`` as conflicts and audit records name it) and/or up to
-    1000 repeated ``id`` parameters.
+``DELETE /v1/entries?source=...``
+    The same for every entry of a source (``api``, ``<format>:<file name>`` as conflicts and audit records name
+    it). An id holding ``/`` is sent percent-encoded (``%2F``); ids are taken as given (not trimmed).
 ``GET /v1/audit?entry_id=&since=&limit=&after=``
     The caller's tenant's audit history (:mod:`fabric.audit`), oldest first; ``next_after`` and ``next_url``
     page on. ``reader`` role.
@@ -35,12 +35,12 @@ from aiohttp import web
 from fabric.audit import Actor, AuditLog, acting_as, parse_since
 from fabric.auth import principal
 from fabric.engine import Engine
-from fabric.errors import FabricError, IngestError, QueryError
+from fabric.errors import FabricError, IngestError, QueryError, UnprocessableQueryError
 from fabric.ingest.deletion import NothingToDelete, delete_entries
 from fabric.ingest.pipeline import IdConflictError, IngestReport, Progress
 from fabric.ingest.writers import build_writers
 from fabric.models import Hit
-from fabric.openapi import CITE_LIMITS, MAX_AUDIT_LIMIT, MAX_DELETE_IDS, MAX_PARAM_CHARS, build_openapi
+from fabric.openapi import CITE_LIMITS, MAX_AUDIT_LIMIT, MAX_PARAM_CHARS, build_openapi
 
 __all__ = ["CITE_MAX_BODY_BYTES", "ReadJson", "add_data_routes", "observed_runner"]
 
@@ -55,7 +55,7 @@ _ENGINE = web.AppKey("data_engine", Engine)
 _READ = web.AppKey("data_read_json", object)
 _OPENAPI = web.AppKey("openapi_bytes", bytes)
 _AUDIT_PARAMS = ("entry_id", "since", "limit", "after")
-_DELETE_PARAMS = ("source", "id")
+_DELETE_PARAMS = ("source",)
 _CITE_KEYS = ("answer", "items", "query", "top_k", "threshold", "max_per_sentence", "semantic")
 _ITEM_TEXT = ("title", "text", "snippet", "url", "domain", "published_at")
 
@@ -78,8 +78,8 @@ def _params(request: web.Request, known: tuple[str, ...]) -> None:
     if unknown:
         raise _Refused("query", f"unknown parameter(s) {', '.join(unknown)}; valid: {', '.join(known)}")
     for name, value in request.query.items():
-        if len(value) > MAX_PARAM_CHARS or not value.isprintable():
-            raise _Refused(name, f"expected at most {MAX_PARAM_CHARS} printable characters")
+        if not value or len(value) > MAX_PARAM_CHARS:
+            raise _Refused(name, f"expected 1 to {MAX_PARAM_CHARS} characters")
 
 
 def _int(request: web.Request, name: str, default: int, low: int, high: int) -> int:
@@ -124,21 +124,18 @@ async def _delete(request: web.Request, ids: list[str], source: str | None) -> w
 
 async def _delete_one(request: web.Request) -> web.Response:
     entry_id = request.match_info["entry_id"]
-    if not entry_id.strip() or len(entry_id) > MAX_PARAM_CHARS or not entry_id.isprintable():
-        raise _Refused("entry_id", f"expected 1 to {MAX_PARAM_CHARS} printable characters")
+    if not entry_id or len(entry_id) > MAX_PARAM_CHARS:
+        raise _Refused("entry_id", f"expected 1 to {MAX_PARAM_CHARS} characters")
     _params(request, ())
     return await _delete(request, [entry_id], None)
 
 
 async def _delete_many(request: web.Request) -> web.Response:
     _params(request, _DELETE_PARAMS)
-    ids = [i for i in request.query.getall("id", []) if i.strip()]
-    source = request.query.get("source", "").strip() or None
-    if not ids and source is None:
-        raise _Refused("query", "give source=... and/or id=... (DELETE /v1/entries/{entry_id} deletes one entry)")
-    if len(ids) > MAX_DELETE_IDS:
-        raise _Refused("id", f"at most {MAX_DELETE_IDS} ids per request, got {len(ids)}")
-    return await _delete(request, ids, source)
+    source = request.query.get("source")
+    if source is None:
+        raise _Refused("source", "required (DELETE /v1/entries/{entry_id} deletes one entry)")
+    return await _delete(request, [], source)
 
 
 # ---------------------------------------------------------------------------------------------------- audit
@@ -178,6 +175,8 @@ async def _audit(request: web.Request) -> web.Response:
 
 def _number(data: dict[str, Any], name: str, default: float, low: float, high: float, *, integer: bool) -> Any:
     value = data.get(name, default)
+    if integer and isinstance(value, float) and value.is_integer():  # JSON Schema: 3.0 is an integer
+        value = int(value)
     kind_ok = isinstance(value, int) if integer else isinstance(value, int | float)
     if isinstance(value, bool) or not kind_ok or not low <= value <= high:
         kind = "an integer" if integer else "a number"
@@ -219,7 +218,7 @@ async def _cite_hits(request: web.Request, data: dict[str, Any]) -> list[Hit]:
     try:
         result = await engine.search(parse_request({"query": data["query"], "top_k": top_k}, engine.settings))
     except QueryError as exc:
-        raise _Refused(exc.field, exc.message) from None
+        raise _Refused(exc.field, exc.message, 422 if isinstance(exc, UnprocessableQueryError) else 400) from None
     return [it.hit for it in result.items]
 
 

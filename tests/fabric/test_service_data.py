@@ -79,7 +79,7 @@ class TestDelete:
         resp = await client.delete("/v1/entries", params={"source": "api"}, headers=_auth(keys["writer"]))
         assert sorted((await resp.json())["ids"]) == ["kb-1", "kb-2"]
         empty = await client.delete("/v1/entries", headers=_auth(keys["writer"]))
-        assert (await empty.json())["error"]["field"] == "query"
+        assert (await empty.json())["error"]["field"] == "source"
         odd = await client.delete("/v1/entries", params={"sauce": "api"}, headers=_auth(keys["writer"]))
         assert odd.status == 400
         assert "unknown parameter" in (await odd.json())["error"]["message"]
