@@ -24,8 +24,9 @@ Routes:
 ``/mcp``
     The MCP server (:mod:`fabric.mcp_server`) over the streamable HTTP transport (:mod:`fabric.mcp_http`).
 
-Every route but ``/healthz`` and ``/readyz`` needs ``Authorization: Bearer <key>`` once keys exist and is
-limited per tenant (:mod:`fabric.auth`, :mod:`fabric.limits`): ``401``/``403``/``429`` in the same error shape.
+Every route but ``/healthz``, ``/readyz`` and ``/openapi.json`` needs ``Authorization: Bearer <key>`` once keys
+exist and is limited per tenant (:mod:`fabric.auth`, :mod:`fabric.limits`): ``401``/``403``/``429`` in the same
+error shape.
 Entries claiming ``trust: trusted`` or ``source_kind: operator``, and path submissions, need an admin key
 (``403`` naming the field); an id another source holds answers ``409`` with ``conflicts`` (id → source).
 
