@@ -21,11 +21,15 @@
     API, never data.
 
 Mutations are performed as the caller (:func:`fabric.audit.acting_as`) and counted in ``fabric_mutations_total``.
+Deletes and ingestion tasks of one engine take turns (:func:`write_lock`), so a delete never interleaves with a
+task writing the same chunks; a CLI run beside the service is seen by the ledger's write-ahead rows instead
+(counted as ``concurrent_update`` conflicts).
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -42,7 +46,7 @@ from fabric.ingest.writers import build_writers
 from fabric.models import Hit
 from fabric.openapi import CITE_LIMITS, MAX_AUDIT_LIMIT, MAX_PARAM_CHARS, build_openapi
 
-__all__ = ["CITE_MAX_BODY_BYTES", "ReadJson", "add_data_routes", "observed_runner"]
+__all__ = ["CITE_MAX_BODY_BYTES", "ReadJson", "add_data_routes", "observed_runner", "write_lock"]
 
 CITE_MAX_BODY_BYTES = 1024 * 1024
 """Body cap of ``POST /v1/cite`` (an answer and up to 100 items with their text)."""
@@ -58,6 +62,17 @@ _AUDIT_PARAMS = ("entry_id", "since", "limit", "after")
 _DELETE_PARAMS = ("source",)
 _CITE_KEYS = ("answer", "items", "query", "top_k", "threshold", "max_per_sentence", "semantic")
 _ITEM_TEXT = ("title", "text", "snippet", "url", "domain", "published_at")
+
+
+_LOCKS: weakref.WeakKeyDictionary[Engine, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def write_lock(engine: Engine) -> asyncio.Lock:
+    """The lock that the service's mutations of ``engine``'s stores (ingestion tasks, deletes) take in turn."""
+    lock = _LOCKS.get(engine)
+    if lock is None:
+        lock = _LOCKS[engine] = asyncio.Lock()
+    return lock
 
 
 class _Refused(Exception):
@@ -107,7 +122,8 @@ async def _delete(request: web.Request, ids: list[str], source: str | None) -> w
     writers = build_writers(engine.settings, resources)
     try:
         with acting_as(actor):
-            report = await delete_entries(resources.home, writers, ids=ids, source=source)
+            async with write_lock(engine):
+                report = await delete_entries(resources.home, writers, ids=ids, source=source)
     except NothingToDelete as exc:
         engine.metrics.observe_mutation(actor.tenant, "delete", "failure")
         raise _Refused(exc.field, str(exc), status=404) from None
@@ -300,7 +316,8 @@ def observed_runner(runner: Runner, engine: Engine) -> Runner:
         tenant = current_actor().tenant
         metrics = engine.metrics
         try:
-            report = await runner(path, fmt, progress)
+            async with write_lock(engine):
+                report = await runner(path, fmt, progress)
         except IdConflictError as exc:
             metrics.observe_mutation(tenant, "ingest", "conflict", {"id_collision": len(exc.taken)})
             raise

@@ -3,6 +3,7 @@ stores of a tmp home, with API keys of two tenants (roles and tenant scoping) an
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,21 @@ class TestDelete:
         odd = await client.delete("/v1/entries", params={"sauce": "api"}, headers=_auth(keys["writer"]))
         assert odd.status == 400
         assert "unknown parameter" in (await odd.json())["error"]["message"]
+
+
+class TestWriteLock:
+    async def test_delete_waits_for_a_running_ingest(self, client: TestClient, keys: dict[str, str]) -> None:
+        """While the engine's write lock is held (a task writing), a delete waits, then completes."""
+        assert client.app is not None
+        engine = client.app[mod._ENGINE]
+        lock = mod.write_lock(engine)
+        await lock.acquire()
+        pending = asyncio.ensure_future(client.delete("/v1/entries/kb-2", headers=_auth(keys["writer"])))
+        for _ in range(20):
+            await asyncio.sleep(0.01)
+        assert not pending.done()
+        lock.release()
+        assert (await pending).status == 200
 
 
 class TestAudit:
@@ -173,4 +189,4 @@ class TestOpenApiAndMetrics:
 
 def test_public_api() -> None:
     """The module's exports."""
-    assert set(mod.__all__) == {"CITE_MAX_BODY_BYTES", "ReadJson", "add_data_routes", "observed_runner"}
+    assert set(mod.__all__) == {"CITE_MAX_BODY_BYTES", "ReadJson", "add_data_routes", "observed_runner", "write_lock"}
