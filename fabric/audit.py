@@ -268,6 +268,23 @@ class AuditLog:
         records = [_record(r) for r in rows[:limit]]
         return AuditPage(records, records[-1].seq if len(rows) > limit else None)
 
+    def owners(self, entry_ids: Sequence[str]) -> dict[str, str]:
+        """The tenant of the latest ``created``/``updated`` entry record of each id (ids never audited are absent)."""
+        conn = self._connect(create=False)
+        if conn is None:
+            return {}
+        out: dict[str, str] = {}
+        for i in range(0, len(entry_ids), 500):
+            part = list(entry_ids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            rows = conn.execute(
+                "SELECT entry_id, tenant FROM audit WHERE seq IN (SELECT max(seq) FROM audit WHERE subject = 'entry' "
+                f"AND action != 'deleted' AND entry_id IN ({marks}) GROUP BY entry_id)",
+                part,
+            )
+            out.update(dict(rows.fetchall()))
+        return out
+
     def close(self) -> None:
         """Close the connection (reopened on the next use)."""
         if self._conn is not None:

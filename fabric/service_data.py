@@ -4,7 +4,8 @@
     Removes the entry's chunks (an id matches a chunk id or an entry's doc id) from every store, the graph's
     triples and edges and the ledger included (:mod:`fabric.ingest.deletion`); ``writer`` role. ``200`` with the
     report, ``404`` when nothing is stored under the id, ``503`` naming the stores that failed (repeat the
-    delete to finish it).
+    delete to finish it). A tenant deletes only what it wrote (the audit history's latest write of each chunk);
+    another tenant's entries answer as unknown.
 ``DELETE /v1/entries?source=...``
     The same for every entry of a source (``api``, ``<format>:<file name>`` as conflicts and audit records name
     it). An id holding ``/`` is sent percent-encoded (``%2F``); ids are taken as given (not trimmed).
@@ -123,7 +124,7 @@ async def _delete(request: web.Request, ids: list[str], source: str | None) -> w
     try:
         with acting_as(actor):
             async with write_lock(engine):
-                report = await delete_entries(resources.home, writers, ids=ids, source=source)
+                report = await delete_entries(resources.home, writers, ids=ids, source=source, tenant=actor.tenant)
     except NothingToDelete as exc:
         engine.metrics.observe_mutation(actor.tenant, "delete", "failure")
         raise _Refused(exc.field, str(exc), status=404) from None

@@ -8,6 +8,8 @@
    path that resolves to it;
 2. they are marked ``pending`` deletes in the ledger (write-ahead), then every store writer deletes them (all
    writers, not only those the ledger lists: a stale copy goes too), the graph with its triples and edges;
+   With ``tenant`` given (the service passes the caller's), chunks whose latest audited write belongs to
+   another tenant are left alone and not reported (so ids of other tenants are not disclosed either);
 3. when every store succeeded the ledger forgets them and the audit history records each entry and triple
    deleted (as the current :class:`~fabric.audit.Actor`). A store that failed leaves the rows pending and the
    report says which: repeating the delete finishes it.
@@ -26,7 +28,7 @@ from typing import Any
 
 import structlog
 
-from fabric.audit import EntryChange
+from fabric.audit import AuditLog, EntryChange
 from fabric.errors import FabricError, IngestError
 from fabric.ingest.audit_trail import graph_triples, record_changes, triple_changes
 from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
@@ -104,8 +106,23 @@ async def _write(writer: StoreWriter, ids: list[str]) -> str:
     return "ok"
 
 
+def _foreign(home: Path, entries: list[LedgerEntry], tenant: str) -> set[str]:
+    """Ids among ``entries`` whose latest audited write is another tenant's."""
+    audit = AuditLog(home)
+    try:
+        owners = audit.owners([e.id for e in entries])
+    finally:
+        audit.close()
+    return {i for i, owner in owners.items() if owner != tenant}
+
+
 async def delete_entries(
-    home: Path, writers: Sequence[StoreWriter], *, ids: Sequence[str] = (), source: str | None = None
+    home: Path,
+    writers: Sequence[StoreWriter],
+    *,
+    ids: Sequence[str] = (),
+    source: str | None = None,
+    tenant: str | None = None,
 ) -> DeleteReport:
     """Delete the chunks of ``ids`` and/or ``source`` from every store; see the module docstring.
 
@@ -119,6 +136,9 @@ async def delete_entries(
     try:
         sources = matching_sources(await asyncio.to_thread(ledger.sources), source, home) if source else []
         entries: list[LedgerEntry] = await asyncio.to_thread(ledger.matching, list(ids), sources)
+        if tenant is not None and entries:
+            foreign = await asyncio.to_thread(_foreign, home, entries, tenant)
+            entries = [e for e in entries if e.id not in foreign]
         if not entries:
             what = ("source", f"no stored entries from source {source!r}") if source and not ids else None
             field_, message = what or ("id", f"no stored entry with id {', '.join(map(repr, ids[:5]))}")

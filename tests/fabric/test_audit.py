@@ -56,6 +56,16 @@ class TestAuditLog:
         finally:
             log.close()
 
+    def test_owners_are_the_latest_writers(self, tmp_path: Path) -> None:
+        """The tenant of each id's latest create/update; deletes do not count; unknown ids are absent."""
+        log = _log(tmp_path)
+        try:
+            log.record([EntryChange("deleted", "b", "b", "api")], actor=Actor("t9"))
+            assert log.owners(["a", "b", "zz"]) == {"a": "t2", "b": "t1"}
+        finally:
+            log.close()
+        assert AuditLog(tmp_path / "none").owners(["a"]) == {}
+
     def test_reading_a_home_without_history_creates_nothing(self, tmp_path: Path) -> None:
         """No file, no records, and no file created by reading."""
         log = AuditLog(tmp_path)

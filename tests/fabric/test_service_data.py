@@ -75,6 +75,14 @@ class TestDelete:
         assert (await client.delete("/v1/entries/kb-1", headers=_auth(keys["reader"]))).status == 403
         assert (await client.delete("/v1/entries/kb-1")).status == 401
 
+    async def test_another_tenant_cannot_delete(self, client: TestClient, keys: dict[str, str]) -> None:
+        """beta's writer key gets 404 for acme's entry, and the entry stays searchable."""
+        resp = await client.delete("/v1/entries/kb-1", headers=_auth(keys["beta"]))
+        assert resp.status == 404
+        by_source = await client.delete("/v1/entries", params={"source": "api"}, headers=_auth(keys["beta"]))
+        assert by_source.status == 404
+        assert "kb-1" in await _ids(client, keys["reader"], "rollback minutes")
+
     async def test_delete_by_source(self, client: TestClient, keys: dict[str, str]) -> None:
         """source=api removes every entry posted to the service; bad queries name the parameter."""
         resp = await client.delete("/v1/entries", params={"source": "api"}, headers=_auth(keys["writer"]))
