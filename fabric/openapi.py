@@ -154,11 +154,12 @@ def _obj(required: list[str], **props: Any) -> dict[str, Any]:
 
 def _response_schemas() -> dict[str, Any]:
     nullable = {"type": ["string", "null"]}
-    triple = {"type": ["object", "null"], "properties": dict.fromkeys(("subject", "predicate", "object"), _STR)}
+    triple = _obj(["subject", "predicate", "object"], **dict.fromkeys(("subject", "predicate", "object"), _STR))
+    triples = {"type": "array", "items": triple}
     record = _obj(
         ["seq", "ts", "tenant", "subject", "action", "entry_id"], seq={"type": "integer"}, ts=_STR, tenant=_STR,
         subject=_enum(("entry", "triple")), action=_enum(("created", "updated", "deleted")), entry_id=_STR,
-        doc_id=_STR, source=_STR, content_hash=_STR, triple=triple, task_id=nullable, key_id=nullable, via=_STR,
+        doc_id=_STR, source=_STR, content_hash=_STR, triples=triples, task_id=nullable, key_id=nullable, via=_STR,
     )  # fmt: skip
     return {
         "Error": _obj(["error"], error=_obj(["field", "message"], field=nullable, message=_STR)),

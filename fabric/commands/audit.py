@@ -28,7 +28,9 @@ def register(sub: Any) -> None:
 
 
 def _line(r: Any) -> str:
-    what = f"{r.entry_id}" if r.triple is None else f"{r.entry_id}: ({r.triple[0]}) -{r.triple[1]}-> ({r.triple[2]})"
+    shown = "; ".join(f"({s}) -{p}-> ({o})" for s, p, o in r.triples[:3])
+    more = f" (+{len(r.triples) - 3} more)" if len(r.triples) > 3 else ""
+    what = f"{r.entry_id}: {shown}{more}" if r.triples else r.entry_id
     who = " ".join(f"{k}={v}" for k, v in (("key", r.key_id), ("task", r.task_id)) if v) or r.via
     return f"{r.seq:>6} {r.ts} {r.action:<8} {r.subject:<6} {what}  [{r.source}; {who}]"
 

@@ -33,7 +33,8 @@ class TestAuditLog:
                 ("entry", "updated", "a", "k2", None),
             ]
             assert page.next_after is None
-            assert page.records[2].to_dict()["triple"] == {"subject": "x", "predicate": "rel", "object": "y"}
+            assert page.records[2].to_dict()["triples"] == [{"subject": "x", "predicate": "rel", "object": "y"}]
+            assert page.records[0].to_dict()["triples"] == []
             assert page.records[2].doc_id == "a"
             assert page.records[2].source == "api"
             assert [r.content_hash for r in log.page("t2").records] == ["h9"]
@@ -53,6 +54,22 @@ class TestAuditLog:
             assert rest.next_after is None
             assert log.page("t1", since="2999-01-01T00:00:00.000000Z").records == []
             assert len(log.page("t1", since=parse_since("2000-01-01")).records) == 4
+        finally:
+            log.close()
+
+    def test_triples_of_one_chunk_and_action_are_one_record(self, tmp_path: Path) -> None:
+        """Many triples of a chunk created in one write: one record listing them (sorted)."""
+        log = AuditLog(tmp_path)
+        try:
+            changes = [TripleChange("created", "c", ("b", "r", "c")), TripleChange("created", "c", ("a", "r", "b")),
+                       TripleChange("deleted", "c", ("x", "r", "y"))]  # fmt: skip
+            assert log.record([], changes, actor=Actor(), docs={"c": ("doc-c", "api")}) == 2
+            rows = log.page("default").records
+            assert [(r.action, r.triples) for r in rows] == [
+                ("created", (("a", "r", "b"), ("b", "r", "c"))),
+                ("deleted", (("x", "r", "y"),)),
+            ]
+            assert rows[0].doc_id == "doc-c"
         finally:
             log.close()
 

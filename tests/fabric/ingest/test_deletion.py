@@ -144,8 +144,8 @@ class TestEmbeddedStores:
             log.close()
         entries = [(r.action, r.subject, r.task_id, r.key_id) for r in rows if r.subject == "entry"]
         assert entries == [("created", "entry", "t1", "kid"), ("deleted", "entry", None, None)]
-        created = {r.triple for r in rows if r.subject == "triple" and r.action == "created"}
-        deleted = {r.triple for r in rows if r.subject == "triple" and r.action == "deleted"}
+        created = {t for r in rows if r.subject == "triple" and r.action == "created" for t in r.triples}
+        deleted = {t for r in rows if r.subject == "triple" and r.action == "deleted" for t in r.triples}
         assert created
         assert created == deleted
         assert all(r.source == "jsonl:notes.jsonl" for r in rows)
@@ -196,7 +196,7 @@ class TestServerStores:
             rows = log.page("default", entry_id="bm25").records
         finally:
             log.close()
-        triples = {(r.action, r.triple) for r in rows if r.subject == "triple"}
+        triples = {(r.action, t) for r in rows if r.subject == "triple" for t in r.triples}
         assert {a for a, _ in triples} == {"created", "deleted"}
 
     async def test_failed_store_leaves_rows_pending(self, tmp_path: Path) -> None:
