@@ -46,6 +46,7 @@ from fabric.ingest.pipeline import IdConflictError, IngestReport, Progress
 from fabric.ingest.writers import build_writers
 from fabric.models import Hit
 from fabric.openapi import CITE_LIMITS, MAX_AUDIT_LIMIT, MAX_PARAM_CHARS, build_openapi
+from fabric.result_items import hits_from_json
 
 __all__ = ["CITE_MAX_BODY_BYTES", "ReadJson", "add_data_routes", "observed_runner", "write_lock"]
 
@@ -202,8 +203,6 @@ def _number(data: dict[str, Any], name: str, default: float, low: float, high: f
 
 
 def _items(value: Any) -> list[Hit]:
-    from fabric.commands.cite import hits_from_json
-
     if not isinstance(value, list) or not value:
         raise _Refused("items", "expected a non-empty list of result items (objects with a string id)")
     if len(value) > CITE_LIMITS["items"]:
