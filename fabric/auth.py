@@ -1,7 +1,7 @@
 """The service's request guard: who is calling (API keys), what they may do (roles), and how much (limits).
 
 Every route goes through :func:`guard_middleware` (installed by :func:`install_guard`), sub-applications and
-routes added later included, except the probes ``/healthz`` and ``/readyz``:
+routes added later included, except the probes ``/healthz`` and ``/readyz`` and the OpenAPI document:
 
 1. ``Authorization: Bearer <key>`` is checked against the key store (:mod:`fabric.keys`): missing or unknown
    keys answer ``401`` (with ``WWW-Authenticate: Bearer``), a role too low for the route ``403``.
@@ -43,8 +43,8 @@ __all__ = [
 
 OPEN_TENANT = "default"
 """The tenant of every request in open mode (no keys configured)."""
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz"})
-"""Routes answered without a key and outside the limits (probes)."""
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
+"""Routes answered without a key and outside the limits (probes, and the API description, which holds no data)."""
 READ_ONLY_POSTS = frozenset({"/v1/search", "/v1/cite", "/mcp"})
 """POST routes that only read (a ``reader`` key suffices; finer checks happen in the handler)."""
 

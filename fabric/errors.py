@@ -32,6 +32,7 @@ __all__ = [
     "LaneUnavailable",
     "PartialResultError",
     "QueryError",
+    "UnprocessableQueryError",
 ]
 
 
@@ -67,6 +68,11 @@ class QueryError(FabricError):
         self.field = field
         self.message = message
         super().__init__(f"{field}: {message}")
+
+
+class UnprocessableQueryError(QueryError):
+    """A well-formed request that a rule no JSON Schema expresses refuses (HTTP 422): every lane weighted 0, a
+    query over its limit in UTF-8 bytes (the document's ``maxLength`` counts characters)."""
 
 
 class PartialResultError(QueryError):

@@ -9,27 +9,61 @@ The seed's monitoring table is computable from them (:meth:`EngineMetrics.summar
   the mean over lane pairs of the overlap of their top 10 ids, ``|A ∩ B| / min(10, |A|, |B|)``;
 - empty-answer rate = ``fabric_empty_answers_total`` / ``fabric_queries_total`` (no lane returned a hit);
 - citation support rate = ``fabric_citation_sentences_total{supported="true"}`` / all aligned sentences (fed by
-  :meth:`EngineMetrics.observe_citations` wherever citations are aligned for a client).
+  :meth:`EngineMetrics.observe_citations` wherever citations are aligned for a client: ``POST /v1/cite``).
+
+Per tenant (seed 001 asks for them; the service observes each answer with the caller's tenant,
+:meth:`EngineMetrics.observe_answer`):
+
+- ``fabric_tenant_answers_total{tenant, outcome="answered"|"empty"}``: empty-answer rate per tenant;
+- ``fabric_tenant_lane_agreement{tenant}``: the fusion-quality proxy above, per tenant;
+- ``fabric_top_score_mass{tenant}`` (histogram): the share of the answer's top-10 ``score_total`` mass held by its
+  first 3 items, a hit-quality proxy (near 1: a few clear winners; near 0.3: a flat, undecided list);
+- ``fabric_tenant_citation_sentences_total{tenant, supported}``: citation support rate per tenant;
+- ``fabric_mutations_total{tenant, op="ingest"|"delete", outcome="success"|"failure"|"conflict"}``: mutation
+  success rate;
+- ``fabric_conflicts_total{tenant, kind}``: conflict incidence: ``id_collision`` (ids another source holds, each
+  id counted), ``concurrent_update`` (chunks a run found mid-write by another run: pending in the ledger) and
+  ``idempotency_key`` (a key reused with a different body).
+
+Seeds 001 and 003 give no thresholds for the per-tenant, mutation and conflict series, so no alert rule uses them.
 
 ``deploy/prometheus/alerts.yml`` alerts on these series.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from fabric.models import LaneOutcome
+from fabric.models import LaneOutcome, SearchResult
 
-__all__ = ["EngineMetrics"]
+__all__ = ["EngineMetrics", "lane_agreement", "top_score_mass"]
 
 _AGREEMENT_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 _TOP = 10
+_MASS_HEAD = 3
+_MASS_BUCKETS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.3, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 """Seconds; 0.3 (seed 001: p95 < 300 ms) and 3.0 (seed 003: response time > 3 s) are bucket bounds."""
+
+
+def lane_agreement(outcomes: Mapping[str, LaneOutcome]) -> float | None:
+    """Mean over lane pairs of ``|A ∩ B| / min(10, |A|, |B|)`` of their top-10 ids (None under two lanes with hits)."""
+    tops = [{h.id for h in out.hits[:_TOP]} for out in outcomes.values() if out.hits]
+    if len(tops) < 2:
+        return None
+    pairs = [len(a & b) / min(_TOP, len(a), len(b)) for a, b in combinations(tops, 2)]
+    return sum(pairs) / len(pairs)
+
+
+def top_score_mass(scores: Sequence[float]) -> float | None:
+    """The share of the top-10 score mass held by the first 3 (None for no items or no positive mass)."""
+    top = [max(0.0, s) for s in scores[:_TOP]]
+    total = sum(top)
+    return sum(top[:_MASS_HEAD]) / total if total > 0 else None
 
 
 class EngineMetrics:
@@ -72,6 +106,28 @@ class EngineMetrics:
         self.abandoned_running = Gauge(
             "fabric_abandoned_tasks_running", "Abandoned lane calls still running", registry=r
         )
+        self._tenant_series(r)
+
+    def _tenant_series(self, r: CollectorRegistry) -> None:
+        self.tenant_answers = Counter(
+            "fabric_tenant_answers", "Answers per tenant, empty or not", ["tenant", "outcome"], registry=r
+        )
+        self.tenant_agreement = Histogram(
+            "fabric_tenant_lane_agreement", "Top-10 overlap between lanes per tenant", ["tenant"],
+            buckets=_AGREEMENT_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.top_score_mass = Histogram(
+            "fabric_top_score_mass", "Share of the top-10 score mass held by the first 3 items", ["tenant"],
+            buckets=_MASS_BUCKETS, registry=r,
+        )  # fmt: skip
+        self.tenant_citations = Counter(
+            "fabric_tenant_citation_sentences", "Aligned answer sentences per tenant", ["tenant", "supported"],
+            registry=r,
+        )  # fmt: skip
+        self.mutations = Counter(
+            "fabric_mutations", "Store mutations by outcome", ["tenant", "op", "outcome"], registry=r
+        )
+        self.conflicts = Counter("fabric_conflicts", "Conflicts met by mutations", ["tenant", "kind"], registry=r)
 
     def observe_lanes(self, outcomes: Mapping[str, LaneOutcome]) -> None:
         """Count each lane outcome and its latency (label children are cached: this runs per query)."""
@@ -90,21 +146,40 @@ class EngineMetrics:
 
     def _observe_agreement(self, outcomes: Mapping[str, LaneOutcome]) -> None:
         """Empty answers and the lanes' top-10 agreement of one query."""
-        tops = [{h.id for h in out.hits[:_TOP]} for out in outcomes.values() if out.hits]
-        if not tops:
+        value = lane_agreement(outcomes)
+        if value is None and not any(out.hits for out in outcomes.values()):
             self.empty.inc()
-            return
-        if len(tops) < 2:
-            return
-        pairs = [len(a & b) / min(_TOP, len(a), len(b)) for a, b in combinations(tops, 2)]
-        self.agreement.observe(sum(pairs) / len(pairs))
+        elif value is not None:
+            self.agreement.observe(value)
 
-    def observe_citations(self, *, supported: int, total: int) -> None:
+    def observe_answer(self, tenant: str, result: SearchResult) -> None:
+        """Per-tenant hit-quality proxies of one answer: empty or not, lane agreement, top-score mass."""
+        answered = any(out.hits for out in result.lanes.values())
+        self.tenant_answers.labels(tenant, "answered" if answered else "empty").inc()
+        agreement = lane_agreement(result.lanes)
+        if agreement is not None:
+            self.tenant_agreement.labels(tenant).observe(agreement)
+        mass = top_score_mass([it.score_total for it in result.items])
+        if mass is not None:
+            self.top_score_mass.labels(tenant).observe(mass)
+
+    def observe_citations(self, *, supported: int, total: int, tenant: str | None = None) -> None:
         """Count aligned answer sentences: ``supported`` of ``total`` had at least one citing passage."""
         if not 0 <= supported <= total:
             raise ValueError(f"expected 0 <= supported <= total, got {supported} of {total}")
         self.citations.labels("true").inc(supported)
         self.citations.labels("false").inc(total - supported)
+        if tenant is not None:
+            self.tenant_citations.labels(tenant, "true").inc(supported)
+            self.tenant_citations.labels(tenant, "false").inc(total - supported)
+
+    def observe_mutation(self, tenant: str, op: str, outcome: str, conflicts: Mapping[str, int] | None = None) -> None:
+        """Count one mutation (``op`` ingest or delete; ``outcome`` success, failure or conflict) and the
+        conflicts it met, by kind."""
+        self.mutations.labels(tenant, op, outcome).inc()
+        for kind, n in (conflicts or {}).items():
+            if n:
+                self.conflicts.labels(tenant, kind).inc(n)
 
     def set_provider(self, provider: str, *, suspended: bool, health: Mapping[str, Any]) -> None:
         """Export one provider's state: the suspended gauge, penalty factor and failure rate (runs per lane per

@@ -19,6 +19,8 @@ Routes:
     paths answer ``202`` with the task and its ``status_url`` (:mod:`fabric.ingest.tasks`).
 ``GET /v1/ingest/<task_id>``
     A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown.
+``DELETE /v1/entries/{id}``, ``DELETE /v1/entries?source=``, ``GET /v1/audit``, ``POST /v1/cite``, ``GET /openapi.json``
+    Data management, citations and the OpenAPI document (:mod:`fabric.service_data`).
 ``/mcp``
     The MCP server (:mod:`fabric.mcp_server`) over the streamable HTTP transport (:mod:`fabric.mcp_http`).
 
@@ -26,8 +28,10 @@ Search, ingestion, task status and the MCP tools answer from the caller's tenant
 idempotency keys (:mod:`fabric.tenant_engines`; the ``default`` tenant is the engine given here, other tenants'
 engines open on their first request).
 
-Every route but ``/healthz`` and ``/readyz`` needs ``Authorization: Bearer <key>`` once keys exist and is
-limited per tenant (:mod:`fabric.auth`, :mod:`fabric.limits`): ``401``/``403``/``429`` in the same error shape.
+Every route but ``/healthz``, ``/readyz`` and ``/openapi.json`` needs ``Authorization: Bearer <key>`` once keys
+exist and is limited per tenant (:mod:`fabric.auth`, :mod:`fabric.limits`): ``401``/``403``/``429`` in the same
+error shape.
+
 Entries claiming ``trust: trusted`` or ``source_kind: operator``, and path submissions, need an admin key
 (``403`` naming the field); an id another source holds answers ``409`` with ``conflicts`` (id → source).
 
@@ -40,7 +44,9 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import re
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,15 +57,22 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from fabric import safejson
 from fabric.auth import Guard, install_guard, principal
 from fabric.engine import Engine
-from fabric.errors import FabricError, PartialResultError, QueryError
+from fabric.errors import FabricError, PartialResultError, QueryError, UnprocessableQueryError
 from fabric.ingest.pipeline import IngestReport, Progress, ingest
-from fabric.ingest.submission import SubmitError, check_operator_fields, parse_submission, resolve_root
+from fabric.ingest.submission import (
+    IDEMPOTENCY_KEY_PATTERN,
+    SubmitError,
+    check_operator_fields,
+    parse_submission,
+    resolve_root,
+)
 from fabric.ingest.tasks import IngestTasks, TaskStatus
 from fabric.ingest.writers import build_writers
 from fabric.keys import KeyStore, Role
 from fabric.limits import LimitConfig, TenantLimits, TenantMetrics
 from fabric.looplag import LoopLag
 from fabric.serverlimits import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
+from fabric.service_data import add_data_routes, observed_runner
 from fabric.tenant_engines import TENANTS_KEY, TenantEngines, scope_middleware, scope_of
 from fabric.validation import parse_request
 
@@ -87,7 +100,6 @@ LOOP_LAG_KEY = web.AppKey("loop_lag", LoopLag)
 _SEARCH_LIMIT_KEY = web.AppKey("search_max_body_bytes", int)
 
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-_MAX_KEY_CHARS = 255
 
 
 def error_body(field: str | None, message: str, **extra: Any) -> dict[str, Any]:
@@ -155,10 +167,12 @@ async def _search(request: web.Request) -> web.Response:
     try:
         search_request = parse_request(data, engine.settings)
         result = await engine.search(search_request)
+        engine.metrics.observe_answer(principal(request).tenant, result)
     except PartialResultError as exc:
         return web.json_response(error_body(exc.field, exc.message, lanes=exc.lanes), status=503)
-    except QueryError as exc:
-        return web.json_response(error_body(exc.field, exc.message), status=400)
+    except QueryError as exc:  # 422: well-formed, refused by a rule the OpenAPI document cannot express
+        status = 422 if isinstance(exc, UnprocessableQueryError) else 400
+        return web.json_response(error_body(exc.field, exc.message), status=status)
     except FabricError as exc:
         log.warning("search_failed", error=str(exc))
         return web.json_response(error_body(None, str(exc)), status=500)
@@ -170,8 +184,8 @@ def _idempotency_key(request: web.Request) -> str | None:
     if raw is None:
         return None
     key = raw.strip()
-    if not key or len(key) > _MAX_KEY_CHARS or not key.isprintable():
-        raise SubmitError("Idempotency-Key", f"expected 1 to {_MAX_KEY_CHARS} printable characters")
+    if re.fullmatch(IDEMPOTENCY_KEY_PATTERN, key) is None:
+        raise SubmitError("Idempotency-Key", "expected 1 to 255 visible ASCII characters (inner spaces allowed)")
     return key
 
 
@@ -185,10 +199,15 @@ async def _ingest(request: web.Request) -> web.Response:
     try:
         key = _idempotency_key(request)
         sub = await asyncio.to_thread(parse_submission, data, config, tasks.root)
-        check_operator_fields(sub, allowed=principal(request).role >= Role.ADMIN)
+        who = principal(request)
+        check_operator_fields(sub, allowed=who.role >= Role.ADMIN)
+        sub = replace(sub, tenant=who.tenant, key_id=who.key_id)
         inline = sub.kind == "entries" and not sub.force_async and sub.count <= config.sync_max_entries and tasks.idle
         task, created = await tasks.submit(sub, key=key)
     except SubmitError as exc:
+        if exc.status == 422:  # an idempotency key reused with another body: a concurrent-update conflict
+            metrics = request.app[ENGINE_KEY].metrics
+            metrics.observe_mutation(principal(request).tenant, "ingest", "conflict", {"idempotency_key": 1})
         return web.json_response(error_body(exc.field, exc.message), status=exc.status)
     if inline:
         await task.done.wait()
@@ -269,7 +288,7 @@ def ingest_tasks(engine: Engine) -> IngestTasks:
     return IngestTasks(
         ingest_cfg,
         home=engine.settings.home,
-        runner=store_runner(engine),
+        runner=observed_runner(store_runner(engine), engine),
         root=resolve_root(ingest_cfg),
         registry=engine.metrics.registry,
     )
@@ -304,7 +323,7 @@ def create_app(
     app[_SEARCH_LIMIT_KEY] = max_body_bytes
     tasks = ingest_tasks(engine)
     app[TASKS_KEY] = tasks
-    tenants = app[TENANTS_KEY] = TenantEngines(engine, tasks, runner_for=store_runner)
+    tenants = app[TENANTS_KEY] = TenantEngines(engine, tasks, runner_for=lambda e: observed_runner(store_runner(e), e))
     install_guard(app, guard or default_guard(engine))
 
     lag = LoopLag(registry=engine.metrics.registry)
@@ -333,6 +352,7 @@ def create_app(
     app.router.add_get("/metrics", _metrics)
     app.router.add_post("/v1/ingest", _ingest)
     app.router.add_get("/v1/ingest/{task_id}", _ingest_status)
+    add_data_routes(app, engine, _read_json)
     if mcp:
         from fabric.mcp_http import MCP_PATH, mount_mcp
         from fabric.mcp_server import build_server

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fabric.config import Settings
-from fabric.errors import QueryError
+from fabric.errors import QueryError, UnprocessableQueryError
 from fabric.models import Constraints, FusionMode, LaneKind, Mode, SearchRequest
 from fabric.router.strategies import ROUTE_ALL, ROUTES
 
@@ -102,13 +102,15 @@ def _query(value: Any, settings: Settings) -> str:
     size = len(text.encode("utf-8"))
     limit = settings.engine.max_query_bytes
     if size > limit:
-        raise QueryError("query", f"too long: {size} bytes (limit {limit} bytes)")
+        raise UnprocessableQueryError("query", f"too long: {size} bytes (limit {limit} bytes)")
     return text
 
 
 def _top_k(value: Any, settings: Settings, field: str = "top_k") -> int:
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         value = int(value.strip())
+    if isinstance(value, float) and value.is_integer():  # JSON Schema: 138.0 is an integer
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise QueryError(field, f"expected an integer, got {value!r}")
     if value < 1:
@@ -165,7 +167,7 @@ def _weights(value: Any, settings: Settings) -> dict[str, float] | None:
     out.update(named)
     kept = [lc.weight for name, lc in settings.lanes.items() if lc.enabled and name not in out]
     if not any(w > 0.0 for w in [*out.values(), *kept]):
-        raise QueryError("weights", "at least one lane must keep a weight > 0")
+        raise UnprocessableQueryError("weights", "at least one lane must keep a weight > 0")
     return dict(sorted(out.items()))
 
 

@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"fabric: no API key configured: open to any client on {where}, as tenant 'default'", file=sys.stderr)
     banner = (
         f"fabric: serving on http://{args.host}:{args.port} "
-        "(POST /v1/search, POST /v1/ingest, GET /v1/ingest/<id>, MCP at /mcp, /healthz, /readyz, /metrics)"
+        "(POST /v1/search, POST /v1/ingest, GET /v1/ingest/<id>, DELETE /v1/entries, GET /v1/audit, POST /v1/cite, "
+        "MCP at /mcp, /healthz, /readyz, /metrics; the API: /openapi.json)"
     )
     engine = Engine(settings)
     app = create_app(engine, guard=default_guard(engine, tenant_limits), host=args.host)

@@ -118,6 +118,24 @@ class Ledger:
             found.update((r[0], _entry(r)) for r in rows)
         return found
 
+    def matching(self, ids: Sequence[str] = (), sources: Sequence[str] = ()) -> list[LedgerEntry]:
+        """Chunks whose id or doc id is among ``ids``, or whose source is among ``sources`` (pending ones too)."""
+        cols = "id, doc_id, source, content_hash, stores, state, op"
+        found: dict[str, LedgerEntry] = {}
+        for values, where in ((list(ids), "id IN ({m}) OR doc_id IN ({m})"), (list(sources), "source IN ({m})")):
+            for i in range(0, len(values), 400):
+                part = values[i : i + 400]
+                marks = ",".join("?" * len(part))
+                sql = f"SELECT {cols} FROM ledger WHERE " + where.format(m=marks)
+                args = part * where.count("{m}")
+                for r in self.conn.execute(sql, args):
+                    found[r[0]] = LedgerEntry(r[0], r[1], r[2], r[3], frozenset(json.loads(r[4])), r[5], r[6])
+        return sorted(found.values(), key=lambda e: e.id)
+
+    def sources(self) -> list[str]:
+        """Every source the ledger holds chunks of."""
+        return [r[0] for r in self.conn.execute("SELECT DISTINCT source FROM ledger ORDER BY source")]
+
     def owners(self, ids: Sequence[str], source: str) -> dict[str, str]:
         """The ids among ``ids`` that the ledger holds for a source other than ``source``, with that source."""
         found: dict[str, str] = {}

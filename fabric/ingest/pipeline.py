@@ -33,14 +33,16 @@ from typing import Any
 
 import structlog
 
+from fabric.audit import EntryChange
 from fabric.errors import FabricError, IngestError, LaneError
+from fabric.ingest.audit_trail import graph_triples, record_changes, triple_changes
 from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
 from fabric.ingest.loaders import finalize_all, load_source
 from fabric.ingest.model import Chunk, StoreWriter
 from fabric.models import Embedder
 from fabric.privacy import WITHHELD, is_private, is_remote
 
-__all__ = ["MAX_SHOWN_IDS", "IdConflictError", "IngestReport", "Progress", "ingest"]
+__all__ = ["MAX_SHOWN_IDS", "IdConflictError", "IngestReport", "Progress", "ingest", "public_source"]
 
 MAX_SHOWN_IDS = 50
 """How many duplicate ids a report lists (the count covers all of them)."""
@@ -81,6 +83,11 @@ def _shown(source: str, home: Path) -> str:
     return f"{kind}:{Path(rest).name}"
 
 
+def public_source(source: str, home: Path) -> str:
+    """A ledger source as clients see it (conflicts, audit records, deletes): ``api`` or ``<format>:<name>``."""
+    return _shown(source, home)
+
+
 log = structlog.get_logger(__name__)
 
 BATCH = 256
@@ -116,6 +123,8 @@ class IngestReport:
     """Entries superseded by a later entry with the same id in this load (last wins)."""
     duplicate_ids: list[str] = field(default_factory=list)
     """The repeated ids (sorted, the first :data:`MAX_SHOWN_IDS`)."""
+    contended: int = 0
+    audited: int = 0
     embedded: int = 0
     embeddings: str = "ok"
     stores: dict[str, str] = field(default_factory=dict)
@@ -141,6 +150,8 @@ class IngestReport:
             "deleted": self.deleted,
             "pending": self.pending,
             "duplicates": {"count": self.duplicates, "ids": list(self.duplicate_ids), "rule": "last-wins"},
+            "contended": self.contended,
+            "audited": self.audited,
             "embedded": self.embedded,
             "embeddings": self.embeddings,
             "stores": dict(self.stores),
@@ -311,9 +322,16 @@ async def ingest(
         adopted = await _check_ids(ledger, chunks, loaded.source, home)
         entries = await asyncio.to_thread(ledger.entries, loaded.source)
         targets = {c.id: all_stores if embedder is not None else lexical for c in chunks}
+        report.contended = sum(1 for e in entries.values() if e.state == "pending")
         todo, gone, report.unchanged = await asyncio.to_thread(_plan, chunks, entries, adopted, targets)
         entries |= adopted
         await _mark_pending(ledger, todo, gone, loaded.source)
+        touched = [c.id for c, action, _ in todo if action != "repair"] + [e.id for e in gone]
+        ta = time.perf_counter()  # a created chunk had no triples: only updates and deletes are read before
+        before = await graph_triples(
+            writers, [c.id for c, action, _ in todo if action == "update"] + [e.id for e in gone]
+        )
+        audit_before = time.perf_counter() - ta
 
         vectors: dict[str, tuple[float, ...]] = {}
         need_vec = [c for c, _, st in todo if any(w.store in st and w.needs_vectors for w in writers)]
@@ -329,9 +347,14 @@ async def ingest(
             report.deleted = await asyncio.to_thread(ledger.remove, gone, all_stores)
         elif gone:
             report.pending += len(gone)
+        ta = time.perf_counter()
+        after = await graph_triples(writers, touched)
+        report.audited = await _audit(home, loaded.source, todo, gone if deleted_ok else [], before, after)
+        audit_s = audit_before + time.perf_counter() - ta
     finally:
         await asyncio.to_thread(ledger.close)
-    report.seconds.update({"load": t1 - t0, "chunk": t2 - t1, "embed": t3 - t2, "write": t4 - t3})
+    report.seconds.update({"load": t1 - t0, "chunk": t2 - t1, "embed": t3 - t2 - audit_before, "write": t4 - t3})
+    report.seconds["audit"] = audit_s
     report.seconds["total"] = time.perf_counter() - t0
     log.info("ingest_finished", **{k: v for k, v in report.to_dict().items() if isinstance(v, int | str)})
     return report
@@ -401,3 +424,22 @@ def _done_rows(
         attr = {"create": "created", "update": "updated", "repair": "repaired"}[action]
         setattr(report, attr, getattr(report, attr) + 1)
     return done
+
+
+async def _audit(
+    home: Path,
+    source: str,
+    todo: list[tuple[Chunk, str, set[str]]],
+    gone: list[LedgerEntry],
+    before: dict[str, set[tuple[str, str, str]]] | None,
+    after: dict[str, set[tuple[str, str, str]]] | None,
+) -> int:
+    """Record created, updated and deleted entries and their triples in the audit history (repairs change
+    nothing a client sees, so they are not recorded)."""
+    shown = _shown(source, home)
+    changes = [
+        EntryChange(f"{action}d", c.id, c.doc_id, shown, c.content_hash) for c, action, _ in todo if action != "repair"
+    ]
+    changes += [EntryChange("deleted", e.id, e.doc_id, shown, e.content_hash) for e in gone]
+    triples = triple_changes(before, after, [ch.entry_id for ch in changes])
+    return await record_changes(home, changes, triples, {})

@@ -27,6 +27,7 @@ from fabric.errors import ConfigError, IngestError, QueryError
 from fabric.ingest.loaders import FORMATS, detect_format, load_source
 
 __all__ = [
+    "IDEMPOTENCY_KEY_PATTERN",
     "OPERATOR_FIELDS",
     "SPOOL_NAME",
     "Submission",
@@ -38,6 +39,8 @@ __all__ = [
 ]
 
 _BODY_KEYS = ("entries", "path", "format", "async")
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$"
+"""An ``Idempotency-Key`` header value: 1 to 255 visible ASCII characters (inner spaces allowed)."""
 SPOOL_NAME = "api.jsonl"
 """File name of a spooled entry list (``<home>/spool/<body hash>/api.jsonl``); entries default to
 ``source_ref = "jsonl:api.jsonl"``."""
@@ -49,7 +52,9 @@ class SubmitError(QueryError):
     Args:
         field: the body field or header at fault.
         message: what is wrong.
-        status: 400 bad input, 403 path not allowed, 422 idempotency key reused, 503 queue full.
+        status: 400 bad input, 403 path not allowed, 422 an entry the JSONL loader refuses (a date in the
+            future, a URL that is not http(s), an unknown trust value...) or an idempotency key reused, 503 queue
+            full.
     """
 
     def __init__(self, field: str, message: str, *, status: int = 400) -> None:
@@ -77,6 +82,10 @@ class Submission:
     """Source format; ``jsonl`` for entries."""
     force_async: bool = False
     """``"async": true`` in the body: always a task, never inline."""
+    tenant: str = "default"
+    """The submitting tenant (recorded in the audit history)."""
+    key_id: str | None = None
+    """The submitting API key's id (None in open mode); recorded in the audit history."""
 
 
 def resolve_root(config: IngestConfig) -> Path | None:
@@ -204,9 +213,9 @@ def spool_entries(sub: Submission, path: Path) -> None:
     os.replace(tmp, path)
     try:
         load_source(path, "jsonl")
-    except IngestError as exc:
+    except IngestError as exc:  # well-formed JSON the loader refuses: 422 (Unprocessable Content)
         # one entry per line, no blank lines: line n is entries[n - 1]
         m = re.match(re.escape(str(path)) + r":(\d+): (.*)", str(exc), re.DOTALL)
         if m is None:
-            raise SubmitError("entries", str(exc)) from None
-        raise SubmitError(f"entries[{int(m.group(1)) - 1}]", m.group(2)) from None
+            raise SubmitError("entries", str(exc), status=422) from None
+        raise SubmitError(f"entries[{int(m.group(1)) - 1}]", m.group(2), status=422) from None

@@ -30,6 +30,7 @@ from typing import Any
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from fabric.audit import Actor, acting_as
 from fabric.config import IngestConfig
 from fabric.errors import FabricError
 from fabric.ingest.pipeline import IngestReport, Progress
@@ -288,8 +289,10 @@ class IngestTasks:
         log.info("ingest_task_started", task_id=task.id)
         status, report_dict = TaskStatus.FAILED, None
         error: str | None = _STOPPED  # until the runner returns or raises
+        sub = task.submission
         try:
-            report = await self.runner(task.source_path, task.submission.fmt, _TaskProgress(task))
+            with acting_as(Actor(tenant=sub.tenant, key_id=sub.key_id, task_id=task.id, via="api")):
+                report = await self.runner(task.source_path, sub.fmt, _TaskProgress(task))
         except (FabricError, OSError) as exc:
             error = self._public(str(exc), task)
             task.conflicts = getattr(exc, "taken", None)

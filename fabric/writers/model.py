@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from fabric.models import EMPTY_MAPPING, SourceKind, Trust
 
-__all__ = ["Chunk", "StoreWriter", "from_stored_simhash", "to_stored_simhash"]
+__all__ = ["Chunk", "StoreWriter", "Triple", "TripleReader", "from_stored_simhash", "to_stored_simhash"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +73,10 @@ class Chunk:
         return f"{self.title} {self.text}".strip()
 
 
+Triple = tuple[str, str, str]
+"""A graph relation ``(subject, predicate, object)`` by entity name."""
+
+
 def to_stored_simhash(value: int | None) -> int | None:
     """An unsigned 64-bit SimHash as the signed 64-bit integer SQLite and Qdrant payloads hold."""
     return value - (1 << 64) if value is not None and value >= 1 << 63 else value
@@ -112,4 +116,13 @@ class StoreWriter(Protocol):
 
     async def aclose(self) -> None:
         """Flush and release resources."""
+        ...
+
+
+@runtime_checkable
+class TripleReader(Protocol):
+    """A graph store writer that can tell which triples each chunk contributed (read for the audit history)."""
+
+    async def triples(self, ids: Sequence[str]) -> dict[str, set[Triple]]:
+        """The triples stored for each of these chunk ids (ids without any are absent)."""
         ...

@@ -27,7 +27,7 @@ from typing import Any
 from fabric.errors import IngestError, LaneBadResponse, LaneError, LaneRejected, LaneTimeout, LaneUnavailable
 from fabric.tenants import DEFAULT_TENANT, scoped_name
 from fabric.writers import ID_NAMESPACE, chunk_key, chunk_record
-from fabric.writers.model import Chunk
+from fabric.writers.model import Chunk, Triple
 from lanes._options import LaneOptions
 from lanes.base import LaneResources, LaneSpec
 
@@ -50,6 +50,9 @@ _MAX_DATABASE = 64
 """Longest database name ArangoDB accepts under its traditional naming rules."""
 _DELETE_MENTIONS = "FOR m IN @@c FILTER m._to IN @t REMOVE m IN @@c"
 _DELETE_RELATIONS = "FOR r IN @@c FILTER r.chunk_key IN @k REMOVE r IN @@c"
+_TRIPLES = (
+    "FOR r IN @@c FILTER r.chunk_key IN @k RETURN {chunk_id: r.chunk_id, head: r.head, type: r.type, tail: r.tail}"
+)
 _STOP = frozenset(
     {
         "the",
@@ -251,6 +254,8 @@ class ArangoGraphWriter:
                     "_from": f"entities/{entity_key(head)}",
                     "_to": f"entities/{entity_key(tail)}",
                     "type": kind,
+                    "head": head,
+                    "tail": tail,
                     "chunk_id": rec["chunk_id"],
                     "chunk_key": key,
                 }
@@ -273,6 +278,15 @@ class ArangoGraphWriter:
         db.collection("chunks").delete_many([{"_key": k} for k in bind_keys], silent=True)
         return len(bind_keys)
 
+    def _triples(self, ids: Sequence[str]) -> dict[str, set[Triple]]:
+        db = self._connect()
+        keys = [chunk_key(i) for i in ids]
+        out: dict[str, set[Triple]] = {}
+        for row in db.aql.execute(_TRIPLES, bind_vars={"@c": "relations", "k": keys}):
+            if row.get("head") is not None and row.get("tail") is not None:
+                out.setdefault(str(row["chunk_id"]), set()).add((str(row["head"]), str(row["type"]), str(row["tail"])))
+        return out
+
     async def open(self) -> None:
         """Connect and create the collections if missing; idempotent."""
         await self._guard(self._open_sync, ())
@@ -285,6 +299,19 @@ class ArangoGraphWriter:
         """Remove the chunks with these ids and the edges that cite them."""
         if ids:
             await self._guard(self._delete, ids)
+
+    async def triples(self, ids: Sequence[str]) -> dict[str, set[Triple]]:
+        """The relations stored for each chunk id, by normalised entity name (for the audit history; edges
+        written before the names were stored on them are skipped)."""
+        if not ids:
+            return {}
+        import requests
+        from arango.exceptions import ArangoError
+
+        try:
+            return await asyncio.to_thread(self._triples, list(ids))
+        except (ArangoError, requests.exceptions.RequestException, ConnectionAbortedError) as exc:
+            raise IngestError(f"arangodb {self.url}: {map_arango_error(exc, '', 'arango')}") from None
 
     async def aclose(self) -> None:
         """Close the driver's HTTP sessions."""

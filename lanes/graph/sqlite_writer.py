@@ -24,7 +24,7 @@ from pathlib import Path
 
 from fabric.errors import ConfigError
 from fabric.tenants import store_path
-from fabric.writers.model import Chunk
+from fabric.writers.model import Chunk, Triple
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.extract import EntityExtractor, Extraction, RuleExtractor, normalize_entity
 from lanes.graph.extract_relations import supplied_triples
@@ -50,6 +50,10 @@ CREATE INDEX IF NOT EXISTS mentions_chunk ON mentions(chunk_id);
 """
 )
 
+_TRIPLES = (
+    "SELECT r.chunk_id, s.label, r.predicate, o.label FROM relations r "
+    "JOIN entities s ON s.id = r.subject_id JOIN entities o ON o.id = r.object_id WHERE r.chunk_id IN ({marks})"
+)
 _COLS = [c.strip() for c in CHUNK_COLUMNS.split(",")]
 _UPSERT = (
     f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES ({', '.join('?' * len(_COLS))}) "
@@ -174,6 +178,19 @@ class SqliteGraphWriter:
 
         if ids:
             await self.db.run(write)
+
+    async def triples(self, ids: Sequence[str]) -> dict[str, set[Triple]]:
+        """The relations stored for each chunk id, by entity label (for the audit history)."""
+
+        def read(conn: sqlite3.Connection) -> dict[str, set[Triple]]:
+            out: dict[str, set[Triple]] = {}
+            for i in range(0, len(ids), 500):
+                part = list(ids[i : i + 500])
+                for chunk_id, subj, pred, obj in conn.execute(_TRIPLES.format(marks=",".join("?" * len(part))), part):
+                    out.setdefault(chunk_id, set()).add((subj, pred, obj))
+            return out
+
+        return await self.db.run(read) if ids else {}
 
     async def aclose(self) -> None:
         """Close the connections."""

@@ -102,3 +102,51 @@ class TestQualityProxies:
         assert 'fabric_citation_sentences_total{supported="false"} 1.0' in text
         with pytest.raises(ValueError, match="supported"):
             m.observe_citations(supported=5, total=4)
+
+
+def _hits(*ids: str) -> tuple[Hit, ...]:
+    return tuple(Hit(id=i, rank=n, score=1.0, title="", text="", url="", domain="") for n, i in enumerate(ids, 1))
+
+
+class TestTenantProxies:
+    def test_lane_agreement(self) -> None:
+        """Mean pairwise top-10 overlap over lanes with hits; None under two such lanes."""
+        from fabric.metrics import lane_agreement
+
+        a = replace(outcome("a", LaneStatus.SUCCESS), hits=_hits("x", "y"))
+        b = replace(outcome("b", LaneStatus.SUCCESS), hits=_hits("y", "z", "w"))
+        empty = outcome("c", LaneStatus.SUCCESS)
+        assert lane_agreement({"a": a, "b": b, "c": empty}) == pytest.approx(0.5)
+        assert lane_agreement({"a": a, "c": empty}) is None
+
+    def test_top_score_mass(self) -> None:
+        """The first 3 items' share of the top-10 score mass; None without positive mass."""
+        from fabric.metrics import top_score_mass
+
+        assert top_score_mass([1.0, 1.0, 1.0, 1.0]) == pytest.approx(0.75)
+        assert top_score_mass([0.9] + [0.0] * 9) == pytest.approx(1.0)
+        assert top_score_mass([1.0] * 20) == pytest.approx(0.3)
+        assert top_score_mass([]) is None
+        assert top_score_mass([0.0, 0.0]) is None
+
+    def test_mutations_and_conflicts_per_tenant(self) -> None:
+        """observe_mutation counts the outcome and each conflict kind met, per tenant."""
+        m = EngineMetrics()
+        m.observe_mutation("acme", "ingest", "conflict", {"id_collision": 3, "concurrent_update": 0})
+        m.observe_mutation("acme", "delete", "success")
+        labels = {"tenant": "acme", "op": "ingest", "outcome": "conflict"}
+        assert m.registry.get_sample_value("fabric_mutations_total", labels) == 1.0
+        conflicts = {"tenant": "acme", "kind": "id_collision"}
+        assert m.registry.get_sample_value("fabric_conflicts_total", conflicts) == 3.0
+        assert (
+            m.registry.get_sample_value("fabric_conflicts_total", {"tenant": "acme", "kind": "concurrent_update"})
+            is None
+        )
+
+    def test_citations_per_tenant(self) -> None:
+        """Citation sentences go to the global series and, with a tenant, to the tenant's."""
+        m = EngineMetrics()
+        m.observe_citations(supported=2, total=3, tenant="acme")
+        assert m.registry.get_sample_value("fabric_citation_sentences_total", {"supported": "false"}) == 1.0
+        labels = {"tenant": "acme", "supported": "true"}
+        assert m.registry.get_sample_value("fabric_tenant_citation_sentences_total", labels) == 2.0

@@ -178,8 +178,6 @@ class TestBadRequests:
             ({"entries": [], "async": True}, "entries"),
             ({"entries": _entries(1), "path": "x"}, "body"),
             ({"entries": ["text"]}, "entries[0]"),
-            ({"entries": [{"id": "a", "text": "ok"}, {"id": "b"}]}, "entries[1]"),
-            ({"entries": [{"id": "a", "text": "t", "trust": "maybe"}]}, "entries[0]"),
             ({"entries": _entries(1), "format": "beir"}, "format"),
             ({"entries": _entries(1), "async": "yes"}, "async"),
             ({"entries": _entries(1), "wat": 1}, "body"),
@@ -195,9 +193,19 @@ class TestBadRequests:
         assert client.app[TASKS_KEY].counts()["queued"] == 0
 
     async def test_loader_message_names_the_entry(self, client: TestClient) -> None:
-        """The JSONL loader's own message comes back, pointing at the entry rather than the spool file."""
+        """The JSONL loader's own message comes back with 422, pointing at the entry rather than the spool file."""
         resp = await client.post("/v1/ingest", json={"entries": [{"id": "a", "text": "t"}, {"text": "no id"}]})
+        assert resp.status == 422
         assert (await resp.json())["error"] == {"field": "entries[1]", "message": "missing field id"}
+
+    @pytest.mark.parametrize(
+        ("entry", "field"),
+        [({"id": "b"}, "entries[1]"), ({"id": "b", "text": "t", "trust": "maybe"}, "entries[1]")],
+    )
+    async def test_entries_the_loader_refuses_are_422(self, client: TestClient, entry: Any, field: str) -> None:
+        """Well-formed JSON whose entry the loader refuses answers 422 naming the entry; no task starts."""
+        resp = await client.post("/v1/ingest", json={"entries": [{"id": "a", "text": "ok"}, entry]})
+        assert (resp.status, (await resp.json())["error"]["field"]) == (422, field)
 
     @pytest.mark.parametrize(
         ("body", "field"),

@@ -136,6 +136,36 @@ class TestTasksAndKeys:
         assert again_a["task_id"] == first_a["task_id"]
 
 
+class TestDataRoutes:
+    async def test_delete_audit_and_cite_use_the_callers_stores(
+        self, client: TestClient, keys: dict[str, str], home: Path
+    ) -> None:
+        """acme's entries live in acme's stores: beta cannot delete them (404) nor read their history; acme's
+        audit lists them, /v1/cite by query searches acme's stores, and acme's delete empties acme's search."""
+        status, body = await _ingest(client, keys["acme"], {"entries": _entries("acme")})
+        assert (status, body["status"]) == (200, "succeeded"), body
+        victim = sorted(own_ids()["acme"])[0]
+        resp = await client.delete(f"/v1/entries/{victim}", headers=_auth(keys["beta"]))
+        assert resp.status == 404
+        audits = {}
+        for tenant in ("acme", "beta"):
+            resp = await client.get("/v1/audit", headers=_auth(keys[tenant]))
+            assert resp.status == 200
+            audits[tenant] = {r["entry_id"] for r in (await resp.json())["records"]}
+        assert audits == {"acme": own_ids()["acme"], "beta": set()}
+        resp = await client.post(
+            "/v1/cite", json={"answer": CORPORA["acme"][0][1], "query": QUERY}, headers=_auth(keys["acme"])
+        )
+        cited = await resp.json()
+        assert resp.status == 200, cited
+        assert {ref["id"] for ref in cited["bibliography"]} <= own_ids()["acme"]
+        assert cited["bibliography"]
+        resp = await client.delete(f"/v1/entries/{victim}", headers=_auth(keys["acme"]))
+        assert resp.status == 200, await resp.json()
+        assert await _search_ids(client, keys["acme"]) == own_ids()["acme"] - {victim}
+        assert (home / "tenants" / "acme" / "audit.sqlite").is_file()
+
+
 class TestMcpOverHttp:
     async def test_tools_answer_from_the_callers_tenant(self, home: Path, keys: dict[str, str]) -> None:
         """The MCP SDK client with acme's key ingests and queries acme's stores; beta's and default's keys see

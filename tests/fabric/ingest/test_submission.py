@@ -129,6 +129,7 @@ class TestOperatorFields:
 def test_public_api() -> None:
     """The module exports the parser, the spooler and their types."""
     assert set(mod.__all__) == {
+        "IDEMPOTENCY_KEY_PATTERN",
         "OPERATOR_FIELDS",
         "check_operator_fields",
         "SPOOL_NAME",

@@ -28,4 +28,11 @@ def test_simhash_storage_round_trip() -> None:
 
 def test_public_api() -> None:
     """The module exports the chunk, the writer protocol and the codec."""
-    assert set(mod.__all__) == {"Chunk", "StoreWriter", "from_stored_simhash", "to_stored_simhash"}
+    assert set(mod.__all__) == {
+        "Chunk",
+        "StoreWriter",
+        "Triple",
+        "TripleReader",
+        "from_stored_simhash",
+        "to_stored_simhash",
+    }

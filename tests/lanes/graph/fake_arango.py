@@ -17,7 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from lanes.graph.arango import SEARCH_AQL
-from lanes.graph.arango_writer import _DELETE_MENTIONS, _DELETE_RELATIONS
+from lanes.graph.arango_writer import _DELETE_MENTIONS, _DELETE_RELATIONS, _TRIPLES
 
 __all__ = ["FakeArango"]
 
@@ -152,6 +152,14 @@ class FakeArango:
                 for key in [k for k, d in docs.items() if d.get(field) in values]:
                     del docs[key]
                 result = []
+            elif body["query"] == _TRIPLES:
+                keys = set(bind.get("k") or [])
+                rels = self._docs(bind["@c"]).values()
+                result = [
+                    {"chunk_id": r["chunk_id"], "head": r.get("head"), "type": r["type"], "tail": r.get("tail")}
+                    for r in rels
+                    if r.get("chunk_key") in keys
+                ]
             else:
                 return _err(400, 1501, "syntax error, unexpected query")
         except KeyError as exc:
