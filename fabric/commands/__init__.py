@@ -5,5 +5,5 @@ Modules import their heavy dependencies inside ``run`` so that ``fabric --help``
 
 __all__ = ["COMMANDS"]
 
-COMMANDS = ("search", "ingest", "eval", "bench", "demo", "serve", "mcp", "cite", "tune", "keys", "router")
+COMMANDS = ("search", "ingest", "check", "eval", "bench", "demo", "serve", "mcp", "cite", "tune", "keys", "router")
 """Subcommand module names, in help order. A missing module is skipped (not yet built)."""

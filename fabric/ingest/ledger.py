@@ -159,6 +159,39 @@ class Ledger:
             )
         return len(batch)
 
+    def all_entries(self) -> list[LedgerEntry]:
+        """Every chunk the ledger holds, of every source (``fabric check``)."""
+        rows = self.conn.execute("SELECT id, doc_id, source, content_hash, stores, state, op FROM ledger")
+        return [LedgerEntry(r[0], r[1], r[2], r[3], frozenset(json.loads(r[4])), r[5], r[6]) for r in rows]
+
+    def roll_back(self, entries: Iterable[LedgerEntry]) -> int:
+        """Forget chunks whose interrupted write was undone in every store; ``rollback`` goes to the history."""
+        now = _now()
+        batch = list(entries)
+        with self.conn:
+            self.conn.executemany("DELETE FROM ledger WHERE id = ?", [(e.id,) for e in batch])
+            self.conn.executemany(
+                "INSERT INTO history (ts, action, id, doc_id, source, content_hash, stores) "
+                "VALUES (?, 'rollback', ?, ?, ?, ?, '[]')",
+                [(now, e.id, e.doc_id, e.source, e.content_hash) for e in batch],
+            )
+        return len(batch)
+
+    def set_stores(self, changes: Iterable[tuple[LedgerEntry, frozenset[str]]]) -> int:
+        """Record that done chunks are held by exactly these stores (a repair found one missing)."""
+        now = _now()
+        batch = [(e, json.dumps(sorted(st))) for e, st in changes]
+        with self.conn:
+            self.conn.executemany(
+                "UPDATE ledger SET stores = ?, updated_at = ? WHERE id = ?", [(st, now, e.id) for e, st in batch]
+            )
+            self.conn.executemany(
+                "INSERT INTO history (ts, action, id, doc_id, source, content_hash, stores) "
+                "VALUES (?, 'repair', ?, ?, ?, ?, ?)",
+                [(now, e.id, e.doc_id, e.source, e.content_hash, st) for e, st in batch],
+            )
+        return len(batch)
+
     def history(self, chunk_id: str | None = None) -> list[dict[str, str]]:
         """Audit rows, oldest first (optionally for one chunk)."""
         sql = "SELECT ts, action, id, doc_id, source, content_hash, stores FROM history"

@@ -27,6 +27,7 @@ from typing import Any
 
 import structlog
 
+from fabric.crashpoints import crash_point
 from fabric.errors import FabricError, IngestError, LaneError
 from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
 from fabric.ingest.loaders import finalize_all, load_source
@@ -167,6 +168,7 @@ async def _embed(
             return {}
         vectors.update((c.id, tuple(v)) for c, v in zip(batch, vecs, strict=True))
         progress.advance("embed", len(batch))
+        crash_point("embed")
     report.embedded = len(vectors)
     return vectors
 
@@ -181,6 +183,7 @@ async def _write(
         for start in range(0, len(chunks), BATCH):
             await writer.upsert(chunks[start : start + BATCH])
             progress.advance("write", len(chunks[start : start + BATCH]))
+            crash_point(f"write.{writer.store}")
         if gone:
             await writer.delete(gone)
     except (FabricError, OSError) as exc:
@@ -260,6 +263,7 @@ async def ingest(
         held, deleted_ok = await _write_all(writers, todo, gone, entries, vectors, progress, report)
         t4 = time.perf_counter()
 
+        crash_point("ledger")
         await asyncio.to_thread(ledger.mark_done, _done_rows(todo, entries, held, loaded.source, report))
         if deleted_ok and gone:
             report.deleted = await asyncio.to_thread(ledger.remove, gone, all_stores)

@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from fabric.models import EMPTY_MAPPING, SourceKind, Trust
 
-__all__ = ["Chunk", "StoreWriter", "from_stored_simhash", "to_stored_simhash"]
+__all__ = ["Chunk", "ListableStore", "StoreWriter", "from_stored_simhash", "to_stored_simhash"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,4 +112,15 @@ class StoreWriter(Protocol):
 
     async def aclose(self) -> None:
         """Flush and release resources."""
+        ...
+
+
+@runtime_checkable
+class ListableStore(Protocol):
+    """A store writer that can list the chunk ids it holds (``fabric check`` compares them with the ledger)."""
+
+    store: str
+
+    async def ids(self) -> set[str]:
+        """Every chunk id the store holds."""
         ...
