@@ -9,7 +9,9 @@ Routes:
 ``GET /healthz``
     Liveness: the process answers.
 ``GET /readyz``
-    Readiness: the engine is open and at least one lane was built (``503`` otherwise), with per-lane health.
+    Readiness: the engine is open, at least one lane was built, the home is locked by this process, the start-up
+    repair made the stores agree with the ledger and the stores can be written (:mod:`fabric.homegate`); ``503``
+    otherwise, with per-lane health and ``stores`` (``writable``, ``error``, ``startup_repair``).
 ``GET /metrics``
     Prometheus text exposition of the engine's own registry.
 ``POST /v1/ingest``
@@ -18,7 +20,8 @@ Routes:
     same task. Small entry lists run inline (``200`` with the finished task); larger ones, ``"async": true`` and
     paths answer ``202`` with the task and its ``status_url`` (:mod:`fabric.ingest.tasks`).
 ``GET /v1/ingest/<task_id>``
-    A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown.
+    A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown. Tasks
+    are durable (:mod:`fabric.ingest.taskstore`): an id from before a restart answers its real state.
 ``/mcp``
     The MCP server (:mod:`fabric.mcp_server`) over the streamable HTTP transport (:mod:`fabric.mcp_http`).
 
@@ -27,8 +30,9 @@ limited per tenant (:mod:`fabric.auth`, :mod:`fabric.limits`): ``401``/``403``/`
 Entries claiming ``trust: trusted`` or ``source_kind: operator``, and path submissions, need an admin key
 (``403`` naming the field); an id another source holds answers ``409`` with ``conflicts`` (id → source).
 
-The engine is opened on start-up and closed on clean-up. Bodies are capped per route: ``max_body_bytes`` for
-search, ``ingest.max_body_bytes`` for ingestion; a larger body answers ``413``.
+The home is locked, the engine opened and the stores reconciled with the ledger on start-up (then interrupted
+ingestion tasks resume); everything is closed and the lock released on clean-up. Bodies are capped per route:
+``max_body_bytes`` for search, ``ingest.max_body_bytes`` for ingestion; a larger body answers ``413``.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from fabric import safejson
 from fabric.auth import Guard, install_guard, principal
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError
+from fabric.homegate import HomeGate
 from fabric.ingest.pipeline import IngestReport, Progress, ingest
 from fabric.ingest.submission import SubmitError, check_operator_fields, parse_submission, resolve_root
 from fabric.ingest.tasks import IngestTasks, TaskStatus
@@ -57,7 +62,16 @@ from fabric.limits import LimitConfig, TenantLimits, TenantMetrics
 from fabric.serverlimits import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
 from fabric.validation import parse_request
 
-__all__ = ["ENGINE_KEY", "TASKS_KEY", "create_app", "default_guard", "error_body", "ingest_tasks", "store_runner"]
+__all__ = [
+    "ENGINE_KEY",
+    "GATE_KEY",
+    "TASKS_KEY",
+    "create_app",
+    "default_guard",
+    "error_body",
+    "ingest_tasks",
+    "store_runner",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -66,6 +80,8 @@ ENGINE_KEY = web.AppKey("engine", Engine)
 
 TASKS_KEY = web.AppKey("ingest_tasks", IngestTasks)
 """Where the app keeps its ingestion tasks."""
+GATE_KEY = web.AppKey("home_gate", HomeGate)
+"""Where the app keeps its hold on the home (lock, start-up repair, writability)."""
 _SEARCH_LIMIT_KEY = web.AppKey("search_max_body_bytes", int)
 
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -187,7 +203,7 @@ async def _ingest_status(request: web.Request) -> web.Response:
     task_id = request.match_info["task_id"]
     task = request.app[TASKS_KEY].get(task_id)
     if task is None:
-        msg = "unknown task (records are kept in memory for the most recent tasks, until the service restarts)"
+        msg = "unknown task (records of the most recent finished tasks are kept, see ingest.history)"
         return web.json_response(error_body("task_id", msg), status=404)
     return web.json_response(task.to_dict())
 
@@ -198,8 +214,14 @@ async def _healthz(_request: web.Request) -> web.Response:
 
 async def _readyz(request: web.Request) -> web.Response:
     health = request.app[ENGINE_KEY].health()
-    ready = bool(health["open"]) and any(lane["built"] for lane in health["lanes"].values())
-    body = {"status": "ready" if ready else "not_ready", "lanes": health["lanes"], "inflight": health["inflight"]}
+    home_ok, home = await request.app[GATE_KEY].ready()
+    ready = bool(health["open"]) and any(lane["built"] for lane in health["lanes"].values()) and home_ok
+    body = {
+        "status": "ready" if ready else "not_ready",
+        "stores": home,
+        "lanes": health["lanes"],
+        "inflight": health["inflight"],
+    }
     return web.json_response(body, status=200 if ready else 503, dumps=lambda o: json.dumps(o, default=str))
 
 
@@ -231,6 +253,19 @@ def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Await
                 await writer.aclose()
 
     return run
+
+
+async def _repair_stores(engine: Engine, gate: HomeGate) -> None:
+    """The start-up repair (:mod:`fabric.homegate`) with writers over the engine's stores."""
+    resources = engine.resources
+    if resources is None:
+        raise RuntimeError("the engine is not open")
+    writers = build_writers(engine.settings, resources)
+    try:
+        await gate.open(writers)
+    finally:
+        for writer in writers:
+            await writer.aclose()
 
 
 def default_guard(engine: Engine, limits: LimitConfig | None = None) -> Guard:
@@ -285,10 +320,14 @@ def create_app(
     app[_SEARCH_LIMIT_KEY] = max_body_bytes
     tasks = ingest_tasks(engine)
     app[TASKS_KEY] = tasks
+    gate = HomeGate(engine.settings.home)
+    app[GATE_KEY] = gate
     install_guard(app, guard or default_guard(engine))
 
     async def on_startup(_app: web.Application) -> None:
+        gate.lock.acquire()  # before anything opens a store: a second service is refused naming the holder
         await engine.open()
+        await _repair_stores(engine, gate)
         await tasks.start()
         # Everything built at start-up (models, stores, config) lives for the process: move it out of the
         # collector's reach so full collections do not pause the loop for tens of ms under load.
@@ -298,6 +337,7 @@ def create_app(
     async def on_cleanup(_app: web.Application) -> None:
         await tasks.aclose()
         await engine.aclose()
+        gate.close()
 
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)

@@ -151,6 +151,7 @@ def _compare(
     rows: list[LedgerEntry], held: dict[str, set[str]], writers: Sequence[StoreWriter], errors: dict[str, str]
 ) -> CheckReport:
     done = [r for r in rows if r.state == "done"]
+    pending = {r.id for r in rows if r.state == "pending"}  # reported as pending, not as extra
     stores: dict[str, StoreState] = {}
     for name, ids in held.items():
         expected = {r.id for r in done if name in r.stores}
@@ -159,7 +160,7 @@ def _compare(
             count=len(ids),
             expected=len(expected),
             missing=sorted(expected - ids),
-            extra=sorted(ids - expected),
+            extra=sorted(ids - expected - pending),
         )
     all_stores = {w.store for w in writers}
     incomplete: dict[str, int] = {}
