@@ -74,14 +74,14 @@ class HomeGate:
         self.repair_error: str | None = None
         self._probe: tuple[float, str | None] | None = None
 
-    async def open(self, writers: Sequence[StoreWriter]) -> CheckReport:
+    async def open(self, writers: Sequence[StoreWriter], *, vectors: bool = True) -> CheckReport:
         """Lock the home, then repair the stores from the ledger (the writers are the service's stores).
 
         Raises:
             HomeInUseError: another process holds the home.
         """
         self.lock.acquire()
-        self.repair = await check_stores(self.home, writers, repair=True)
+        self.repair = await check_stores(self.home, writers, repair=True, vectors=vectors)
         if not self.repair.agree:
             self.repair_error = "the stores still disagree with the ledger after the start-up repair: " + "; ".join(
                 f"{k}: {v}" for k, v in self.repair.errors.items()

@@ -262,7 +262,7 @@ async def _repair_stores(engine: Engine, gate: HomeGate) -> None:
         raise RuntimeError("the engine is not open")
     writers = build_writers(engine.settings, resources)
     try:
-        await gate.open(writers)
+        await gate.open(writers, vectors=resources.embedder is not None)
     finally:
         for writer in writers:
             await writer.aclose()

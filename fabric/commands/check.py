@@ -39,7 +39,7 @@ async def _check(settings: Settings, repair: bool) -> CheckReport:
     embedder = build_embedder(settings.embeddings, settings.cache_dir)  # names the vector store's file
     writers = build_writers(settings, LaneResources(home=settings.home, embedder=embedder))
     try:
-        return await check_stores(settings.home, writers, repair=repair)
+        return await check_stores(settings.home, writers, repair=repair, vectors=embedder is not None)
     finally:
         for w in writers:
             await w.aclose()

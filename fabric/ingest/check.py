@@ -148,7 +148,11 @@ async def _inventory(writers: Sequence[StoreWriter], report_errors: dict[str, st
 
 
 def _compare(
-    rows: list[LedgerEntry], held: dict[str, set[str]], writers: Sequence[StoreWriter], errors: dict[str, str]
+    rows: list[LedgerEntry],
+    held: dict[str, set[str]],
+    writers: Sequence[StoreWriter],
+    errors: dict[str, str],
+    vectors: bool,
 ) -> CheckReport:
     done = [r for r in rows if r.state == "done"]
     pending = {r.id for r in rows if r.state == "pending"}  # reported as pending, not as extra
@@ -162,7 +166,7 @@ def _compare(
             missing=sorted(expected - ids),
             extra=sorted(ids - expected - pending),
         )
-    all_stores = {w.store for w in writers}
+    all_stores = {w.store for w in writers if vectors or not w.needs_vectors}
     incomplete: dict[str, int] = {}
     for r in done:
         if r.stores and not all_stores <= r.stores:
@@ -220,21 +224,26 @@ async def _repair(
     return counts, failed
 
 
-async def check_stores(home: Path, writers: Sequence[StoreWriter], *, repair: bool = False) -> CheckReport:
+async def check_stores(
+    home: Path, writers: Sequence[StoreWriter], *, repair: bool = False, vectors: bool = True
+) -> CheckReport:
     """Compare every listable store of ``writers`` with the ledger of ``home``; with ``repair``, make them agree.
+
+    ``vectors``: whether an embedder is configured (without one, chunks missing from the stores that need vectors
+    are not counted as incomplete: ingestion is lexical only).
 
     Never raises for a store failure: it is reported in :attr:`CheckReport.errors`.
     """
     errors: dict[str, str] = {}
     rows = await asyncio.to_thread(_read_ledger, home, create=False)
     held = await _inventory(writers, errors)
-    report = _compare(rows, held, writers, errors)
+    report = _compare(rows, held, writers, errors, vectors)
     if not repair or (report.agree and not report.errors):
         return report
     counts, failed = await _repair(home, writers, rows, report, held)
     after_errors: dict[str, str] = dict(failed)
     rows = await asyncio.to_thread(_read_ledger, home, create=False)
-    after = _compare(rows, await _inventory(writers, after_errors), writers, after_errors)
+    after = _compare(rows, await _inventory(writers, after_errors), writers, after_errors, vectors)
     after.repaired = counts
     after.before = report.to_dict()
     log.info("check_repaired", agree=after.agree, **counts)

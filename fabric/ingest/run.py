@@ -39,7 +39,7 @@ async def run_ingest(settings: Settings, path: Path, fmt: str | None, progress: 
         writers = build_writers(settings, resources)
         try:
             if await asyncio.to_thread(pending_rows, settings.home):  # an earlier run was interrupted
-                report = await check_stores(settings.home, writers, repair=True)
+                report = await check_stores(settings.home, writers, repair=True, vectors=embedder is not None)
                 log.warning("ingest_repaired_interrupted_run", agree=report.agree, **(report.repaired or {}))
             return await ingest(
                 path, home=settings.home, writers=writers, embedder=embedder, fmt=fmt, progress=progress
