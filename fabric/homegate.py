@@ -25,9 +25,11 @@ from typing import Any
 
 import structlog
 
+from fabric.config import Settings
 from fabric.homelock import HomeLock
 from fabric.ingest.check import CheckReport, check_stores
 from fabric.writers.model import StoreWriter
+from lanes.base import LaneResources
 
 __all__ = ["PROBE_TTL_S", "HomeGate", "unwritable"]
 
@@ -90,6 +92,17 @@ class HomeGate:
         elif self.repair.repaired is not None:
             log.warning("startup_repair", **(self.repair.repaired or {}))
         return self.repair
+
+    async def open_stores(self, settings: Settings, resources: LaneResources) -> CheckReport:
+        """:meth:`open` with writers over the stores of ``settings`` (sharing an open engine's ``resources``)."""
+        from fabric.ingest.writers import build_writers  # deferred: imports every backend module
+
+        writers = build_writers(settings, resources)
+        try:
+            return await self.open(writers, vectors=resources.embedder is not None)
+        finally:
+            for writer in writers:
+                await writer.aclose()
 
     def close(self) -> None:
         """Release the lock."""

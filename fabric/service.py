@@ -255,19 +255,6 @@ def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Await
     return run
 
 
-async def _repair_stores(engine: Engine, gate: HomeGate) -> None:
-    """The start-up repair (:mod:`fabric.homegate`) with writers over the engine's stores."""
-    resources = engine.resources
-    if resources is None:
-        raise RuntimeError("the engine is not open")
-    writers = build_writers(engine.settings, resources)
-    try:
-        await gate.open(writers, vectors=resources.embedder is not None)
-    finally:
-        for writer in writers:
-            await writer.aclose()
-
-
 def default_guard(engine: Engine, limits: LimitConfig | None = None) -> Guard:
     """The guard of the engine's home: keys from ``<home>/keys.sqlite``, per-tenant limits and metrics."""
     return Guard(
@@ -327,7 +314,9 @@ def create_app(
     async def on_startup(_app: web.Application) -> None:
         gate.lock.acquire()  # before anything opens a store: a second service is refused naming the holder
         await engine.open()
-        await _repair_stores(engine, gate)
+        if engine.resources is None:
+            raise RuntimeError("the engine is not open")
+        await gate.open_stores(engine.settings, engine.resources)
         await tasks.start()
         # Everything built at start-up (models, stores, config) lives for the process: move it out of the
         # collector's reach so full collections do not pause the loop for tens of ms under load.
