@@ -80,9 +80,12 @@ def render(report: CheckReport, home: str) -> list[str]:
 
 def _run(args: argparse.Namespace) -> int:
     from fabric.commands.search import load_cli_settings
+    from fabric.errors import ConfigError
     from fabric.homelock import HomeLock
 
     settings = load_cli_settings(args)
+    if not settings.home.is_dir():
+        raise ConfigError(f"home {settings.home} does not exist (nothing was ingested there; see --home)")
     if args.repair:
         with HomeLock(settings.home, "fabric check --repair"):
             report = asyncio.run(_check(settings, True))

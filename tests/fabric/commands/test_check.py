@@ -76,6 +76,13 @@ class TestCheckCommand:
         assert "in use by pid" in err
 
 
+def test_missing_home_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A home that does not exist exits 2 saying so, and is not created."""
+    assert main(["--home", str(tmp_path / "nowhere"), "check"]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "nowhere").exists()
+
+
 def test_render_lists_unchecked_and_errors() -> None:
     """Stores that cannot list ids and stores that failed are named in the text report."""
     report = CheckReport(
