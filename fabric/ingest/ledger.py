@@ -4,7 +4,9 @@ plus an append-only audit history of creates, updates, deletes and repairs.
 Write-ahead protocol used by :mod:`fabric.ingest.pipeline`: every chunk about to be written or deleted is first
 marked ``pending`` (with its new hash); stores are written; then it is marked ``done`` with the stores that
 succeeded. A run that dies in between leaves ``pending`` rows, and the next run rewrites (or re-deletes) them
-in every store, so no chunk stays in one store and missing from another.
+in every store, so no chunk stays in one store and missing from another. ``fabric check --repair`` (and the
+service at start-up, :mod:`fabric.ingest.check`) repairs without the source: it rolls pending writes back
+(history ``rollback``), finishes pending deletes, and records chunks a store lost (history ``repair``).
 """
 
 from __future__ import annotations
