@@ -278,6 +278,30 @@ def ingest_tasks(engine: Engine) -> IngestTasks:
     )
 
 
+def _add_lifecycle(app: web.Application, engine: Engine, tasks: IngestTasks, gate: HomeGate) -> None:
+    """Start-up: lock the home, open the engine, repair the stores, resume tasks; clean-up in reverse."""
+
+    async def on_startup(_app: web.Application) -> None:
+        gate.lock.acquire()  # before anything opens a store: a second service is refused naming the holder
+        await engine.open()
+        if engine.resources is None:
+            raise RuntimeError("the engine is not open")
+        await gate.open_stores(engine.settings, engine.resources)
+        await tasks.start()
+        # Everything built at start-up (models, stores, config) lives for the process: move it out of the
+        # collector's reach so full collections do not pause the loop for tens of ms under load.
+        gc.collect()
+        gc.freeze()
+
+    async def on_cleanup(_app: web.Application) -> None:
+        await tasks.aclose()
+        await engine.aclose()
+        gate.close()
+
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+
+
 def create_app(
     engine: Engine,
     *,
@@ -311,25 +335,7 @@ def create_app(
     app[GATE_KEY] = gate
     install_guard(app, guard or default_guard(engine))
 
-    async def on_startup(_app: web.Application) -> None:
-        gate.lock.acquire()  # before anything opens a store: a second service is refused naming the holder
-        await engine.open()
-        if engine.resources is None:
-            raise RuntimeError("the engine is not open")
-        await gate.open_stores(engine.settings, engine.resources)
-        await tasks.start()
-        # Everything built at start-up (models, stores, config) lives for the process: move it out of the
-        # collector's reach so full collections do not pause the loop for tens of ms under load.
-        gc.collect()
-        gc.freeze()
-
-    async def on_cleanup(_app: web.Application) -> None:
-        await tasks.aclose()
-        await engine.aclose()
-        gate.close()
-
-    app.on_startup.append(on_startup)
-    app.on_cleanup.append(on_cleanup)
+    _add_lifecycle(app, engine, tasks, gate)
     app.router.add_post("/v1/search", _search)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
