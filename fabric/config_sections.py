@@ -188,4 +188,4 @@ class IngestConfig:
     max_queued: int = 16
     """Tasks waiting behind the running one; beyond this a submission answers 503."""
     history: int = 100
-    """Finished task records kept in memory (oldest dropped first); records live only as long as the process."""
+    """Finished task records kept in ``<home>/tasks.sqlite`` (oldest dropped first), across restarts."""

@@ -193,7 +193,7 @@ class FabricTools:
         """Status of an ingestion task: per-stage progress, timestamps, the report or the error."""
         found = self.tasks.get(task_id)
         if found is None:
-            msg = "unknown task (records are kept in memory for the most recent tasks, until the service restarts)"
+            msg = "unknown task (records of the most recent finished tasks are kept, see ingest.history)"
             return _error("task_id", msg)
         return _json(found.to_dict())
 

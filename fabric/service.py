@@ -9,7 +9,9 @@ Routes:
 ``GET /healthz``
     Liveness: the process answers.
 ``GET /readyz``
-    Readiness: the engine is open and at least one lane was built (``503`` otherwise), with per-lane health.
+    Readiness: the engine is open, at least one lane was built, the home is locked by this process, the start-up
+    repair made the stores agree with the ledger and the stores can be written (:mod:`fabric.homegate`); ``503``
+    otherwise, with per-lane health and ``stores`` (``writable``, ``error``, ``startup_repair``).
 ``GET /metrics``
     Prometheus text exposition of the engine's own registry.
 ``POST /v1/ingest``
@@ -18,7 +20,8 @@ Routes:
     same task. Small entry lists run inline (``200`` with the finished task); larger ones, ``"async": true`` and
     paths answer ``202`` with the task and its ``status_url`` (:mod:`fabric.ingest.tasks`).
 ``GET /v1/ingest/<task_id>``
-    A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown.
+    A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown. Tasks
+    are durable (:mod:`fabric.ingest.taskstore`): an id from before a restart answers its real state.
 ``DELETE /v1/entries/{id}``, ``DELETE /v1/entries?source=``, ``GET /v1/audit``, ``POST /v1/cite``, ``GET /openapi.json``
     Data management, citations and the OpenAPI document (:mod:`fabric.service_data`).
 ``/mcp``
@@ -35,8 +38,9 @@ error shape.
 Entries claiming ``trust: trusted`` or ``source_kind: operator``, and path submissions, need an admin key
 (``403`` naming the field); an id another source holds answers ``409`` with ``conflicts`` (id → source).
 
-The engine is opened on start-up and closed on clean-up. Bodies are capped per route: ``max_body_bytes`` for
-search, ``ingest.max_body_bytes`` for ingestion; a larger body answers ``413``.
+The home is locked, the engine opened and the stores reconciled with the ledger on start-up (then interrupted
+ingestion tasks resume); everything is closed and the lock released on clean-up. Bodies are capped per route:
+``max_body_bytes`` for search, ``ingest.max_body_bytes`` for ingestion; a larger body answers ``413``.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from fabric import safejson
 from fabric.auth import Guard, install_guard, principal
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError, UnprocessableQueryError
+from fabric.homegate import HomeGate
 from fabric.ingest.pipeline import IngestReport, Progress, ingest
 from fabric.ingest.submission import (
     IDEMPOTENCY_KEY_PATTERN,
@@ -78,6 +83,7 @@ from fabric.validation import parse_request
 
 __all__ = [
     "ENGINE_KEY",
+    "GATE_KEY",
     "LOOP_LAG_KEY",
     "TASKS_KEY",
     "create_app",
@@ -94,6 +100,9 @@ ENGINE_KEY = web.AppKey("engine", Engine)
 
 TASKS_KEY = web.AppKey("ingest_tasks", IngestTasks)
 """Where the app keeps its ingestion tasks."""
+GATE_KEY = web.AppKey("home_gate", HomeGate)
+"""Where the app keeps its hold on the home (lock, start-up repair, writability)."""
+
 LOOP_LAG_KEY = web.AppKey("loop_lag", LoopLag)
 """The service's event-loop lag sampler (:mod:`fabric.looplag`; in ``/metrics`` as
 ``fabric_event_loop_lag_seconds``)."""
@@ -224,7 +233,7 @@ async def _ingest_status(request: web.Request) -> web.Response:
     task_id = request.match_info["task_id"]
     task = (await scope_of(request)).tasks.get(task_id)
     if task is None:
-        msg = "unknown task (records are kept in memory for the most recent tasks, until the service restarts)"
+        msg = "unknown task (records of the most recent finished tasks are kept, see ingest.history)"
         return web.json_response(error_body("task_id", msg), status=404)
     return web.json_response(task.to_dict())
 
@@ -235,8 +244,14 @@ async def _healthz(_request: web.Request) -> web.Response:
 
 async def _readyz(request: web.Request) -> web.Response:
     health = request.app[ENGINE_KEY].health()
-    ready = bool(health["open"]) and any(lane["built"] for lane in health["lanes"].values())
-    body = {"status": "ready" if ready else "not_ready", "lanes": health["lanes"], "inflight": health["inflight"]}
+    home_ok, home = await request.app[GATE_KEY].ready()
+    ready = bool(health["open"]) and any(lane["built"] for lane in health["lanes"].values()) and home_ok
+    body = {
+        "status": "ready" if ready else "not_ready",
+        "stores": home,
+        "lanes": health["lanes"],
+        "inflight": health["inflight"],
+    }
     return web.json_response(body, status=200 if ready else 503, dumps=lambda o: json.dumps(o, default=str))
 
 
@@ -294,6 +309,36 @@ def ingest_tasks(engine: Engine) -> IngestTasks:
     )
 
 
+def _add_lifecycle(
+    app: web.Application, engine: Engine, tasks: IngestTasks, gate: HomeGate, tenants: TenantEngines, lag: LoopLag
+) -> None:
+    """Start-up: lock the home, open the engine, repair the stores, resume tasks; clean-up in reverse (other
+    tenants' stores are repaired when their scope opens: :class:`fabric.tenant_engines.TenantEngines`)."""
+
+    async def on_startup(_app: web.Application) -> None:
+        gate.lock.acquire()  # before anything opens a store: a second service is refused naming the holder
+        await engine.open()
+        if engine.resources is None:
+            raise RuntimeError("the engine is not open")
+        await gate.open_stores(engine.settings, engine.resources)
+        await tasks.start()
+        lag.start()
+        # Everything built at start-up (models, stores, config) lives for the process: move it out of the
+        # collector's reach so full collections do not pause the loop for tens of ms under load.
+        gc.collect()
+        gc.freeze()
+
+    async def on_cleanup(_app: web.Application) -> None:
+        await tenants.aclose()
+        await lag.stop()
+        await tasks.aclose()
+        await engine.aclose()
+        gate.close()
+
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+
+
 def create_app(
     engine: Engine,
     *,
@@ -324,28 +369,13 @@ def create_app(
     tasks = ingest_tasks(engine)
     app[TASKS_KEY] = tasks
     tenants = app[TENANTS_KEY] = TenantEngines(engine, tasks, runner_for=lambda e: observed_runner(store_runner(e), e))
+    gate = HomeGate(engine.settings.home)
+    app[GATE_KEY] = gate
     install_guard(app, guard or default_guard(engine))
 
     lag = LoopLag(registry=engine.metrics.registry)
     app[LOOP_LAG_KEY] = lag
-
-    async def on_startup(_app: web.Application) -> None:
-        await engine.open()
-        await tasks.start()
-        lag.start()
-        # Everything built at start-up (models, stores, config) lives for the process: move it out of the
-        # collector's reach so full collections do not pause the loop for tens of ms under load.
-        gc.collect()
-        gc.freeze()
-
-    async def on_cleanup(_app: web.Application) -> None:
-        await tenants.aclose()
-        await lag.stop()
-        await tasks.aclose()
-        await engine.aclose()
-
-    app.on_startup.append(on_startup)
-    app.on_cleanup.append(on_cleanup)
+    _add_lifecycle(app, engine, tasks, gate, tenants, lag)
     app.router.add_post("/v1/search", _search)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)

@@ -129,6 +129,7 @@ class TenantEngines:
         engine = Engine(settings, resources=tenant_resources(shared, root.settings.home, tenant), metrics=root.metrics)
         engine.router.home = root.settings.home  # the classifier is the operator's, trained once for the service
         await engine.open()
+        await self._repair(engine, tenant)
         tasks = IngestTasks(
             settings.ingest, home=home, runner=self._runner_for(engine), root=resolve_root(settings.ingest)
         )
@@ -139,6 +140,27 @@ class TenantEngines:
             raise
         log.info("tenant_opened", tenant=tenant, home=str(home), lanes=sorted(engine.lanes))
         return TenantScope(tenant, engine, tasks)
+
+    @staticmethod
+    async def _repair(engine: Engine, tenant: str) -> None:
+        """Repair the tenant's stores from its ledger before its tasks resume (the service's home lock, taken at
+        start-up, covers every tenant's folder)."""
+        from fabric.ingest.check import check_stores
+        from fabric.ingest.writers import build_writers  # deferred: imports every backend module
+
+        resources = engine.resources
+        if resources is None:
+            raise RuntimeError(f"the engine of tenant {tenant} is not open")
+        writers = build_writers(engine.settings, resources)
+        try:
+            report = await check_stores(resources.home, writers, repair=True, vectors=resources.embedder is not None)
+        finally:
+            for writer in writers:
+                await writer.aclose()
+        if not report.agree:
+            log.error("tenant_repair_incomplete", tenant=tenant, **report.to_dict())
+        elif report.repaired is not None:
+            log.warning("tenant_repair", tenant=tenant, **(report.repaired or {}))
 
     async def aclose(self) -> None:
         """Stop every other tenant's tasks and close its engine (the service closes its own)."""

@@ -8,6 +8,7 @@ __all__ = ["COMMANDS"]
 COMMANDS = (
     "search",
     "ingest",
+    "check",
     "eval",
     "bench",
     "demo",

@@ -1,7 +1,8 @@
 """``fabric mcp``: serve the MCP server (:mod:`fabric.mcp_server`) over stdio, for agents that spawn it.
 
-Stdout carries the protocol only: logs go to stderr (JSON lines, warnings and above unless ``-v``). The engine
-and the ingestion worker open before the first message is read (the embedding model loads then) and close when
+Stdout carries the protocol only: logs go to stderr (JSON lines, warnings and above unless ``-v``). The home is
+locked and its stores repaired like ``fabric serve`` does (:mod:`fabric.homegate`), then the engine and the
+ingestion worker open before the first message is read (the embedding model loads then) and close when
 the client closes the pipe. Example client configuration::
 
     {"mcpServers": {"fabric": {"command": "fabric", "args": ["--home", "/path/to/home", "mcp"]}}}
@@ -24,20 +25,28 @@ def register(sub: Any) -> None:
 async def serve_stdio(settings: Any) -> None:
     """Open the engine and ingestion tasks, serve MCP on stdin/stdout until the client leaves, close both."""
     from fabric.engine import Engine
+    from fabric.homegate import HomeGate
     from fabric.mcp_server import build_server
     from fabric.service import ingest_tasks
 
     engine = Engine(settings)
     tasks = ingest_tasks(engine)
-    await engine.open()
+    gate = HomeGate(settings.home)
+    gate.lock.acquire()  # it ingests: one owner per home, like fabric serve
     try:
-        await tasks.start()
+        await engine.open()
         try:
-            await build_server(engine, tasks).run_stdio_async()
+            assert engine.resources is not None
+            await gate.open_stores(settings, engine.resources)
+            await tasks.start()
+            try:
+                await build_server(engine, tasks).run_stdio_async()
+            finally:
+                await tasks.aclose()
         finally:
-            await tasks.aclose()
+            await engine.aclose()
     finally:
-        await engine.aclose()
+        gate.close()
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,7 +4,9 @@ plus an append-only audit history of creates, updates, deletes and repairs.
 Write-ahead protocol used by :mod:`fabric.ingest.pipeline`: every chunk about to be written or deleted is first
 marked ``pending`` (with its new hash); stores are written; then it is marked ``done`` with the stores that
 succeeded. A run that dies in between leaves ``pending`` rows, and the next run rewrites (or re-deletes) them
-in every store, so no chunk stays in one store and missing from another.
+in every store, so no chunk stays in one store and missing from another. ``fabric check --repair`` (and the
+service at start-up, :mod:`fabric.ingest.check`) repairs without the source: it rolls pending writes back
+(history ``rollback``), finishes pending deletes, and records chunks a store lost (history ``repair``).
 """
 
 from __future__ import annotations
@@ -193,6 +195,39 @@ class Ledger:
                 "INSERT INTO history (ts, action, id, doc_id, source, content_hash, stores) "
                 "VALUES (?, 'delete', ?, ?, ?, ?, ?)",
                 [(now, e.id, e.doc_id, e.source, e.content_hash, gone) for e in batch],
+            )
+        return len(batch)
+
+    def all_entries(self) -> list[LedgerEntry]:
+        """Every chunk the ledger holds, of every source (``fabric check``)."""
+        rows = self.conn.execute("SELECT id, doc_id, source, content_hash, stores, state, op FROM ledger")
+        return [LedgerEntry(r[0], r[1], r[2], r[3], frozenset(json.loads(r[4])), r[5], r[6]) for r in rows]
+
+    def roll_back(self, entries: Iterable[LedgerEntry]) -> int:
+        """Forget chunks whose interrupted write was undone in every store; ``rollback`` goes to the history."""
+        now = _now()
+        batch = list(entries)
+        with self.conn:
+            self.conn.executemany("DELETE FROM ledger WHERE id = ?", [(e.id,) for e in batch])
+            self.conn.executemany(
+                "INSERT INTO history (ts, action, id, doc_id, source, content_hash, stores) "
+                "VALUES (?, 'rollback', ?, ?, ?, ?, '[]')",
+                [(now, e.id, e.doc_id, e.source, e.content_hash) for e in batch],
+            )
+        return len(batch)
+
+    def set_stores(self, changes: Iterable[tuple[LedgerEntry, frozenset[str]]]) -> int:
+        """Record that done chunks are held by exactly these stores (a repair found one missing)."""
+        now = _now()
+        batch = [(e, json.dumps(sorted(st))) for e, st in changes]
+        with self.conn:
+            self.conn.executemany(
+                "UPDATE ledger SET stores = ?, updated_at = ? WHERE id = ?", [(st, now, e.id) for e, st in batch]
+            )
+            self.conn.executemany(
+                "INSERT INTO history (ts, action, id, doc_id, source, content_hash, stores) "
+                "VALUES (?, 'repair', ?, ?, ?, ?, ?)",
+                [(now, e.id, e.doc_id, e.source, e.content_hash, st) for e, st in batch],
             )
         return len(batch)
 

@@ -34,6 +34,7 @@ from typing import Any
 import structlog
 
 from fabric.audit import EntryChange
+from fabric.crashpoints import crash_point
 from fabric.errors import FabricError, IngestError, LaneError
 from fabric.ingest.audit_trail import graph_triples, record_changes, triple_changes
 from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
@@ -208,6 +209,7 @@ async def _embed(
             return {}
         vectors.update(vecs)
         progress.advance("embed", len(batch))
+        crash_point("embed")
     report.embedded = len(vectors)
     return vectors
 
@@ -228,6 +230,7 @@ async def _write(
         for start in range(0, len(chunks), BATCH):
             await writer.upsert(chunks[start : start + BATCH])
             progress.advance("write", len(chunks[start : start + BATCH]))
+            crash_point(f"write.{writer.store}")
         if gone:
             await writer.delete(gone)
     except (FabricError, OSError, sqlite3.Error) as exc:  # one store's failure: the others still write
@@ -342,6 +345,7 @@ async def ingest(
         held, deleted_ok = await _write_all(writers, todo, gone, entries, vectors, progress, report)
         t4 = time.perf_counter()
 
+        crash_point("ledger")
         await asyncio.to_thread(lambda: ledger.mark_done(_done_rows(todo, entries, held, loaded.source, report)))
         if deleted_ok and gone:
             report.deleted = await asyncio.to_thread(ledger.remove, gone, all_stores)

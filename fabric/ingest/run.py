@@ -1,21 +1,30 @@
 """Ingest one source into the stores a :class:`~fabric.config.Settings` names (its home, embedder and writers).
 
-The one entry that ``fabric ingest``, ``fabric demo`` and the eval harness share: it builds the configured
-embedder and the enabled stores' writers, runs :func:`fabric.ingest.pipeline.ingest`, and closes the writers.
+The one entry that ``fabric ingest``, ``fabric demo`` and the eval harness share: it takes the home's lock
+(:mod:`fabric.homelock`: refused, naming the holder's pid, while a service or another ingest writes the home),
+builds the configured embedder and the enabled stores' writers, repairs the stores from the ledger when a crash
+left it pending (:mod:`fabric.ingest.check`), runs :func:`fabric.ingest.pipeline.ingest`, and closes the writers.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+
+import structlog
 
 from fabric.config import Settings
 from fabric.embeddings import build_embedder
+from fabric.homelock import HomeLock
+from fabric.ingest.check import check_stores, pending_rows
 from fabric.ingest.pipeline import IngestReport, Progress, ingest
 from fabric.ingest.writers import build_writers
 from fabric.tenants import DEFAULT_TENANT, tenant_home
 from lanes.base import LaneResources
 
 __all__ = ["run_ingest"]
+
+log = structlog.get_logger(__name__)
 
 
 async def run_ingest(
@@ -27,16 +36,21 @@ async def run_ingest(
     Raises:
         IngestError: the source cannot be read or parsed.
         ConfigError: invalid tenant name.
+        HomeInUseError: another process holds the home's lock.
     """
-    home = tenant_home(settings.home, tenant)
-    embedder = build_embedder(settings.embeddings, settings.cache_dir)
-    resources = LaneResources(home=home, tenant=tenant, embedder=embedder)
-    writers = build_writers(settings, resources)
-    try:
-        return await ingest(
-            path, home=home, writers=writers, embedder=embedder, fmt=fmt, progress=progress,
-            private_sources=settings.embeddings.private_sources,
-        )  # fmt: skip
-    finally:
-        for writer in writers:
-            await writer.aclose()
+    with HomeLock(settings.home, "fabric ingest"):  # the root home's lock covers every tenant's stores
+        home = tenant_home(settings.home, tenant)
+        embedder = build_embedder(settings.embeddings, settings.cache_dir)
+        resources = LaneResources(home=home, tenant=tenant, embedder=embedder)
+        writers = build_writers(settings, resources)
+        try:
+            if await asyncio.to_thread(pending_rows, home):  # an earlier run was interrupted
+                report = await check_stores(home, writers, repair=True, vectors=embedder is not None)
+                log.warning("ingest_repaired_interrupted_run", agree=report.agree, **(report.repaired or {}))
+            return await ingest(
+                path, home=home, writers=writers, embedder=embedder, fmt=fmt, progress=progress,
+                private_sources=settings.embeddings.private_sources,
+            )  # fmt: skip
+        finally:
+            for writer in writers:
+                await writer.aclose()

@@ -1,16 +1,22 @@
-"""Ingestion tasks of the HTTP service (``POST /v1/ingest``): an in-memory task table, a queue, one worker.
+"""Ingestion tasks of the HTTP service (``POST /v1/ingest``): a durable task table, a queue, one worker.
 
 Submissions are validated (and entries spooled) by :mod:`fabric.ingest.submission`. Tasks run one at a time, in
 submission order, on one worker task of the service's event loop; the pipeline
 (:func:`fabric.ingest.pipeline.ingest`) embeds and touches SQLite in worker threads, so the loop keeps serving
-searches. Records live in memory only: the last ``ingest.history`` finished tasks are kept, and every record is
-lost when the process exits (re-submitting is then safe: the pipeline is idempotent).
+searches. Records, their queue order, idempotency keys and spooled bodies live in ``<home>/tasks.sqlite``
+(:mod:`fabric.ingest.taskstore`); the last ``ingest.history`` finished tasks are kept.
+
+Restart: :meth:`IngestTasks.start` resumes every task a stop or crash interrupted, in queue order. A task that was
+running when the process died is run again (the pipeline is idempotent, and the service has reconciled the stores
+first, :mod:`fabric.ingest.check`) unless its runs were interrupted :data:`MAX_ATTEMPTS` times, then it fails
+with that reason; an entry task whose body was lost fails saying so. Spool files no unfinished task needs are
+removed. A task id from before the restart answers its real state. A clean stop leaves unfinished tasks queued.
 
 Idempotency: a submission is keyed by its ``Idempotency-Key`` header, else by the sha256 of its canonical
-body. A key that names a queued, running or succeeded task returns that task instead of starting another;
-a failed task is replaced by a new one (that is what a retry is for). Without a header, a ``path`` submission
-only matches a queued or running task, because the files may have changed since. A header reused with a
-different body is refused (422). A task *succeeds* when the pipeline finished and every store took its
+body, per tenant. A key that names a queued, running or succeeded task returns that task instead of starting
+another; a failed task is replaced by a new one (that is what a retry is for). Without a header, a ``path``
+submission only matches a queued or running task, because the files may have changed since. A header reused
+with a different body is refused (422). A task *succeeds* when the pipeline finished and every store took its
 writes; a store that failed makes the task fail with the report attached (a retry repairs the store).
 """
 
@@ -19,11 +25,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -32,98 +36,31 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fabric.audit import Actor, acting_as
 from fabric.config import IngestConfig
+from fabric.crashpoints import crash_point
 from fabric.errors import FabricError
 from fabric.ingest.pipeline import IngestReport, Progress
 from fabric.ingest.submission import SPOOL_NAME, Submission, SubmitError, spool_entries
+from fabric.ingest.taskstore import (
+    DEFAULT_TENANT,
+    STAGES,
+    TASKS_FILE,
+    IngestTask,
+    StageProgress,
+    TaskStatus,
+    TaskStore,
+)
 
-__all__ = ["STAGES", "IngestTask", "IngestTasks", "Runner", "StageProgress", "TaskStatus"]
+__all__ = ["MAX_ATTEMPTS", "STAGES", "IngestTask", "IngestTasks", "Runner", "StageProgress", "TaskStatus"]
 
 log = structlog.get_logger(__name__)
 
-STAGES = ("load", "chunk", "embed", "write")
-"""Pipeline stages whose progress a task reports."""
+MAX_ATTEMPTS = 3
+"""Runs of one task a crash may interrupt before the task fails instead of being resumed again."""
 
-_STOPPED = "the service stopped before the task finished"
+_LOST = "the spooled entries were lost while the service was down; submit them again"
 
 Runner = Callable[[Path, str | None, Progress], Awaitable[IngestReport]]
 """Runs the pipeline on a source (path, format) with a progress sink; the service binds its stores."""
-
-
-class TaskStatus(StrEnum):
-    """Life cycle of a task."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-
-
-@dataclass(slots=True)
-class StageProgress:
-    """Units done out of the stage's total (0/0 until the stage starts; a stage with no work stays 0/0)."""
-
-    done: int = 0
-    total: int = 0
-
-
-@dataclass(slots=True, kw_only=True)
-class IngestTask:
-    """One ingestion task and its record."""
-
-    id: str
-    """Random hex id, the handle of ``GET /v1/ingest/<id>``."""
-    key: str
-    """Idempotency key: ``key:<header>`` or ``sha256:<body hash>``."""
-    submission: Submission
-    """What to ingest."""
-    source_path: Path
-    """What the pipeline reads (the spool file for entries)."""
-    status: TaskStatus = TaskStatus.QUEUED
-    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    progress: dict[str, StageProgress] = field(default_factory=lambda: {s: StageProgress() for s in STAGES})
-    """Per-stage progress, updated by the pipeline as it goes."""
-    report: dict[str, Any] | None = None
-    """``IngestReport.to_dict()`` (the ``fabric ingest --json`` summary) once the pipeline finished."""
-    error: str | None = None
-    """Why the task failed."""
-    conflicts: dict[str, str] | None = None
-    """Ids another source already holds, with that source, when the task failed on them (HTTP 409)."""
-    done: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set when the task has finished (either way)."""
-
-    @property
-    def finished(self) -> bool:
-        """Whether the task succeeded or failed."""
-        return self.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON record answered by the API."""
-        sub = self.submission
-
-        def ts(t: datetime | None) -> str | None:
-            return t.isoformat().replace("+00:00", "Z") if t is not None else None
-
-        return {
-            "task_id": self.id,
-            "status": self.status.value,
-            "status_url": f"/v1/ingest/{self.id}",
-            "source": {
-                "kind": sub.kind,
-                "entries": sub.count if sub.kind == "entries" else None,
-                "path": sub.requested_path or None,
-                "format": sub.fmt,
-            },
-            "idempotency": "key" if self.key.startswith("key:") else "content",
-            "created_at": ts(self.created_at),
-            "started_at": ts(self.started_at),
-            "finished_at": ts(self.finished_at),
-            "progress": {name: {"done": p.done, "total": p.total} for name, p in self.progress.items()},
-            "report": self.report,
-            "error": self.error,
-            **({"conflicts": self.conflicts} if self.conflicts else {}),
-        }
 
 
 class _TaskProgress(Progress):
@@ -140,11 +77,11 @@ class _TaskProgress(Progress):
 
 
 class IngestTasks:
-    """The in-memory task table, the queue and its single worker (see the module docstring).
+    """The durable task table, the queue and its single worker (see the module docstring).
 
     Args:
         config: the ``[ingest]`` settings.
-        home: store root; entries are spooled under ``<home>/spool/``.
+        home: store root; tasks are recorded in ``<home>/tasks.sqlite``, entries spooled under ``<home>/spool/``.
         runner: runs the pipeline for one task.
         root: resolved allowed root for path submissions (:func:`resolve_root`), or None.
         registry: Prometheus registry for ``fabric_ingest_tasks_total{status}`` (finished tasks),
@@ -165,9 +102,10 @@ class IngestTasks:
         self.runner = runner
         self.root = root
         self.spool_dir = home / "spool"
-        self._tasks: OrderedDict[str, IngestTask] = OrderedDict()
-        self._by_key: dict[str, IngestTask] = {}
-        self._spool_refs: dict[Path, int] = {}
+        self._store_path = home / TASKS_FILE
+        self._store: TaskStore | None = None
+        self._live: dict[str, IngestTask] = {}
+        """Queued and running tasks (the objects the worker updates); finished ones are read from the store."""
         self._queue: asyncio.Queue[IngestTask] = asyncio.Queue()
         self._lock = asyncio.Lock()
         self._worker: asyncio.Task[None] | None = None
@@ -178,30 +116,111 @@ class IngestTasks:
         pending = Gauge("fabric_ingest_tasks_pending", "Ingestion tasks queued or running", registry=r)
         pending.set_function(lambda: self._queue.qsize() + (self._running is not None))
 
+    @property
+    def store(self) -> TaskStore:
+        """The task store (opened on first use)."""
+        if self._store is None:
+            self._store = TaskStore(self._store_path)
+        return self._store
+
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self) -> None:
-        """Start the worker (idempotent)."""
-        if self._worker is None:
-            self._worker = asyncio.create_task(self._work(), name="ingest-worker")
+    async def start(self) -> dict[str, int]:
+        """Resume interrupted tasks (:meth:`recover`) and start the worker (idempotent).
+
+        Returns:
+            What the recovery did (empty when already started).
+        """
+        if self._worker is not None:
+            return {}
+        await asyncio.to_thread(lambda: self.store)
+        recovered = await self.recover()
+        self._worker = asyncio.create_task(self._work(), name="ingest-worker")
+        return recovered
+
+    async def recover(self) -> dict[str, int]:
+        """Queue again every unfinished task of the store, fail those that cannot resume, clean the spool."""
+        counts = {"resumed": 0, "failed": 0, "spool_removed": 0}
+        for task in await asyncio.to_thread(self.store.unfinished):
+            if task.id in self._live:
+                continue
+            reason = await self._resumable(task)
+            if reason is not None:
+                await self._finish(task, TaskStatus.FAILED, error=reason)
+                counts["failed"] += 1
+                continue
+            if task.status is TaskStatus.RUNNING:
+                log.warning("ingest_task_resumed", task_id=task.id, attempts=task.attempts)
+                counts["resumed"] += 1
+            task.status = TaskStatus.QUEUED
+            await asyncio.to_thread(self.store.save, task)
+            self._live[task.id] = task
+            self._queue.put_nowait(task)
+        counts["spool_removed"] = await asyncio.to_thread(self._clean_spool)
+        if any(counts.values()):
+            log.info("ingest_tasks_recovered", **counts)
+        return counts
+
+    async def _resumable(self, task: IngestTask) -> str | None:
+        """Why ``task`` cannot be resumed (None when it can); writes its spool file again from the store."""
+        if task.status is TaskStatus.RUNNING and task.attempts >= MAX_ATTEMPTS:
+            return (
+                f"interrupted {task.attempts} times while running (the service stopped or crashed); not resumed "
+                "again: submit it again to retry"
+            )
+        if task.submission.kind != "entries" or task.source_path.is_file():
+            return None
+        body = await asyncio.to_thread(self.store.body, task.source_path)
+        if body is None:
+            return _LOST
+
+        def rewrite(data: bytes) -> None:
+            task.source_path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = task.source_path.with_name(f".{task.source_path.name}.{uuid.uuid4().hex}")
+            tmp.write_bytes(data)
+            tmp.replace(task.source_path)
+
+        await asyncio.to_thread(rewrite, body)
+        return None
+
+    def _clean_spool(self) -> int:
+        """Remove spool files (and empty folders) that no unfinished task needs; how many files went."""
+        if not self.spool_dir.is_dir():
+            return 0
+        keep = self.store.spooled() | {str(t.source_path) for t in self._live.values()}
+        removed = 0
+        for path in sorted(self.spool_dir.rglob("*"), reverse=True):  # files before their folders
+            if path.is_dir():
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+            elif str(path) not in keep:
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed
 
     async def aclose(self) -> None:
-        """Stop the worker; unfinished tasks are recorded as failed."""
+        """Stop the worker; unfinished tasks stay queued in the store and resume at the next start."""
         worker, self._worker = self._worker, None
         if worker is not None:
             worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await worker
-        for task in list(self._tasks.values()):
-            if not task.finished:  # still queued (the running one was failed by its cancellation)
-                await self._release(task.source_path)
-                self._finish(task, TaskStatus.FAILED, error=_STOPPED)
+        for task in list(self._live.values()):
+            task.done.set()  # wake inline waiters: they answer the task as still queued
+        self._live.clear()
+        self._queue = asyncio.Queue()
+        store, self._store = self._store, None
+        if store is not None:
+            await asyncio.to_thread(store.close)
 
     # ------------------------------------------------------------------ queries
 
     def get(self, task_id: str) -> IngestTask | None:
-        """The task with this id, if its record is still kept."""
-        return self._tasks.get(task_id)
+        """The task with this id, while its record is kept (across restarts)."""
+        live = self._live.get(task_id)
+        if live is not None:
+            return live
+        return self.store.get(task_id)
 
     @property
     def idle(self) -> bool:
@@ -210,10 +229,7 @@ class IngestTasks:
 
     def counts(self) -> dict[str, int]:
         """Kept task records by status."""
-        out = {s.value: 0 for s in TaskStatus}
-        for task in self._tasks.values():
-            out[task.status.value] += 1
-        return out
+        return self.store.counts()
 
     # ------------------------------------------------------------------ submit
 
@@ -222,7 +238,15 @@ class IngestTasks:
             return True
         return task.status is TaskStatus.SUCCEEDED and (header or sub.kind == "entries")
 
-    async def submit(self, sub: Submission, *, key: str | None = None) -> tuple[IngestTask, bool]:
+    async def _existing(self, tenant: str, ikey: str) -> IngestTask | None:
+        for task in self._live.values():
+            if task.key == ikey and task.tenant == tenant:
+                return task
+        return await asyncio.to_thread(self.store.by_key, tenant, ikey)
+
+    async def submit(
+        self, sub: Submission, *, key: str | None = None, tenant: str = DEFAULT_TENANT
+    ) -> tuple[IngestTask, bool]:
         """Queue ``sub`` as a task, or return the task that already holds its idempotency key.
 
         Returns:
@@ -234,7 +258,7 @@ class IngestTasks:
         """
         ikey = f"key:{key}" if key else f"sha256:{sub.fingerprint}"
         async with self._lock:
-            existing = self._by_key.get(ikey)
+            existing = await self._existing(tenant, ikey)
             if existing is not None:
                 if key and existing.submission.fingerprint != sub.fingerprint:
                     raise SubmitError("Idempotency-Key", "already used with a different body", status=422)
@@ -242,40 +266,35 @@ class IngestTasks:
                     return existing, False
             if self._queue.qsize() >= self.config.max_queued:
                 raise SubmitError("queue", f"{self.config.max_queued} ingestion tasks already queued", status=503)
+            body: bytes | None = None
             if sub.kind == "entries":
                 source = self.spool_dir / sub.fingerprint[:32] / SPOOL_NAME
-                self._spool_refs[source] = self._spool_refs.get(source, 0) + 1
                 try:
                     await asyncio.to_thread(spool_entries, sub, source)
+                    crash_point("spool")
+                    body = await asyncio.to_thread(source.read_bytes)
                 except BaseException:
                     await self._release(source)
                     raise
             else:
                 assert sub.path is not None
                 source = sub.path
-            # the spool file holds the entries from now on: the record keeps only their count
-            task = IngestTask(id=uuid.uuid4().hex, key=ikey, submission=replace(sub, entries=()), source_path=source)
-            self._tasks[task.id] = task
-            self._by_key[ikey] = task
+            # the spool file (and the store) hold the entries from now on: the record keeps only their count
+            task = IngestTask(
+                id=uuid.uuid4().hex, key=ikey, submission=replace(sub, entries=()), source_path=source, tenant=tenant
+            )
+            await asyncio.to_thread(self.store.add, task, body)
+            self._live[task.id] = task
             self._queue.put_nowait(task)
-            self._evict()
         log.info("ingest_task_queued", task_id=task.id, kind=sub.kind, entries=sub.count, key=ikey[:4])
         return task, True
-
-    def _evict(self) -> None:
-        """Drop the oldest finished records beyond ``history`` (unfinished ones are never dropped)."""
-        finished = [t for t in self._tasks.values() if t.finished]
-        for task in finished[: max(0, len(finished) - self.config.history)]:
-            del self._tasks[task.id]
-            if self._by_key.get(task.key) is task:
-                del self._by_key[task.key]
 
     # ------------------------------------------------------------------ worker
 
     async def _work(self) -> None:
         while True:
             task = await self._queue.get()
-            if task.finished:  # failed while queued (shutdown)
+            if task.finished:
                 continue
             self._running = task
             try:
@@ -286,13 +305,21 @@ class IngestTasks:
     async def _run(self, task: IngestTask) -> None:
         task.status = TaskStatus.RUNNING
         task.started_at = datetime.now(UTC)
-        log.info("ingest_task_started", task_id=task.id)
+        task.attempts += 1
+        task.progress = {s: StageProgress() for s in STAGES}
+        await asyncio.to_thread(self.store.save, task)
+        log.info("ingest_task_started", task_id=task.id, attempt=task.attempts)
         status, report_dict = TaskStatus.FAILED, None
-        error: str | None = _STOPPED  # until the runner returns or raises
+        error: str | None = None
         sub = task.submission
         try:
             with acting_as(Actor(tenant=sub.tenant, key_id=sub.key_id, task_id=task.id, via="api")):
                 report = await self.runner(task.source_path, sub.fmt, _TaskProgress(task))
+        except asyncio.CancelledError:  # a clean stop: the task stays queued and resumes at the next start
+            task.status = TaskStatus.QUEUED
+            task.attempts -= 1
+            self.store.save(task)
+            raise
         except (FabricError, OSError) as exc:
             error = self._public(str(exc), task)
             task.conflicts = getattr(exc, "taken", None)
@@ -306,12 +333,11 @@ class IngestTasks:
             if bad:  # a failed store leaves chunks unheld; a retry (new task) repairs them
                 error = "store(s) failed: " + "; ".join(f"{k}: {v}" for k, v in sorted(bad.items()))
             else:
-                status, error = TaskStatus.SUCCEEDED, None
-        finally:  # also on cancellation (service shutdown): the spool goes before the task reads as finished
-            try:
-                await self._release(task.source_path)
-            finally:
-                self._finish(task, status, report=report_dict, error=error)
+                status = TaskStatus.SUCCEEDED
+        # the spool goes before the task reads as finished (a crash in between: the restart writes it again)
+        self._live.pop(task.id, None)
+        await self._release(task.source_path)
+        await self._finish(task, status, report=report_dict, error=error)
 
     def _public(self, message: str, task: IngestTask) -> str:
         """An error message without the server's absolute paths."""
@@ -319,13 +345,15 @@ class IngestTasks:
         shown = sub.requested_path if sub.kind == "path" else "entries"
         return message.replace(str(task.source_path), shown)
 
-    def _finish(
+    async def _finish(
         self, task: IngestTask, status: TaskStatus, *, report: dict[str, Any] | None = None, error: str | None = None
     ) -> None:
         task.status = status
         task.report = report
         task.error = error
         task.finished_at = datetime.now(UTC)
+        await asyncio.to_thread(self.store.save, task)
+        await asyncio.to_thread(self.store.evict, self.config.history)
         task.done.set()
         self._finished_total.labels(status=status.value).inc()
         if status is TaskStatus.SUCCEEDED and task.report is not None:
@@ -338,16 +366,11 @@ class IngestTasks:
             seconds=round((task.finished_at - started).total_seconds(), 3),
             error=error,
         )
-        self._evict()
 
     async def _release(self, source: Path) -> None:
-        """Drop a spool reference; the last one removes the spool file."""
-        if source not in self._spool_refs:
+        """Remove a spool file once no queued or running task reads it."""
+        if not source.is_relative_to(self.spool_dir) or any(t.source_path == source for t in self._live.values()):
             return
-        self._spool_refs[source] -= 1
-        if self._spool_refs[source] > 0:
-            return
-        del self._spool_refs[source]
 
         def remove() -> None:
             source.unlink(missing_ok=True)

@@ -20,7 +20,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from fabric.models import EMPTY_MAPPING, SourceKind, Trust
 
-__all__ = ["Chunk", "StoreWriter", "Triple", "TripleReader", "from_stored_simhash", "to_stored_simhash"]
+__all__ = [
+    "Chunk",
+    "ListableStore",
+    "StoreWriter",
+    "Triple",
+    "TripleReader",
+    "from_stored_simhash",
+    "to_stored_simhash",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,4 +133,14 @@ class TripleReader(Protocol):
 
     async def triples(self, ids: Sequence[str]) -> dict[str, set[Triple]]:
         """The triples stored for each of these chunk ids (ids without any are absent)."""
+
+
+@runtime_checkable
+class ListableStore(Protocol):
+    """A store writer that can list the chunk ids it holds (``fabric check`` compares them with the ledger)."""
+
+    store: str
+
+    async def ids(self) -> set[str]:
+        """Every chunk id the store holds."""
         ...

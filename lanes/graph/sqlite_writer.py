@@ -192,6 +192,10 @@ class SqliteGraphWriter:
 
         return await self.db.run(read) if ids else {}
 
+    async def ids(self) -> set[str]:
+        """Every chunk id the store holds (``fabric check``)."""
+        return await self.db.run(lambda conn: {r[0] for r in conn.execute("SELECT id FROM chunks")})
+
     async def aclose(self) -> None:
         """Close the connections."""
         self.db.close()

@@ -177,6 +177,15 @@ class FlatVectorWriter:
         """Delete the rows of ``ids`` (unknown ids are ignored)."""
         await asyncio.to_thread(self._delete, list(dict.fromkeys(ids)))
 
+    def _ids(self) -> set[str]:
+        conn = self._open()
+        with self._lock:
+            return {r[0] for r in conn.execute("SELECT id FROM vec")}
+
+    async def ids(self) -> set[str]:
+        """Every chunk id the store holds (``fabric check``)."""
+        return await asyncio.to_thread(self._ids)
+
     async def aclose(self) -> None:
         """Close the connection."""
         with self._lock:

@@ -227,6 +227,26 @@ class QdrantWriter:
         except Exception as exc:  # SDK/transport errors become typed lane errors
             raise map_qdrant_error(exc) from exc
 
+    async def ids(self) -> set[str]:
+        """Every chunk id (payload ``id``) of the collection, scrolled in pages (``fabric check``)."""
+        await self.open()
+        assert self._client is not None
+        client = self._client[1]
+        found: set[str] = set()
+        try:
+            if not await client.collection_exists(self.collection):
+                return found
+            offset: Any = None
+            while True:
+                points, offset = await client.scroll(
+                    self.collection, limit=1024, offset=offset, with_payload=["id"], with_vectors=False
+                )
+                found.update(str(p.payload["id"]) for p in points if p.payload and "id" in p.payload)
+                if offset is None:
+                    return found
+        except Exception as exc:  # SDK/transport errors become typed lane errors
+            raise map_qdrant_error(exc) from exc
+
     async def aclose(self) -> None:
         """Release the client."""
         if self._client is not None:

@@ -158,6 +158,7 @@ def test_public_api() -> None:
     """The module exports the app factory, the app keys, the default guard, the task factory and the error shape."""
     assert set(mod.__all__) == {
         "ENGINE_KEY",
+        "GATE_KEY",
         "LOOP_LAG_KEY",
         "TASKS_KEY",
         "create_app",

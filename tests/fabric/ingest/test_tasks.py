@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,8 @@ from fabric.config import IngestConfig
 from fabric.errors import IngestError
 from fabric.ingest.pipeline import IngestReport, Progress
 from fabric.ingest.submission import SubmitError, parse_submission
-from fabric.ingest.tasks import IngestTasks, TaskStatus
+from fabric.ingest.tasks import IngestTask, IngestTasks, TaskStatus
+from fabric.ingest.taskstore import TASKS_FILE, TaskStore
 
 
 class ScriptedRunner:
@@ -197,22 +199,122 @@ class TestBounds:
             done.append(task.id)
         assert [tasks.get(i) is not None for i in done] == [False, False, True, True, True]
 
-    async def test_aclose_fails_unfinished_tasks(self, tmp_path: Path, runner: ScriptedRunner) -> None:
-        """Stopping the service records running and queued tasks as failed, and frees their spool files."""
+    async def test_aclose_keeps_unfinished_tasks_for_the_next_start(
+        self, tmp_path: Path, runner: ScriptedRunner
+    ) -> None:
+        """A clean stop leaves running and queued tasks queued in the store; the next start runs both, in order."""
         tasks = IngestTasks(IngestConfig(), home=tmp_path, runner=runner, root=None)
         await tasks.start()
         runner.gate.clear()
         running, _ = await tasks.submit(_sub(tag="a"))
         queued, _ = await tasks.submit(_sub(tag="b"))
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.05)
         await tasks.aclose()
-        assert (running.status, queued.status) == (TaskStatus.FAILED, TaskStatus.FAILED)
-        assert "stopped" in (queued.error or "")
-        assert "stopped" in (running.error or "")
+        assert (running.status, queued.status) == (TaskStatus.QUEUED, TaskStatus.QUEUED)
+        runner.gate.set()
+        again = IngestTasks(IngestConfig(), home=tmp_path, runner=runner, root=None)
+        assert await again.start() == {"resumed": 0, "failed": 0, "spool_removed": 0}
+        for task_id in (running.id, queued.id):
+            task = again.get(task_id)
+            assert task is not None
+            await task.done.wait()
+            assert (task.status, task.attempts) == (TaskStatus.SUCCEEDED, 1)
+        assert runner.calls[-2:] == [running.source_path, queued.source_path]
         assert not running.source_path.exists()
-        assert not queued.source_path.exists()
+        await again.aclose()
+
+
+class TestRestart:
+    """What a crashed service finds at start-up: records written as the dead process left them."""
+
+    def _crashed(self, home: Path, *, attempts: int, body: bytes | None, spool: bool) -> IngestTask:
+        """A task the dead process was running (status running, its body in the store, maybe its spool file)."""
+        sub = _sub(2, tag="crash")
+        source = home / "spool" / sub.fingerprint[:32] / "api.jsonl"
+        task = IngestTask(
+            id="t-crash", key=f"sha256:{sub.fingerprint}", submission=replace(sub, entries=()), source_path=source,
+            status=TaskStatus.RUNNING, attempts=attempts,
+        )  # fmt: skip
+        store = TaskStore(home / TASKS_FILE)
+        store.add(task, body)
+        store.close()
+        if spool:
+            source.parent.mkdir(parents=True)
+            source.write_bytes(body or b"")
+        return task
+
+    async def test_interrupted_task_is_resumed_from_its_stored_body(
+        self, tmp_path: Path, runner: ScriptedRunner
+    ) -> None:
+        """The spool file is gone but the body is in the store: it is written again and the task runs to the end."""
+        body = b'{"id": "x", "text": "one"}\n{"id": "y", "text": "two"}\n'
+        crashed = self._crashed(tmp_path, attempts=1, body=body, spool=False)
+        tasks = IngestTasks(IngestConfig(), home=tmp_path, runner=runner, root=None)
+        assert (await tasks.start())["resumed"] == 1
+        task = tasks.get(crashed.id)
+        assert task is not None
+        await task.done.wait()
+        assert (task.status, task.attempts) == (TaskStatus.SUCCEEDED, 2)
+        assert runner.calls == [crashed.source_path]
+        assert not crashed.source_path.exists()
+        assert tasks.store.body(crashed.source_path) is None
+        await tasks.aclose()
+
+    async def test_task_interrupted_too_often_fails_with_its_reason(
+        self, tmp_path: Path, runner: ScriptedRunner
+    ) -> None:
+        """After MAX_ATTEMPTS interrupted runs the task fails saying why, and its spool file is removed."""
+        crashed = self._crashed(tmp_path, attempts=mod.MAX_ATTEMPTS, body=b"{}\n", spool=True)
+        tasks = IngestTasks(IngestConfig(), home=tmp_path, runner=runner, root=None)
+        assert await tasks.start() == {"resumed": 0, "failed": 1, "spool_removed": 1}
+        task = tasks.get(crashed.id)
+        assert task is not None
+        assert task.status is TaskStatus.FAILED
+        assert f"interrupted {mod.MAX_ATTEMPTS} times" in (task.error or "")
+        assert runner.calls == []
+        assert not crashed.source_path.exists()
+        await tasks.aclose()
+
+    async def test_lost_body_fails_the_task(self, tmp_path: Path, runner: ScriptedRunner) -> None:
+        """An entry task with neither spool file nor stored body fails naming the loss (never a 404)."""
+        crashed = self._crashed(tmp_path, attempts=1, body=None, spool=False)
+        tasks = IngestTasks(IngestConfig(), home=tmp_path, runner=runner, root=None)
+        await tasks.start()
+        task = tasks.get(crashed.id)
+        assert task is not None
+        assert task.status is TaskStatus.FAILED
+        assert "lost" in (task.error or "")
+        await tasks.aclose()
+
+    async def test_orphan_spool_files_are_removed(self, tmp_path: Path, runner: ScriptedRunner) -> None:
+        """A spool file no task records (a crash between spooling and recording) is removed at start-up."""
+        orphan = tmp_path / "spool" / "abc" / "api.jsonl"
+        orphan.parent.mkdir(parents=True)
+        orphan.write_text("{}\n")
+        tasks = IngestTasks(IngestConfig(), home=tmp_path, runner=runner, root=None)
+        assert (await tasks.start())["spool_removed"] == 1
+        assert not (tmp_path / "spool" / "abc").exists()
+        await tasks.aclose()
+
+    async def test_finished_task_answers_after_restart(self, tmp_path: Path, runner: ScriptedRunner) -> None:
+        """A finished task's record, report and idempotency key survive a restart."""
+        tasks = IngestTasks(IngestConfig(), home=tmp_path, runner=runner, root=None)
+        await tasks.start()
+        task, _ = await tasks.submit(_sub(tag="keep"), key="k1")
+        await task.done.wait()
+        await tasks.aclose()
+        again = IngestTasks(IngestConfig(), home=tmp_path, runner=runner, root=None)
+        await again.start()
+        found = again.get(task.id)
+        assert found is not None
+        assert found.to_dict() == task.to_dict()
+        same, created = await again.submit(_sub(tag="keep"), key="k1")
+        assert (same.id, created) == (task.id, False)
+        await again.aclose()
 
 
 def test_public_api() -> None:
     """The module exports the task table and its record types."""
-    assert set(mod.__all__) == {"STAGES", "IngestTask", "IngestTasks", "Runner", "StageProgress", "TaskStatus"}
+    assert set(mod.__all__) == {
+        "MAX_ATTEMPTS", "STAGES", "IngestTask", "IngestTasks", "Runner", "StageProgress", "TaskStatus",
+    }  # fmt: skip

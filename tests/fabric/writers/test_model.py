@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import fabric.writers.model as mod
+from fabric.models import LaneKind
 
 
 def test_embed_text_is_title_and_body() -> None:
@@ -27,12 +30,31 @@ def test_simhash_storage_round_trip() -> None:
 
 
 def test_public_api() -> None:
-    """The module exports the chunk, the writer protocol and the codec."""
+    """The module exports the chunk, the writer protocols and the codec."""
     assert set(mod.__all__) == {
         "Chunk",
+        "ListableStore",
         "StoreWriter",
         "Triple",
         "TripleReader",
         "from_stored_simhash",
         "to_stored_simhash",
     }
+
+
+def test_embedded_and_qdrant_writers_can_list_their_ids(tmp_path: Path) -> None:
+    """``fabric check`` compares the ids of the stores that list them: the embedded ones and Qdrant do."""
+    from lanes.graph.sqlite_writer import SqliteGraphWriter
+    from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
+    from lanes.vector.numpy_flat_writer import FlatVectorWriter
+    from lanes.vector.qdrant_writer import QdrantWriter
+    from tests.support.embedded import resources, spec
+
+    res = resources(tmp_path)
+    writers = [
+        SqliteFtsWriter(spec(LaneKind.KEYWORD, "sqlite_fts"), res),
+        FlatVectorWriter(spec(LaneKind.VECTOR, "numpy_flat"), res),
+        SqliteGraphWriter(spec(LaneKind.GRAPH, "sqlite_graph"), res),
+        QdrantWriter(spec(LaneKind.VECTOR, "qdrant"), res),
+    ]
+    assert all(isinstance(w, mod.ListableStore) for w in writers)

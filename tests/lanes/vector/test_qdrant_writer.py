@@ -39,6 +39,18 @@ class TestStore:
         async with QdrantVectorLane(VSPEC, resources(tmp_path, embedder)) as lane:
             assert [h.id for h in await lane.search(LaneRequest(query="alpha"))] == ["b"]
 
+    async def test_ids_lists_every_chunk_id(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """``ids`` pages through the collection (fabric check): empty before, the chunk ids after, less a delete."""
+        store = QdrantWriter(VSPEC, resources(tmp_path, embedder))
+        assert await store.ids() == set()
+        await store.aclose()
+        await _write(tmp_path, [chunk(f"c{i}", f"text {i}") for i in range(5)], embedder)
+        store = QdrantWriter(VSPEC, resources(tmp_path, embedder))
+        assert await store.ids() == {f"c{i}" for i in range(5)}
+        await store.delete(["c2"])
+        assert await store.ids() == {"c0", "c1", "c3", "c4"}
+        await store.aclose()
+
     async def test_store_and_lane_share_the_local_folder(self, tmp_path: Path, embedder: BagEmbedder) -> None:
         """An open lane and a writer on the same path coexist in one process despite the folder lock."""
         await _write(tmp_path, [chunk("a", "alpha")], embedder)
