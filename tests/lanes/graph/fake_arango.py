@@ -154,7 +154,7 @@ class FakeArango:
                 result = []
             elif body["query"] == _TRIPLES:
                 keys = set(bind.get("k") or [])
-                rels = self._docs(bind["@c"]).values()
+                rels = self._docs(collections, bind["@c"]).values()
                 result = [
                     {"chunk_id": r["chunk_id"], "head": r.get("head"), "type": r["type"], "tail": r.get("tail")}
                     for r in rels
