@@ -19,7 +19,8 @@ and returns None, and callers fall back to lexical retrieval.
 
 Query encoding (:func:`encode_query`) goes through a :class:`QueryBatcher` per embedder and event loop: queries
 arriving within ``window_s`` of each other, or while a batch is being encoded, share one model call in a worker
-thread, so concurrent queries do not each pay a forward pass and never block the event loop.
+thread, so concurrent queries do not each pay a forward pass and never block the event loop. A query's wait for
+its batch is waiting, its batch's model call is work, on the lane call's clock (:mod:`fabric.lanepool`).
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ import os
 import re
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,7 @@ import structlog
 from fabric.config import EmbeddingsConfig
 from fabric.errors import ConfigError, LaneBadResponse, LaneUnavailable
 from fabric.httpclient import AllowList, HostRule, fetch_sync
+from fabric.lanepool import CallClock, current_clocks, note_pending, running_for
 from fabric.models import Embedder
 
 __all__ = [
@@ -289,6 +293,16 @@ def build_embedder(config: EmbeddingsConfig, cache_dir: Path) -> Embedder | None
     return CachedEmbedder(inner, EmbeddingCache(cache_dir, config.model))
 
 
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """One query waiting for its batch."""
+
+    text: str
+    future: asyncio.Future[list[float]]
+    clocks: tuple[CallClock, ...]
+    enqueued: float
+
+
 class QueryBatcher:
     """Micro-batches query encodings of one embedder on one event loop (see the module docstring).
 
@@ -305,13 +319,14 @@ class QueryBatcher:
         self.batches = 0
         """Model calls made (``texts / batches`` is the mean batch size)."""
         self.texts = 0
-        self._pending: list[tuple[str, asyncio.Future[list[float]]]] = []
+        self._pending: list[_Pending] = []
         self._task: asyncio.Task[None] | None = None
 
     async def encode(self, text: str) -> list[float]:
         """The vector of ``text``, encoded together with the queries arriving alongside it."""
         future: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
-        self._pending.append((text, future))
+        clocks = current_clocks()  # the lane call's clock: its wait for a batch is not the store's time
+        self._pending.append(_Pending(text, future, clocks, note_pending(clocks)))
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._drain())
         return await future
@@ -321,21 +336,26 @@ class QueryBatcher:
         while self._pending:  # what arrived during a batch forms the next one, without waiting again
             batch = self._pending[: self.max_batch]
             del self._pending[: self.max_batch]
-            live = [(t, f) for t, f in batch if not f.done()]  # a cancelled caller is not encoded
+            live = [p for p in batch if not p.future.done()]  # a cancelled caller is not encoded
             if not live:
                 continue
             self.batches += 1
             self.texts += len(live)
-            try:
-                vectors = await asyncio.to_thread(self.embedder.embed, [t for t, _ in live])
+            now = time.monotonic()
+            for p in live:
+                for clock in p.clocks:
+                    clock.waited(now - p.enqueued)
+            try:  # the model call is timed on the clocks of the queries it encodes (fabric.lanepool)
+                with running_for(tuple(c for p in live for c in p.clocks)):
+                    vectors = await asyncio.to_thread(self.embedder.embed, [p.text for p in live])
             except Exception as exc:  # every waiter gets the embedder's error
-                for _, f in live:
-                    if not f.done():
-                        f.set_exception(exc)
+                for p in live:
+                    if not p.future.done():
+                        p.future.set_exception(exc)
                 continue
-            for (_, f), vector in zip(live, vectors, strict=True):
-                if not f.done():
-                    f.set_result(vector)
+            for p, vector in zip(live, vectors, strict=True):
+                if not p.future.done():
+                    p.future.set_result(vector)
 
 
 _BATCHERS: weakref.WeakKeyDictionary[Any, dict[asyncio.AbstractEventLoop, QueryBatcher]] = weakref.WeakKeyDictionary()

@@ -72,6 +72,12 @@ class EngineMetrics:
         self.abandoned_running = Gauge(
             "fabric_abandoned_tasks_running", "Abandoned lane calls still running", registry=r
         )
+        self.uncharged_timeouts = Counter(
+            "fabric_lane_uncharged_timeouts",
+            "Lane timeouts spent mostly waiting in this process, not charged to the provider's health",
+            ["provider"],
+            registry=r,
+        )
 
     def observe_lanes(self, outcomes: Mapping[str, LaneOutcome]) -> None:
         """Count each lane outcome and its latency (label children are cached: this runs per query)."""
