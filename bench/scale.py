@@ -50,6 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=float, default=60.0, help="length of each rate's run (default 60)")
     parser.add_argument("--warmup-s", type=float, default=5.0, help="warm-up at the lowest rate (default 5)")
     parser.add_argument("--no-load", action="store_true", help="skip the open-loop load on fabric serve")
+    parser.add_argument("--lanes-alone", action="store_true", help="also time each lane alone at concurrency 1")
     parser.add_argument("--repeat-queries", action="store_true", help="send query texts as they are (cache hits)")
     parser.add_argument("--serve-args", default="", help='extra fabric serve options, e.g. "--max-active 4"')
 
@@ -86,24 +87,65 @@ def _encoding_floor(settings: Any, texts: list[str]) -> tuple[float, float]:
     return _pct(times, 0.5), _pct(times, 0.95)
 
 
-async def _search(settings: Any, items: list[tuple[str, str, dict[str, int]]]) -> dict[str, Any]:
+async def _timed(
+    settings: Any, items: list[tuple[str, str, dict[str, int]]], lanes: tuple[str, ...] | None
+) -> list[Any]:
+    """Each query once through a fresh engine over ``settings`` (its own query cache): (ms, result) pairs."""
     from fabric.engine import Engine
-    from fabric.eval.metrics import query_metrics
     from fabric.models import SearchRequest
 
-    times, ndcg, empty = [], [], 0
+    out = []
     async with Engine(settings) as engine:
-        for _, text, rels in items:
+        for _, text, _ in items:
             t0 = time.perf_counter()
-            res = await engine.search(SearchRequest(query=text, top_k=10))
-            times.append((time.perf_counter() - t0) * 1000)
-            ranking = [it.hit.id or it.id for it in res.items]
-            empty += not ranking
-            ndcg.append(query_metrics(ranking, rels)["ndcg_at_10"])
+            res = await engine.search(SearchRequest(query=text, top_k=10, lanes=lanes))
+            out.append(((time.perf_counter() - t0) * 1000, res))
+    return out
+
+
+def _overlap(runs: list[Any]) -> dict[str, Any]:
+    """Whether the lanes overlap: per-lane p50s inside the fused query, and p50s of each query's lane window
+    (first lane start to last lane end), slowest lane and sum of lanes (overlapping lanes: window ≈ slowest)."""
+    per_lane: dict[str, list[float]] = {}
+    sums, maxes, windows = [], [], []
+    for _, res in runs:
+        lat = [o.latency_ms for o in res.lanes.values() if o.status.value == "success"]
+        for name, o in res.lanes.items():
+            per_lane.setdefault(name, []).append(o.latency_ms)
+        if lat:
+            sums.append(sum(lat))
+            maxes.append(max(lat))
+        windows.append(res.timings["lanes_ms"])
     return {
-        "c1_p50_ms": _pct(times, 0.5), "c1_p95_ms": _pct(times, 0.95),
-        "ndcg_at_10_passages": round(sum(ndcg) / max(1, len(ndcg)), 4), "empty_answers": empty,
+        "c1_lane_p50_ms": {name: _pct(v, 0.5) for name, v in sorted(per_lane.items())},
+        "c1_lanes_window_p50_ms": _pct(windows, 0.5), "c1_slowest_lane_p50_ms": _pct(maxes, 0.5),
+        "c1_lanes_sum_p50_ms": _pct(sums, 0.5),
     }  # fmt: skip
+
+
+async def _search(
+    settings: Any, items: list[tuple[str, str, dict[str, int]]], cache_root: Path, alone: bool
+) -> dict[str, Any]:
+    """Concurrency 1, every query encoded inside the timed call (an empty query cache per engine)."""
+    from fabric.eval.metrics import query_metrics
+
+    runs = await _timed(dataclasses.replace(settings, cache_dir=cache_root / "fused"), items, None)
+    ndcg, empty = [], 0
+    for (_, _, rels), (_, res) in zip(items, runs, strict=True):
+        ranking = [it.hit.id or it.id for it in res.items]
+        empty += not ranking
+        ndcg.append(query_metrics(ranking, rels)["ndcg_at_10"])
+    times = [ms for ms, _ in runs]
+    out: dict[str, Any] = {
+        "c1_p50_ms": _pct(times, 0.5), "c1_p95_ms": _pct(times, 0.95),
+        "ndcg_at_10_passages": round(sum(ndcg) / max(1, len(ndcg)), 4), "empty_answers": empty, **_overlap(runs),
+    }  # fmt: skip
+    if alone:  # each lane on its own, query encoding included where the lane encodes
+        out["c1_alone_p50_ms"] = {}
+        for name in sorted(runs[0][1].lanes) if runs else []:
+            alone_runs = await _timed(dataclasses.replace(settings, cache_dir=cache_root / name), items, (name,))
+            out["c1_alone_p50_ms"][name] = _pct([ms for ms, _ in alone_runs], 0.5)
+    return out
 
 
 async def _ingested(settings: Any, work: Path, args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
@@ -172,8 +214,7 @@ async def _bench(settings: Any, work: Path, args: argparse.Namespace) -> dict[st
     out["vector_backend"] = next((lc.backend for lc in settings.enabled_lanes() if lc.name == "vector"), None)
     items = _queries(root, args.split, args.queries)
     out["queries"] = len(items)
-    cold = dataclasses.replace(settings, cache_dir=work / "query-cache")  # every query encoded inside the call
-    out.update(await _search(cold, items))
+    out.update(await _search(settings, items, work / "query-cache", args.lanes_alone))
     if settings.embeddings.backend == "minilm":
         out["encode_p50_ms"], out["encode_p95_ms"] = await asyncio.to_thread(
             _encoding_floor, settings, [t for _, t, _ in items]

@@ -18,8 +18,10 @@ and reused by every scratch home. :func:`build_embedder` never raises for an una
 and returns None, and callers fall back to lexical retrieval.
 
 Query encoding (:func:`encode_query`) goes through a :class:`QueryBatcher` per embedder and event loop: queries
-arriving within ``window_s`` of each other, or while a batch is being encoded, share one model call in a worker
-thread, so concurrent queries do not each pay a forward pass and never block the event loop. A query's wait for
+arriving together (within ``window_s``, by default the same loop iteration), or while a batch is being encoded,
+share one model call in a worker thread, so concurrent queries do not each pay a forward pass and never block the
+event loop. A lone query does not wait for company: under load the queries arriving during one batch form the
+next, so a timed window would only add its length to every query at concurrency 1. A query's wait for
 its batch is waiting, its batch's model call is work, on the lane call's clock (:mod:`fabric.lanepool`).
 """
 
@@ -308,11 +310,11 @@ class QueryBatcher:
 
     Args:
         embedder: the (cached) embedder; its ``embed`` runs in a worker thread.
-        window_s: how long the first query of a batch waits for others.
+        window_s: how long the first query of a batch waits for others (0: one loop iteration).
         max_batch: most texts per model call.
     """
 
-    def __init__(self, embedder: Embedder, *, window_s: float = 0.0015, max_batch: int = 32) -> None:
+    def __init__(self, embedder: Embedder, *, window_s: float = 0.0, max_batch: int = 32) -> None:
         self.embedder = embedder
         self.window_s = window_s
         self.max_batch = max_batch

@@ -280,7 +280,7 @@ class TestQueryBatcher:
         for clock in clocks:
             assert clock.jobs == 2  # the awaited encoding and the model call in a worker thread
             assert clock.worked_s > 0.0
-            assert clock.queued_s > 0.0  # the batching window
+            assert clock.queued_s > 0.0  # from joining the batch to its model call
 
     async def test_one_batcher_per_embedder(self) -> None:
         """Each embedder gets its own batcher on the running loop."""
