@@ -123,6 +123,8 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 via sentence-transformers, offline, lazily loaded, normalised vectors."""
 
     dim = MINILM_DIM
+    in_process = True
+    """Computed by this process (:class:`QueryBatcher` counts its batches as waiting, not as a lane's work)."""
 
     def __init__(self, *, name: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> None:
         self.name = name
@@ -239,6 +241,7 @@ class CachedEmbedder:
         self.inner = inner
         self.cache = cache
         self.name = inner.name
+        self.in_process = bool(getattr(inner, "in_process", False))
         self.dim = inner.dim
         """Vector size (for endpoint embedders, known after the first vector)."""
         self.hits = 0
@@ -316,6 +319,8 @@ class QueryBatcher:
 
     def __init__(self, embedder: Embedder, *, window_s: float = 0.0, max_batch: int = 32) -> None:
         self.embedder = embedder
+        self.in_process = bool(getattr(embedder, "in_process", False))
+        """A model computed by this process (its batches are a shared local resource, not a lane's work)."""
         self.window_s = window_s
         self.max_batch = max_batch
         self.batches = 0
@@ -347,14 +352,22 @@ class QueryBatcher:
             for p in live:
                 for clock in p.clocks:
                     clock.waited(now - p.enqueued)
-            try:  # the model call is timed on the clocks of the queries it encodes (fabric.lanepool)
-                with running_for(tuple(c for p in live for c in p.clocks)):
+            # A remote model's call is the queries' work; an in-process model is a shared local resource, and
+            # the time its batch takes is waiting for it (fabric.lanepool).
+            clocks = () if self.in_process else tuple(c for p in live for c in p.clocks)
+            t_model = time.monotonic()
+            try:
+                with running_for(clocks):
                     vectors = await asyncio.to_thread(self.embedder.embed, [p.text for p in live])
             except Exception as exc:  # every waiter gets the embedder's error
                 for p in live:
                     if not p.future.done():
                         p.future.set_exception(exc)
                 continue
+            finally:
+                if self.in_process:
+                    for c in {c for p in live for c in p.clocks}:
+                        c.waited(time.monotonic() - t_model)
             for p, vector in zip(live, vectors, strict=True):
                 if not p.future.done():
                     p.future.set_result(vector)

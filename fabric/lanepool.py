@@ -6,13 +6,16 @@ work. Charging that wall time to the store's health (issue 14) made a burst of q
 circuit breaker. So the executor gives every lane call a :class:`CallClock` (through a context variable), and:
 
 - :class:`LanePool`, the loop's default executor (installed by :func:`fabric.bulkhead.reserve_threads`), times
-  each job submitted on behalf of a clock: the wait for a thread (``queued_s``) and the run (``worked_s``);
+  each job submitted on behalf of a clock: the wait for a thread (``queued_s``) and the run (``worked_s``), less
+  the time the job's thread waited for a CPU core (Linux ``schedstat``: a machine busy with other work starves
+  the store, the store is not slow);
 - the query encoder's micro-batcher (:class:`fabric.embeddings.QueryBatcher`) marks a caller's clock while the
-  caller waits for a batch (:func:`note_pending`) and runs each batch under the clocks of the queries it encodes
-  (:func:`running_for`).
+  caller waits for a batch (:func:`note_pending`). An in-process model's batch is a shared local resource, so
+  waiting for it is waiting; a remote embedder's batch runs under the clocks of the queries it encodes
+  (:func:`running_for`) and counts as their work.
 
-:meth:`CallClock.charged_ms` is then the time the store (or the model encoding its query) actually worked. A
-call that never used a worker thread (an HTTP lane, an in-memory lane) is charged its wall time, as before.
+:meth:`CallClock.charged_ms` is then the time the store (or a remote model encoding its query) actually worked.
+A call that never used a worker thread (an HTTP lane, an in-memory lane) is charged its wall time, as before.
 """
 
 from __future__ import annotations
@@ -27,7 +30,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
-__all__ = ["CallClock", "LanePool", "context_for", "current_clocks", "is_lane_pool", "note_pending", "running_for"]
+__all__ = [
+    "CallClock",
+    "LanePool",
+    "context_for",
+    "current_clocks",
+    "is_lane_pool",
+    "note_pending",
+    "run_queue_s",
+    "running_for",
+]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -51,7 +63,7 @@ class CallClock:
         """Time its jobs waited for a worker thread or an encoder batch."""
         self.worked_s = 0.0
         """Time its finished jobs ran."""
-        self._running: dict[int, float] = {}
+        self._running: dict[int, tuple[float, int | None, float | None]] = {}
 
     def submitted(self) -> None:
         """A job was submitted (it counts even before a thread picks it up)."""
@@ -63,28 +75,47 @@ class CallClock:
         with self._lock:
             self.queued_s += max(0.0, seconds)
 
-    def started(self, job: int, now: float) -> None:
-        """Job ``job`` started running at ``now``."""
+    def started(self, job: int, now: float, *, tid: int | None = None, runq_s: float | None = None) -> None:
+        """Job ``job`` started running at ``now`` on thread ``tid``, whose run-queue wait was ``runq_s`` then."""
         with self._lock:
-            self._running[job] = now
+            self._running[job] = (now, tid, runq_s)
 
-    def finished(self, job: int, now: float) -> None:
-        """Job ``job`` ended at ``now``."""
+    def finished(self, job: int, now: float, *, runq_s: float | None = None) -> None:
+        """Job ``job`` ended at ``now``; its thread's run-queue wait is then ``runq_s``."""
         with self._lock:
-            start = self._running.pop(job, now)
-            self.worked_s += max(0.0, now - start)
+            start, _tid, runq0 = self._running.pop(job, (now, None, None))
+            self.worked_s += _ran(start, now, runq0, runq_s)
 
     def work_s(self, now: float | None = None) -> float:
         """Time the call's jobs ran, those still running counted up to ``now``."""
         now = time.monotonic() if now is None else now
         with self._lock:
-            return self.worked_s + sum(max(0.0, now - s) for s in self._running.values())
+            running = list(self._running.values())
+            worked = self.worked_s
+        return worked + sum(_ran(start, now, runq0, run_queue_s(tid)) for start, tid, runq0 in running)
 
     def charged_ms(self, wall_ms: float) -> float:
         """What the call costs its provider: the jobs' run time, or ``wall_ms`` for a call that used no thread."""
         if not self.jobs:
             return wall_ms
         return min(wall_ms, self.work_s() * 1000.0)
+
+
+def _ran(start: float, end: float, runq0: float | None, runq1: float | None) -> float:
+    """A job's time from ``start`` to ``end`` less the time its thread waited for a CPU core meanwhile."""
+    starved = runq1 - runq0 if runq0 is not None and runq1 is not None else 0.0
+    return max(0.0, end - start - max(0.0, starved))
+
+
+def run_queue_s(tid: int | None = None) -> float | None:
+    """Seconds the thread ``tid`` (default: the calling thread) has waited for a core since it started: the
+    second field of Linux's ``schedstat``; None where it cannot be read."""
+    path = "/proc/thread-self/schedstat" if tid is None else f"/proc/self/task/{tid}/schedstat"
+    try:
+        with open(path, encoding="ascii") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def current_clocks() -> tuple[CallClock, ...]:
@@ -129,17 +160,17 @@ class LanePool(ThreadPoolExecutor):
         submitted = time.monotonic()
 
         def timed() -> T:
-            start = time.monotonic()
+            start, runq0, tid = time.monotonic(), run_queue_s(), threading.get_native_id()
             job = next(_JOBS)
             for clock in clocks:
                 clock.waited(start - submitted)
-                clock.started(job, start)
+                clock.started(job, start, tid=tid, runq_s=runq0)
             try:
                 return fn(*args, **kwargs)
             finally:
-                end = time.monotonic()
+                end, runq1 = time.monotonic(), run_queue_s()
                 for clock in clocks:
-                    clock.finished(job, end)
+                    clock.finished(job, end, runq_s=runq1)
 
         return super().submit(timed)
 

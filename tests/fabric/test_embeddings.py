@@ -282,6 +282,20 @@ class TestQueryBatcher:
             assert clock.worked_s > 0.0
             assert clock.queued_s > 0.0  # from joining the batch to its model call
 
+    async def test_an_in_process_model_is_waiting_not_work(self) -> None:
+        """A local model's batch is a shared resource: its time is the callers' wait, none of their work."""
+        from fabric.lanepool import CallClock, LanePool, context_for
+
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(LanePool(max_workers=2))
+        emb = SlowBag(delay_s=0.005)
+        emb.in_process = True  # type: ignore[attr-defined]
+        clock = CallClock()
+        await loop.create_task(encode_query(emb, "q"), context=context_for((clock,)))
+        assert (clock.jobs, clock.worked_s) == (1, 0.0)
+        assert clock.queued_s > 0.0
+        assert CachedEmbedder(emb, EmbeddingCache(Path("/nonexistent"), "m")).in_process
+
     async def test_one_batcher_per_embedder(self) -> None:
         """Each embedder gets its own batcher on the running loop."""
         a, b = BagEmbedder(), BagEmbedder()

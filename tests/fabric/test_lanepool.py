@@ -39,6 +39,21 @@ class TestCallClock:
         assert clock.work_s(now=11.5) == 0.75
         assert clock.charged_ms(100.0) == 100.0  # never more than the wall time
 
+    def test_time_waiting_for_a_core_is_not_work(self) -> None:
+        """The growth of the thread's run-queue wait during a job is taken off the job's run."""
+        clock = CallClock()
+        clock.submitted()
+        clock.started(1, 10.0, tid=None, runq_s=3.0)
+        clock.finished(1, 11.0, runq_s=3.75)
+        assert clock.work_s(now=20.0) == 0.25
+
+    def test_run_queue_of_this_thread(self) -> None:
+        """Linux tells how long this thread waited for a core (None elsewhere)."""
+        import sys
+
+        value = mod.run_queue_s()
+        assert value is None if not sys.platform.startswith("linux") else value >= 0.0
+
 
 class TestLanePool:
     async def test_jobs_of_a_lane_call_are_timed(self) -> None:
@@ -98,5 +113,8 @@ class TestHelpers:
 def test_public_api() -> None:
     """The module's public names."""
     assert sorted(mod.__all__) == sorted(
-        ["CallClock", "LanePool", "context_for", "current_clocks", "is_lane_pool", "note_pending", "running_for"]
-    )
+        [
+            "CallClock", "LanePool", "context_for", "current_clocks", "is_lane_pool", "note_pending", "run_queue_s",
+            "running_for",
+        ]
+    )  # fmt: skip
