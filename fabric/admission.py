@@ -65,7 +65,7 @@ class AdmissionConfig:
     """Queries running at once; 0: 4 per usable core."""
     max_queue: int = 0
     """Queries waiting for a slot; 0: twice ``max_active``."""
-    max_wait_ms: float = 250.0
+    max_wait_ms: float = 100.0
     """Longest wait in the queue before the request is refused."""
     retry_after_s: int = 1
     """The ``Retry-After`` of a refusal, in whole seconds."""
@@ -85,7 +85,7 @@ class AdmissionConfig:
 
 
 def default_config() -> AdmissionConfig:
-    """The default limits for this machine (4 running queries per core, a queue twice that, 250 ms of wait)."""
+    """The default limits for this machine (4 running queries per core, a queue twice that, 100 ms of wait)."""
     return AdmissionConfig().resolved()
 
 

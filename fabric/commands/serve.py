@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-active", type=int, default=0, help="searches running at once (default 0: 4 per usable core)")
     p.add_argument("--max-queue", type=int, default=0, help="searches waiting for a slot (default 0: 2 x max-active)")
     p.add_argument(
-        "--max-wait-ms", type=float, default=250.0, help="longest wait for a slot before a 503 (default 250)"
+        "--max-wait-ms", type=float, default=100.0, help="longest wait for a slot before a 503 (default 100)"
     )
     p.set_defaults(func=run)
 

@@ -26,7 +26,7 @@ class TestConfig:
     def test_defaults_come_from_the_cores(self) -> None:
         """4 running queries per core and a queue twice that."""
         cfg = AdmissionConfig().resolved(cores=2)
-        assert (cfg.max_active, cfg.max_queue, cfg.max_wait_ms) == (8, 16, 250.0)
+        assert (cfg.max_active, cfg.max_queue, cfg.max_wait_ms) == (8, 16, 100.0)
         assert default_config().max_active >= 4
 
     def test_explicit_limits_are_kept(self) -> None:
