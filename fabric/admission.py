@@ -62,7 +62,7 @@ class AdmissionConfig:
     """
 
     max_active: int = 0
-    """Queries running at once; 0: 4 per usable core."""
+    """Queries running at once; 0: 2 per usable core."""
     max_queue: int = 0
     """Queries waiting for a slot; 0: twice ``max_active``."""
     max_wait_ms: float = 100.0
@@ -80,12 +80,12 @@ class AdmissionConfig:
 
     def resolved(self, cores: int | None = None) -> AdmissionConfig:
         """This config with the derived defaults filled in."""
-        active = self.max_active or 4 * (cores or usable_cores())
+        active = self.max_active or 2 * (cores or usable_cores())
         return AdmissionConfig(active, self.max_queue or 2 * active, self.max_wait_ms, self.retry_after_s)
 
 
 def default_config() -> AdmissionConfig:
-    """The default limits for this machine (4 running queries per core, a queue twice that, 100 ms of wait)."""
+    """The default limits for this machine (2 running queries per core, a queue twice that, 100 ms of wait)."""
     return AdmissionConfig().resolved()
 
 

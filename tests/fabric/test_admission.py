@@ -24,10 +24,10 @@ def _value(registry: CollectorRegistry, name: str, labels: dict[str, str] | None
 
 class TestConfig:
     def test_defaults_come_from_the_cores(self) -> None:
-        """4 running queries per core and a queue twice that."""
+        """2 running queries per core and a queue twice that."""
         cfg = AdmissionConfig().resolved(cores=2)
-        assert (cfg.max_active, cfg.max_queue, cfg.max_wait_ms) == (8, 16, 100.0)
-        assert default_config().max_active >= 4
+        assert (cfg.max_active, cfg.max_queue, cfg.max_wait_ms) == (4, 8, 100.0)
+        assert default_config().max_active >= 2
 
     def test_explicit_limits_are_kept(self) -> None:
         """Given limits are not replaced by the derived ones."""
