@@ -1,6 +1,7 @@
-"""The embedded default at 50K entries: ingest time per stage and search latency with the query's own encoding.
+"""The embedded default at 50K entries: ingest per stage, search at concurrency 1, open-loop load on ``fabric serve``.
 
-``fabric bench scale [--json] [--dataset /work/shared/datasets/scifact] [--queries 200] [--abstracts 0]``
+``fabric bench scale [--json] [--dataset /work/shared/datasets/scifact] [--queries 200] [--abstracts 0]
+[--plain | --home DIR] [--rates 25,50,100,150] [--seconds 60] [--warmup-s 5] [--no-load] [--serve-args "..."]``
 
 Builds the scale corpus at run time (:mod:`bench.scale_corpus`: SciFact abstracts as 50,315 passages, qrels
 mapped to passages) in a scratch folder, ingests it into a fresh home with the default lanes (embeddings from
@@ -8,7 +9,14 @@ the content-hash cache under ``FABRIC_CACHE_DIR``; missing ones are computed and
 at a time through the engine. The engine's embedder uses an empty cache of its own, so every query is encoded
 cold inside the timed call. Prints ``entries``, ``write_s`` (the write stage), ``c1_p50_ms``, ``c1_p95_ms``, the
 other ingest stages, the encoding floor (MiniLM on the same queries, nothing else) and nDCG@10 over passages.
-The open-loop load against ``fabric serve`` is not part of this bench yet.
+``--plain`` ingests the dataset as it is (SciFact's 5,183 abstracts) instead of passages; ``--home`` uses an
+existing home as it is (no ingest; ``write_s`` is null).
+
+Then (unless ``--no-load``) it starts ``fabric serve`` over the home as a child process and drives it open-loop
+at each rate for ``--seconds`` (:mod:`bench.openloop`: constant arrivals, every query encoded by the server),
+printing under ``load`` one entry per rate with ``rps_target``, ``rps_achieved``, ``p50_ms``, ``p95_ms``,
+``p99_ms``, ``errors``, ``rejected``, ``empty_answers``, ``cpu_ms_per_query``, ``rss_mb`` and more. The bench's
+own client shares the machine with the server; ``loadavg_1m`` before and after tells how busy the machine was.
 """
 
 from __future__ import annotations
@@ -17,7 +25,10 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import os
+import shlex
 import shutil
+import sqlite3
 import tempfile
 import time
 from pathlib import Path
@@ -33,6 +44,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--queries", type=int, default=200, help="judged queries timed at concurrency 1")
     parser.add_argument("--abstracts", type=int, default=0, help="use the first N abstracts only (0: all)")
     parser.add_argument("--keep", help="build the corpus and home in this folder and keep them")
+    parser.add_argument("--plain", action="store_true", help="ingest the dataset's documents, not passages")
+    parser.add_argument("--home", help="an existing home to time and serve as it is (no corpus build, no ingest)")
+    parser.add_argument("--rates", default="25,50,100,150", help="open-loop arrival rates, requests per second")
+    parser.add_argument("--seconds", type=float, default=60.0, help="length of each rate's run (default 60)")
+    parser.add_argument("--warmup-s", type=float, default=5.0, help="warm-up at the lowest rate (default 5)")
+    parser.add_argument("--no-load", action="store_true", help="skip the open-loop load on fabric serve")
+    parser.add_argument("--lanes-alone", action="store_true", help="also time each lane alone at concurrency 1")
+    parser.add_argument("--repeat-queries", action="store_true", help="send query texts as they are (cache hits)")
+    parser.add_argument("--serve-args", default="", help='extra fabric serve options, e.g. "--max-active 4"')
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -67,48 +87,141 @@ def _encoding_floor(settings: Any, texts: list[str]) -> tuple[float, float]:
     return _pct(times, 0.5), _pct(times, 0.95)
 
 
-async def _search(settings: Any, items: list[tuple[str, str, dict[str, int]]]) -> dict[str, Any]:
+async def _timed(
+    settings: Any, items: list[tuple[str, str, dict[str, int]]], lanes: tuple[str, ...] | None
+) -> list[Any]:
+    """Each query once through a fresh engine over ``settings`` (its own query cache): (ms, result) pairs."""
     from fabric.engine import Engine
-    from fabric.eval.metrics import query_metrics
     from fabric.models import SearchRequest
 
-    times, ndcg, empty = [], [], 0
+    out = []
     async with Engine(settings) as engine:
-        for _, text, rels in items:
+        for _, text, _ in items:
             t0 = time.perf_counter()
-            res = await engine.search(SearchRequest(query=text, top_k=10))
-            times.append((time.perf_counter() - t0) * 1000)
-            ranking = [it.hit.id or it.id for it in res.items]
-            empty += not ranking
-            ndcg.append(query_metrics(ranking, rels)["ndcg_at_10"])
+            res = await engine.search(SearchRequest(query=text, top_k=10, lanes=lanes))
+            out.append(((time.perf_counter() - t0) * 1000, res))
+    return out
+
+
+def _overlap(runs: list[Any]) -> dict[str, Any]:
+    """Whether the lanes overlap: per-lane p50s inside the fused query, and p50s of each query's lane window
+    (first lane start to last lane end), slowest lane and sum of lanes (overlapping lanes: window ≈ slowest)."""
+    per_lane: dict[str, list[float]] = {}
+    sums, maxes, windows = [], [], []
+    for _, res in runs:
+        lat = [o.latency_ms for o in res.lanes.values() if o.status.value == "success"]
+        for name, o in res.lanes.items():
+            per_lane.setdefault(name, []).append(o.latency_ms)
+        if lat:
+            sums.append(sum(lat))
+            maxes.append(max(lat))
+        windows.append(res.timings["lanes_ms"])
     return {
-        "c1_p50_ms": _pct(times, 0.5), "c1_p95_ms": _pct(times, 0.95),
-        "ndcg_at_10_passages": round(sum(ndcg) / max(1, len(ndcg)), 4), "empty_answers": empty,
+        "c1_lane_p50_ms": {name: _pct(v, 0.5) for name, v in sorted(per_lane.items())},
+        "c1_lanes_window_p50_ms": _pct(windows, 0.5), "c1_slowest_lane_p50_ms": _pct(maxes, 0.5),
+        "c1_lanes_sum_p50_ms": _pct(sums, 0.5),
     }  # fmt: skip
 
 
-async def _bench(settings: Any, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+async def _search(
+    settings: Any, items: list[tuple[str, str, dict[str, int]]], cache_root: Path, alone: bool
+) -> dict[str, Any]:
+    """Concurrency 1, every query encoded inside the timed call (an empty query cache per engine)."""
+    from fabric.eval.metrics import query_metrics
+
+    runs = await _timed(dataclasses.replace(settings, cache_dir=cache_root / "fused"), items, None)
+    ndcg, empty = [], 0
+    for (_, _, rels), (_, res) in zip(items, runs, strict=True):
+        ranking = [it.hit.id or it.id for it in res.items]
+        empty += not ranking
+        ndcg.append(query_metrics(ranking, rels)["ndcg_at_10"])
+    times = [ms for ms, _ in runs]
+    out: dict[str, Any] = {
+        "c1_p50_ms": _pct(times, 0.5), "c1_p95_ms": _pct(times, 0.95),
+        "ndcg_at_10_passages": round(sum(ndcg) / max(1, len(ndcg)), 4), "empty_answers": empty, **_overlap(runs),
+    }  # fmt: skip
+    if alone:  # each lane on its own, query encoding included where the lane encodes
+        out["c1_alone_p50_ms"] = {}
+        for name in sorted(runs[0][1].lanes) if runs else []:
+            alone_runs = await _timed(dataclasses.replace(settings, cache_dir=cache_root / name), items, (name,))
+            out["c1_alone_p50_ms"][name] = _pct([ms for ms, _ in alone_runs], 0.5)
+    return out
+
+
+async def _ingested(settings: Any, work: Path, args: argparse.Namespace) -> tuple[dict[str, Any], Path]:
+    """Build the corpus (passages, or the dataset as it is with ``--plain``) and ingest it; figures and its root."""
     from bench.scale_corpus import build_scale_dataset
     from fabric.ingest.run import run_ingest
 
     t0 = time.perf_counter()
-    corpus = build_scale_dataset(Path(args.dataset), work / "dataset", split=args.split, abstracts=args.abstracts)
+    if args.plain:
+        root, abstracts = Path(args.dataset), None
+    else:
+        corpus = build_scale_dataset(Path(args.dataset), work / "dataset", split=args.split, abstracts=args.abstracts)
+        root, abstracts = corpus.root, corpus.abstracts
     build_s = time.perf_counter() - t0
-    report = (await run_ingest(settings, corpus.root, "beir")).to_dict()
+    report = (await run_ingest(settings, root, "beir")).to_dict()
     seconds = {k: round(v, 2) for k, v in report["seconds"].items()}
-    items = _queries(corpus.root, args.split, args.queries)
-    cold = dataclasses.replace(settings, cache_dir=work / "query-cache")  # every query encoded inside the call
-    out: dict[str, Any] = {
-        "entries": report["chunks"], "abstracts": corpus.abstracts, "queries": len(items),
-        "write_s": seconds.get("write"), "ingest_seconds": seconds, "corpus_build_s": round(build_s, 2),
-        "vectors": report.get("embedded"), "stores": report.get("stores"),
-        "vector_backend": next((lc.backend for lc in settings.enabled_lanes() if lc.name == "vector"), None),
-    }  # fmt: skip
-    out.update(await _search(cold, items))
+    return {
+        "entries": report["chunks"], "abstracts": abstracts, "write_s": seconds.get("write"),
+        "ingest_seconds": seconds, "corpus_build_s": round(build_s, 2), "vectors": report.get("embedded"),
+        "stores": report.get("stores"),
+    }, root  # fmt: skip
+
+
+def _stored_entries(home: Path) -> int | None:
+    """Chunks in an existing home's keyword store (``<home>/keyword.sqlite``), or None without one."""
+    path = home / "keyword.sqlite"
+    if not path.is_file():
+        return None
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _query_texts(root: Path) -> tuple[str, ...]:
+    """Every query text of the dataset (the open-loop load cycles through them)."""
+    lines = (root / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    return tuple(str(json.loads(line)["text"]) for line in lines if line.strip())
+
+
+async def _load(settings: Any, root: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The open-loop load on a ``fabric serve`` child over the home (:mod:`bench.openloop`)."""
+    from bench.openloop import LoadPlan, ServeProcess, drive
+
+    rates = tuple(float(r) for r in args.rates.split(",") if r.strip())
+    plan = LoadPlan(
+        queries=_query_texts(root), rates=rates, seconds=args.seconds, warmup_s=args.warmup_s,
+        repeat_queries=args.repeat_queries,
+    )  # fmt: skip
+    serve_args = tuple(shlex.split(args.serve_args))
+    with ServeProcess(Path(settings.home), work / "serve-cache", serve_args, work / "serve.log") as server:
+        await server.ready()
+        figures = await drive(server, plan)
+    return {"load": figures, "load_seconds": args.seconds, "serve_args": list(serve_args)}
+
+
+async def _bench(settings: Any, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {"loadavg_1m_before": round(os.getloadavg()[0], 2)}
+    if args.home:
+        root = Path(args.dataset)
+        out.update({"entries": _stored_entries(Path(args.home)), "write_s": None, "home": args.home})
+    else:
+        figures, root = await _ingested(settings, work, args)
+        out.update(figures)
+    out["vector_backend"] = next((lc.backend for lc in settings.enabled_lanes() if lc.name == "vector"), None)
+    items = _queries(root, args.split, args.queries)
+    out["queries"] = len(items)
+    out.update(await _search(settings, items, work / "query-cache", args.lanes_alone))
     if settings.embeddings.backend == "minilm":
         out["encode_p50_ms"], out["encode_p95_ms"] = await asyncio.to_thread(
             _encoding_floor, settings, [t for _, t, _ in items]
         )
+    if not args.no_load:
+        out.update(await _load(settings, root, work, args))
+    out["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
     return out
 
 
@@ -118,7 +231,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     settings = load_cli_settings(args)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fabric-scale-"))
-    settings = dataclasses.replace(settings, home=work / "home")
+    home = Path(args.home) if args.home else work / "home"
+    settings = dataclasses.replace(settings, home=home)
     try:
         return asyncio.run(_bench(settings, work, args))
     finally:

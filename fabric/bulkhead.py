@@ -10,7 +10,8 @@ asyncio's stock thread pool is small (``min(32, cpus + 4)``: 6 on two cores). Th
    slot within their own budget instead of starting another call. A healthy provider answers, becomes
    proven, and the waiters proceed at once; a hung one keeps its few slots and the waiters time out without
    spawning threads. This is what protects the first wave of concurrent queries, before any penalty exists.
-3. **Thread reserve**: :func:`reserve_threads` gives the loop a default pool of ``lane_threads`` workers.
+3. **Thread reserve**: :func:`reserve_threads` gives the loop a default pool of ``lane_threads`` workers, a
+   :class:`~fabric.lanepool.LanePool` that times the jobs of lane calls (queue time is never charged to a store).
 """
 
 from __future__ import annotations
@@ -22,20 +23,25 @@ from typing import Any
 
 import structlog
 
+from fabric.lanepool import LanePool
+
 __all__ = ["Bulkhead", "reserve_threads"]
 
 log = structlog.get_logger(__name__)
 
 
 def reserve_threads(workers: int) -> None:
-    """Give the running loop a default thread pool of at least ``workers`` threads (a larger one is kept)."""
+    """Give the running loop a default :class:`~fabric.lanepool.LanePool` of at least ``workers`` threads (a
+    larger pool keeps its size; a lane pool already big enough is kept)."""
     loop = asyncio.get_running_loop()
     # asyncio has no public getter for the default executor; the stock one is created lazily on first use.
     current = getattr(loop, "_default_executor", None)
     size = getattr(current, "_max_workers", 0)
-    if current is not None and (not isinstance(current, ThreadPoolExecutor) or size >= workers):
+    foreign = current is not None and not isinstance(current, ThreadPoolExecutor)
+    if foreign or (isinstance(current, LanePool) and size >= workers):
         return
-    loop.set_default_executor(ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fabric-lane"))
+    pool = LanePool(max_workers=max(workers, size), thread_name_prefix="fabric-lane")
+    loop.set_default_executor(pool)
     if isinstance(current, ThreadPoolExecutor):
         current.shutdown(wait=False)
     log.debug("lane_threads_reserved", workers=workers, replaced=size)

@@ -18,8 +18,11 @@ and reused by every scratch home. :func:`build_embedder` never raises for an una
 and returns None, and callers fall back to lexical retrieval.
 
 Query encoding (:func:`encode_query`) goes through a :class:`QueryBatcher` per embedder and event loop: queries
-arriving within ``window_s`` of each other, or while a batch is being encoded, share one model call in a worker
-thread, so concurrent queries do not each pay a forward pass and never block the event loop.
+arriving together (within ``window_s``, by default the same loop iteration), or while a batch is being encoded,
+share one model call in a worker thread, so concurrent queries do not each pay a forward pass and never block the
+event loop. A lone query does not wait for company: under load the queries arriving during one batch form the
+next, so a timed window would only add its length to every query at concurrency 1. A query's wait for
+its batch is waiting, its batch's model call is work, on the lane call's clock (:mod:`fabric.lanepool`).
 """
 
 from __future__ import annotations
@@ -31,8 +34,10 @@ import os
 import re
 import sqlite3
 import threading
+import time
 import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +47,7 @@ import structlog
 from fabric.config import EmbeddingsConfig
 from fabric.errors import ConfigError, LaneBadResponse, LaneUnavailable
 from fabric.httpclient import AllowList, HostRule, fetch_sync
+from fabric.lanepool import CallClock, current_clocks, note_pending, running_for
 from fabric.models import Embedder
 
 __all__ = [
@@ -117,6 +123,8 @@ class MiniLMEmbedder:
     """all-MiniLM-L6-v2 via sentence-transformers, offline, lazily loaded, normalised vectors."""
 
     dim = MINILM_DIM
+    in_process = True
+    """Computed by this process (:class:`QueryBatcher` counts its batches as waiting, not as a lane's work)."""
 
     def __init__(self, *, name: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> None:
         self.name = name
@@ -236,6 +244,7 @@ class CachedEmbedder:
         self.cache = cache
         self.name = inner.name
         self.remote = bool(getattr(inner, "remote", False))
+        self.in_process = bool(getattr(inner, "in_process", False))
         self.dim = inner.dim
         """Vector size (for endpoint embedders, known after the first vector)."""
         self.hits = 0
@@ -292,29 +301,42 @@ def build_embedder(config: EmbeddingsConfig, cache_dir: Path) -> Embedder | None
     return CachedEmbedder(inner, EmbeddingCache(cache_dir, config.model))
 
 
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    """One query waiting for its batch."""
+
+    text: str
+    future: asyncio.Future[list[float]]
+    clocks: tuple[CallClock, ...]
+    enqueued: float
+
+
 class QueryBatcher:
     """Micro-batches query encodings of one embedder on one event loop (see the module docstring).
 
     Args:
         embedder: the (cached) embedder; its ``embed`` runs in a worker thread.
-        window_s: how long the first query of a batch waits for others.
+        window_s: how long the first query of a batch waits for others (0: one loop iteration).
         max_batch: most texts per model call.
     """
 
-    def __init__(self, embedder: Embedder, *, window_s: float = 0.0015, max_batch: int = 32) -> None:
+    def __init__(self, embedder: Embedder, *, window_s: float = 0.0, max_batch: int = 32) -> None:
         self.embedder = embedder
+        self.in_process = bool(getattr(embedder, "in_process", False))
+        """A model computed by this process (its batches are a shared local resource, not a lane's work)."""
         self.window_s = window_s
         self.max_batch = max_batch
         self.batches = 0
         """Model calls made (``texts / batches`` is the mean batch size)."""
         self.texts = 0
-        self._pending: list[tuple[str, asyncio.Future[list[float]]]] = []
+        self._pending: list[_Pending] = []
         self._task: asyncio.Task[None] | None = None
 
     async def encode(self, text: str) -> list[float]:
         """The vector of ``text``, encoded together with the queries arriving alongside it."""
         future: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
-        self._pending.append((text, future))
+        clocks = current_clocks()  # the lane call's clock: its wait for a batch is not the store's time
+        self._pending.append(_Pending(text, future, clocks, note_pending(clocks)))
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._drain())
         return await future
@@ -324,21 +346,34 @@ class QueryBatcher:
         while self._pending:  # what arrived during a batch forms the next one, without waiting again
             batch = self._pending[: self.max_batch]
             del self._pending[: self.max_batch]
-            live = [(t, f) for t, f in batch if not f.done()]  # a cancelled caller is not encoded
+            live = [p for p in batch if not p.future.done()]  # a cancelled caller is not encoded
             if not live:
                 continue
             self.batches += 1
             self.texts += len(live)
+            now = time.monotonic()
+            for p in live:
+                for clock in p.clocks:
+                    clock.waited(now - p.enqueued)
+            # A remote model's call is the queries' work; an in-process model is a shared local resource, and
+            # the time its batch takes is waiting for it (fabric.lanepool).
+            clocks = () if self.in_process else tuple(c for p in live for c in p.clocks)
+            t_model = time.monotonic()
             try:
-                vectors = await asyncio.to_thread(self.embedder.embed, [t for t, _ in live])
+                with running_for(clocks):
+                    vectors = await asyncio.to_thread(self.embedder.embed, [p.text for p in live])
             except Exception as exc:  # every waiter gets the embedder's error
-                for _, f in live:
-                    if not f.done():
-                        f.set_exception(exc)
+                for p in live:
+                    if not p.future.done():
+                        p.future.set_exception(exc)
                 continue
-            for (_, f), vector in zip(live, vectors, strict=True):
-                if not f.done():
-                    f.set_result(vector)
+            finally:
+                if self.in_process:
+                    for c in {c for p in live for c in p.clocks}:
+                        c.waited(time.monotonic() - t_model)
+            for p, vector in zip(live, vectors, strict=True):
+                if not p.future.done():
+                    p.future.set_result(vector)
 
 
 _BATCHERS: weakref.WeakKeyDictionary[Any, dict[asyncio.AbstractEventLoop, QueryBatcher]] = weakref.WeakKeyDictionary()

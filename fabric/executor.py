@@ -19,6 +19,12 @@ The ``sources`` constraint is applied to every call's hits here, after the cache
 (:mod:`fabric.source_filter`). Retries (:mod:`fabric.retries`) happen only on ``LaneUnavailable``, only while
 budget is left and only within the provider's retry budget; ``except Exception`` appears only in
 :meth:`LaneExecutor._call`.
+
+Provider health sees only the provider's own time: each call carries a :class:`~fabric.lanepool.CallClock` that
+times its worker-thread jobs and query encodings, and success latencies are recorded as that work time. A timeout
+whose work took less than half the time the call was given spent it waiting in this process (threads, the
+encoder's batch, the event loop: local overload, issue 14); it is reported as a timeout but charged nothing
+(``fabric_lane_uncharged_timeouts_total``). Calls that use no worker thread (HTTP lanes) are charged wall time.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from fabric.bulkhead import Bulkhead, reserve_threads
 from fabric.errors import LaneError, LaneRejected
 from fabric.fallbacks import RunState, run_fallback
 from fabric.lane_plan import PlannedLane, RunStats
+from fabric.lanepool import CallClock, context_for, is_lane_pool
 from fabric.metrics import EngineMetrics
 from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, make_lane_outcome
 from fabric.penalties import ProviderPenalties
@@ -47,6 +54,11 @@ from lanes.base import Lane
 __all__ = ["LaneExecutor", "PlannedLane", "RunStats"]
 
 log = structlog.get_logger(__name__)
+
+_CHARGED_SHARE = 0.5
+"""A timed-out call is charged to its provider only when its own work (:mod:`fabric.lanepool`) took at least this
+share of the time it was given; otherwise it spent its time waiting in this process, which says nothing about the
+provider."""
 
 
 @dataclass(slots=True)
@@ -267,30 +279,48 @@ class LaneExecutor:
         if not admission.allowed:
             self.bulkhead.release(provider)
             return LaneStatus.SUSPENDED, admission.reason
+        clock = CallClock() if is_lane_pool(loop) else None
         t0 = loop.time()
-        call = await self._call(lane, request, cut_at)
+        call = await self._call(lane, request, cut_at, clock)
         stats.mark(t_wait, loop.time())
         latency_ms = (loop.time() - t0) * 1000.0
+        charged_ms = clock.charged_ms(latency_ms) if clock is not None else latency_ms
         if call.hits is not None:
-            self.penalties.record_success(provider, latency_ms)
+            self.penalties.record_success(provider, charged_ms)
             if self.web_cache is not None and lane.kind is LaneKind.WEB and provider != WEB_CACHE_PROVIDER:
                 self.web_cache.remember(request.query, provider, call.hits)
             return restrict_sources(call.hits, lane.kind, request.constraints.source_filter), None
         if call.timed_out:
-            self.penalties.record_failure(provider, "timeout", latency_ms=latency_ms)
+            if charged_ms < _CHARGED_SHARE * latency_ms:  # mostly waiting in this process: not the store's fault
+                return LaneStatus.TIMEOUT, self._uncharged(provider, latency_ms, charged_ms)
+            self.penalties.record_failure(provider, "timeout", latency_ms=charged_ms)
             return LaneStatus.TIMEOUT, f"no answer within {latency_ms:.0f} ms"
         exc = call.error
         failure = exc.failure if isinstance(exc, LaneError) else "error"
         suspend_s = exc.suspend_s if isinstance(exc, LaneRejected) else None
-        self.penalties.record_failure(provider, failure, latency_ms=latency_ms, suspend_s=suspend_s)
+        self.penalties.record_failure(provider, failure, latency_ms=charged_ms, suspend_s=suspend_s)
         return LaneStatus.ERROR, f"{type(exc).__name__}: {exc}"
 
-    async def _call(self, lane: Lane, request: LaneRequest, cut_at: float) -> _Call:
-        """Call ``lane.search`` in an inner task cut at ``cut_at``; never waits past ``cut_at`` + grace."""
+    def _uncharged(self, provider: str, latency_ms: float, charged_ms: float) -> str:
+        """Record a timeout that the provider's own work does not explain (counted, not charged to its health)."""
+        self.penalties.record_unjudged(provider)
+        if self.metrics is not None:
+            self.metrics.uncharged_timeouts.labels(provider).inc()
+        return (
+            f"no answer within {latency_ms:.0f} ms, of which {provider} worked {charged_ms:.0f} ms: the rest was "
+            "spent waiting in this process (worker threads, query encoder, event loop), not charged to its health"
+        )
+
+    async def _call(self, lane: Lane, request: LaneRequest, cut_at: float, clock: CallClock | None) -> _Call:
+        """Call ``lane.search`` in an inner task cut at ``cut_at``; never waits past ``cut_at`` + grace.
+
+        With a ``clock``, the worker-thread jobs of the call are timed on it (:mod:`fabric.lanepool`)."""
         loop = asyncio.get_running_loop()
         call = _Call()
+        context = context_for((clock,) if clock is not None else ())
         inner = loop.create_task(
-            search_with_retries(lane, request, cut_at=cut_at, max_attempts=self.max_attempts, penalties=self.penalties)
+            search_with_retries(lane, request, cut_at=cut_at, max_attempts=self.max_attempts, penalties=self.penalties),
+            context=context,
         )
         provider = lane.provider
         inner.add_done_callback(lambda _: self.bulkhead.release(provider))

@@ -106,6 +106,12 @@ class EngineMetrics:
         self.abandoned_running = Gauge(
             "fabric_abandoned_tasks_running", "Abandoned lane calls still running", registry=r
         )
+        self.uncharged_timeouts = Counter(
+            "fabric_lane_uncharged_timeouts",
+            "Lane timeouts spent mostly waiting in this process, not charged to the provider's health",
+            ["provider"],
+            registry=r,
+        )
         self._tenant_series(r)
 
     def _tenant_series(self, r: CollectorRegistry) -> None:

@@ -228,6 +228,13 @@ class ProviderPenalties:
             h.push_attempt(False)
         self._fail(h, provider, failure, suspend_s, self.clock())
 
+    def record_unjudged(self, provider: str) -> None:
+        """A call ended without telling anything about the provider (it spent its time waiting in this process,
+        :mod:`fabric.lanepool`): no sample is recorded, and a half-open probe is released so the next call probes."""
+        h = self._health.get(provider)
+        if h is not None and h.state is CircuitState.HALF_OPEN:
+            h.probe_deadline = None
+
     def _fail(self, h: ProviderHealth, provider: str, failure: str, suspend_s: float | None, now: float) -> None:
         h.consecutive_failures += 1
         was_probe = h.state is CircuitState.HALF_OPEN

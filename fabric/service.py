@@ -5,7 +5,8 @@ Routes:
 ``POST /v1/search``
     JSON body with the request fields of :mod:`fabric.validation`; answers ``SearchResult.to_dict()`` (the
     DESIGN.md shape). Validation failures answer ``400 {"error": {"field", "message"}}``; a strict request with
-    a partial answer ``503`` with the failed lanes. No error ever returns a traceback.
+    a partial answer ``503`` with the failed lanes. No error ever returns a traceback. Beyond the admission
+    limits (:mod:`fabric.admission`) the answer is a fast ``503`` with ``Retry-After``.
 ``GET /healthz``
     Liveness: the process answers.
 ``GET /readyz``
@@ -59,6 +60,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from fabric import safejson
+from fabric.admission import ADMISSION_KEY, AdmissionConfig, AdmissionControl, Overloaded, overloaded_response
 from fabric.auth import Guard, install_guard, principal
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError, UnprocessableQueryError
@@ -175,8 +177,11 @@ async def _search(request: web.Request) -> web.Response:
         return web.json_response(error_body("body", "expected a JSON object"), status=400)
     try:
         search_request = parse_request(data, engine.settings)
-        result = await engine.search(search_request)
+        async with request.app[ADMISSION_KEY].slot():  # fabric.admission: the budget starts once admitted
+            result = await engine.search(search_request)
         engine.metrics.observe_answer(principal(request).tenant, result)
+    except Overloaded as exc:
+        return overloaded_response(exc)
     except PartialResultError as exc:
         return web.json_response(error_body(exc.field, exc.message, lanes=exc.lanes), status=503)
     except QueryError as exc:  # 422: well-formed, refused by a rule the OpenAPI document cannot express
@@ -346,6 +351,7 @@ def create_app(
     guard: Guard | None = None,
     mcp: bool = True,
     host: str = "127.0.0.1",
+    admission: AdmissionConfig | None = None,
 ) -> web.Application:
     """The service app; it opens ``engine`` and the ingestion worker on start-up and closes them on clean-up.
 
@@ -356,6 +362,7 @@ def create_app(
             probes, ``/mcp`` included; default :func:`default_guard` (the keys of the engine's home).
         mcp: whether to mount the MCP streamable HTTP transport at ``/mcp``.
         host: the address the service binds (the MCP transport's DNS rebinding protection is on for loopback).
+        admission: limits of the search route's admission control (:mod:`fabric.admission`); default from the cores.
 
     Raises:
         ConfigError: ``ingest.allowed_root`` is set but is not a folder.
@@ -366,6 +373,7 @@ def create_app(
     )
     app[ENGINE_KEY] = engine
     app[_SEARCH_LIMIT_KEY] = max_body_bytes
+    app[ADMISSION_KEY] = AdmissionControl(admission, engine.metrics.registry)
     tasks = ingest_tasks(engine)
     app[TASKS_KEY] = tasks
     tenants = app[TENANTS_KEY] = TenantEngines(engine, tasks, runner_for=lambda e: observed_runner(store_runner(e), e))

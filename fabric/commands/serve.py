@@ -1,8 +1,10 @@
-"""``fabric serve [--host 127.0.0.1] [--port 8080] [--insecure] [--rate R --burst B --max-concurrent N]``.
+"""``fabric serve [--host 127.0.0.1] [--port 8080] [--insecure] [--rate R --burst B --max-concurrent N] [--max-active A
+--max-queue Q --max-wait-ms W]``.
 
 The HTTP API (:mod:`fabric.service`) over the engine. With no API key in the home (``fabric keys create``) the
 service is open, as the single tenant ``default``; it then refuses to listen on anything but a loopback address
-unless started with ``--insecure``. Limits apply per tenant (:mod:`fabric.limits`).
+unless started with ``--insecure``. Limits apply per tenant (:mod:`fabric.limits`), and searches beyond the
+service's capacity are shed with a fast 503 (:mod:`fabric.admission`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def register(sub: Any) -> None:
     p.add_argument("--rate", type=float, default=100.0, help="requests per second per tenant (default 100)")
     p.add_argument("--burst", type=int, default=200, help="token bucket size per tenant (default 200)")
     p.add_argument("--max-concurrent", type=int, default=32, help="requests in flight per tenant (default 32)")
+    p.add_argument("--max-active", type=int, default=0, help="searches running at once (default 0: 2 per usable core)")
+    p.add_argument("--max-queue", type=int, default=0, help="searches waiting for a slot (default 0: 2 x max-active)")
+    p.add_argument(
+        "--max-wait-ms", type=float, default=100.0, help="longest wait for a slot before a 503 (default 100)"
+    )
     p.set_defaults(func=run)
 
 
@@ -67,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     """Build the engine from settings and serve until interrupted."""
     import asyncio
 
+    from fabric.admission import AdmissionConfig
     from fabric.commands.search import load_cli_settings
     from fabric.engine import Engine
     from fabric.keys import KeyStore
@@ -81,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     check_bind(args.host, keys, insecure=args.insecure)
     try:
         tenant_limits = LimitConfig(rate=args.rate, burst=args.burst, concurrency=args.max_concurrent)
+        admission = AdmissionConfig(max_active=args.max_active, max_queue=args.max_queue, max_wait_ms=args.max_wait_ms)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if not keys:
@@ -92,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         "MCP at /mcp, /healthz, /readyz, /metrics; the API: /openapi.json)"
     )
     engine = Engine(settings)
-    app = create_app(engine, guard=default_guard(engine, tenant_limits), host=args.host)
+    app = create_app(engine, guard=default_guard(engine, tenant_limits), host=args.host, admission=admission)
     limits = ServerLimits(
         header_timeout_s=args.header_timeout_s, body_timeout_s=args.body_timeout_s, max_connections=args.max_connections
     )

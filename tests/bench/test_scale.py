@@ -27,7 +27,8 @@ def test_bench_ingests_passages_and_times_search(
     (src / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "qdrant folder lock"}) + "\n")
     (src / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
     keep = tmp_path / "work"
-    assert main(["bench", "scale", "--dataset", str(src), "--keep", str(keep), "--json"]) == 0
+    load = ["--rates", "4,8", "--seconds", "1", "--warmup-s", "0.5"]
+    assert main(["bench", "scale", "--dataset", str(src), "--keep", str(keep), "--json", *load]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["entries"], out["abstracts"], out["queries"]) == (6, 2, 1)
     assert set(out["ingest_seconds"]) >= {"load", "chunk", "embed", "write"}
@@ -37,6 +38,18 @@ def test_bench_ingests_passages_and_times_search(
     assert out["empty_answers"] == 0
     assert "encode_p50_ms" not in out  # no model without embeddings
     assert (keep / "dataset" / "corpus.jsonl").is_file()
+    assert [r["rps_target"] for r in out["load"]] == [4.0, 8.0]
+    for rate in out["load"]:  # a real fabric serve child answered every request of the open-loop load
+        assert (rate["requests"], rate["ok"], rate["errors"], rate["rejected"]) == (
+            round(rate["rps_target"]),
+            round(rate["rps_target"]),
+            0,
+            0,
+        )
+        assert rate["empty_answers"] == 0
+        assert rate["p99_ms"] >= rate["p95_ms"] >= rate["p50_ms"] > 0
+        assert set(rate["not_closed_after"]) <= {"vector"}  # embeddings off: only the vector lane fails
+        assert {"cpu_ms_per_query", "rss_mb", "rps_achieved"} <= set(rate)
 
 
 def test_public_api() -> None:

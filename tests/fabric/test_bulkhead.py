@@ -8,6 +8,7 @@ import pytest
 
 from fabric.bulkhead import Bulkhead, reserve_threads
 from fabric.executor import LaneExecutor, PlannedLane
+from fabric.lanepool import LanePool
 from fabric.models import LaneRequest, LaneStatus
 from lanes.fake import FakeLane
 from tests.fabric.test_executor import StubbornLane
@@ -81,12 +82,22 @@ class TestThreads:
         loop = asyncio.get_running_loop()
         assert loop._default_executor._max_workers >= 40  # type: ignore[attr-defined]
 
-    async def test_larger_pool_is_kept(self) -> None:
-        """A larger pool set by the application is not replaced."""
+    async def test_larger_pool_keeps_its_size_as_a_lane_pool(self) -> None:
+        """A larger plain pool set by the application becomes a lane pool of its size (its jobs are then timed)."""
         from concurrent.futures import ThreadPoolExecutor
 
         loop = asyncio.get_running_loop()
         pool = ThreadPoolExecutor(max_workers=100)
+        loop.set_default_executor(pool)
+        reserve_threads(10)
+        current = loop._default_executor  # type: ignore[attr-defined]
+        assert isinstance(current, LanePool)
+        assert current._max_workers == 100
+
+    async def test_large_enough_lane_pool_is_kept(self) -> None:
+        """A lane pool with enough workers is not replaced."""
+        loop = asyncio.get_running_loop()
+        pool = LanePool(max_workers=100)
         loop.set_default_executor(pool)
         reserve_threads(10)
         assert loop._default_executor is pool  # type: ignore[attr-defined]

@@ -266,6 +266,36 @@ class TestQueryBatcher:
         await kept
         assert emb.batches == [["kept"]]
 
+    async def test_the_batch_is_timed_on_the_callers_clocks(self) -> None:
+        """Each query's wait for its batch and the batch's model call land on that query's lane-call clock."""
+        from fabric.lanepool import CallClock, LanePool, context_for
+
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(LanePool(max_workers=2))
+        emb = SlowBag(delay_s=0.005)
+        clocks = [CallClock(), CallClock()]
+        tasks = [loop.create_task(encode_query(emb, f"q{i}"), context=context_for((c,))) for i, c in enumerate(clocks)]
+        await asyncio.gather(*tasks)
+        assert len(emb.batches) == 1
+        for clock in clocks:
+            assert clock.jobs == 2  # the awaited encoding and the model call in a worker thread
+            assert clock.worked_s > 0.0
+            assert clock.queued_s > 0.0  # from joining the batch to its model call
+
+    async def test_an_in_process_model_is_waiting_not_work(self) -> None:
+        """A local model's batch is a shared resource: its time is the callers' wait, none of their work."""
+        from fabric.lanepool import CallClock, LanePool, context_for
+
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(LanePool(max_workers=2))
+        emb = SlowBag(delay_s=0.005)
+        emb.in_process = True  # type: ignore[attr-defined]
+        clock = CallClock()
+        await loop.create_task(encode_query(emb, "q"), context=context_for((clock,)))
+        assert (clock.jobs, clock.worked_s) == (1, 0.0)
+        assert clock.queued_s > 0.0
+        assert CachedEmbedder(emb, EmbeddingCache(Path("/nonexistent"), "m")).in_process
+
     async def test_one_batcher_per_embedder(self) -> None:
         """Each embedder gets its own batcher on the running loop."""
         a, b = BagEmbedder(), BagEmbedder()

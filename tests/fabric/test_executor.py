@@ -363,3 +363,59 @@ class TestWebCache:
         lanes = {"web": FakeLane(name="web", kind=LaneKind.WEB, hits=1)}
         out = await run(LaneExecutor(lanes), plan("web"))
         assert out["web"].status is LaneStatus.SUCCESS
+
+
+class ThreadLane(BaseLane):
+    """A local store in miniature: each search runs ``work`` in a worker thread (cancellable while queued)."""
+
+    provider = "local_store"
+
+    def __init__(self, work: object) -> None:
+        super().__init__(LaneSpec(name="local", kind=LaneKind.KEYWORD, backend="fake"), LaneResources())
+        self.work = work
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        await asyncio.to_thread(self.work)  # type: ignore[arg-type]
+        return synthetic_hits(self.name, 3)
+
+
+class TestQueueTimeIsNotCharged:
+    async def test_timeouts_spent_waiting_for_a_thread_never_suspend_the_store(self) -> None:
+        """Calls cut while their job waits for a busy worker are timeouts, yet the store's health stays clean."""
+        from fabric.lanepool import LanePool
+
+        loop = asyncio.get_running_loop()
+        loop.set_default_executor(LanePool(max_workers=1))
+        release = threading.Event()
+        blocker = asyncio.ensure_future(asyncio.to_thread(release.wait, 30.0))  # holds the only worker
+        metrics = EngineMetrics()
+        penalties = ProviderPenalties(PenaltyConfig(min_samples=2, failure_rate_suspend=0.5))
+        ex = LaneExecutor({"local": ThreadLane(lambda: None)}, penalties=penalties, metrics=metrics)
+        try:
+            outs = [await run(ex, plan("local", budget_ms=30)) for _ in range(6)]
+        finally:
+            release.set()
+            await blocker
+        assert {o["local"].status for o in outs} == {LaneStatus.TIMEOUT}
+        assert "not charged" in (outs[0]["local"].error or "")
+        health = penalties.snapshot("local_store")
+        assert (health["state"], health["samples"]) == ("closed", 0)
+        assert metrics.uncharged_timeouts.labels("local_store")._value.get() == 6
+        assert (await run(ex, plan("local")))["local"].status is LaneStatus.SUCCESS
+
+    async def test_a_store_slow_in_its_own_thread_is_charged(self) -> None:
+        """A call whose own job runs past the cut is the store's timeout, recorded in its health."""
+        from fabric.lanepool import LanePool
+
+        asyncio.get_running_loop().set_default_executor(LanePool(max_workers=4))
+        await asyncio.to_thread(lambda: None)  # a worker thread exists before the timed call
+        slow = threading.Event()
+        penalties = ProviderPenalties()
+        ex = LaneExecutor({"local": ThreadLane(lambda: slow.wait(5.0))}, penalties=penalties)
+        try:
+            out = await run(ex, plan("local", budget_ms=300))
+        finally:
+            slow.set()
+        assert out["local"].status is LaneStatus.TIMEOUT
+        health = penalties.snapshot("local_store")
+        assert (health["samples"], health["timeout_rate"]) == (1, 1.0)

@@ -206,3 +206,23 @@ class TestWindowCounts:
         assert snap["samples"] == len(h.window)
         assert snap["failure_rate"] == round(len(failures) / n, 4)
         assert snap["timeout_rate"] == round(h.timeouts / n, 4)
+
+
+class TestUnjudged:
+    def test_releases_a_half_open_probe_without_a_sample(self) -> None:
+        """A probe that only waited in this process frees the probe slot and records nothing."""
+        now = [0.0]
+        p = ProviderPenalties(PenaltyConfig(min_samples=1, base_suspend_s=1.0), clock=lambda: now[0])
+        p.record_failure("s", "timeout")
+        now[0] = 2.0
+        assert p.admit("s", timeout_s=1.0).probe
+        assert not p.admit("s", timeout_s=1.0).allowed  # one probe at a time
+        p.record_unjudged("s")
+        assert p.admit("s", timeout_s=1.0).probe
+        assert p.snapshot("s")["samples"] == 1
+
+    def test_unknown_provider_is_a_no_op(self) -> None:
+        """Nothing is created for a provider never seen."""
+        p = ProviderPenalties()
+        p.record_unjudged("nobody")
+        assert p.snapshot("nobody")["samples"] == 0
