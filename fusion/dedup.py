@@ -14,22 +14,18 @@ Two candidates are duplicates when any criterion holds (thresholds from ``[fusio
 The features compared are computed once per document at ingest and read off the hits (``Hit.simhash``,
 ``Hit.url_key``, ``Hit.title_key``); a hit without them (a web result) has them computed here, per call.
 
-Cost: exact criteria are dict lookups. Jaccard criteria use the prefix-filtered join of :mod:`fusion.jaccard`,
-blocked by domain for titles (title keys list their words in a fixed order, so a title's prefix is the start of
-its key, and only rows sharing a (domain, prefix word) with another row enter the join). SimHash:
-identical signatures are grouped in a dict; distinct ones go through the pigeonhole tables of :mod:`fusion.near`.
-``find_duplicates`` returns the comparison count.
+Cost: exact criteria are dict lookups. Jaccard criteria use the prefix-filtered join of :mod:`fusion.jaccard`
+(titles blocked by domain, :mod:`fusion.titles`). SimHash: identical signatures are grouped in a dict; distinct
+ones go through the pigeonhole tables of :mod:`fusion.near`. ``find_duplicates`` returns the comparison count.
 
 Merging (union-find): the representative is the member ahead by ``(stage, best rank, id)``; it keeps the
 union of lanes, the best rank per lane (with that rank's native score), the highest normalised score per lane,
-and ``merged`` (the other ids); ranks after a merged copy close up, as for a repeat inside a lane. The
-criterion of each merge goes to ``merged_by``.
+and ``merged`` (the other ids); ranks after a merged copy close up, as for a repeat inside a lane (criteria: ``why``).
 """
 
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import compress
 from operator import itemgetter, ne
@@ -38,43 +34,15 @@ from typing import Any
 import numpy as np
 
 from fabric.config import DedupConfig
-from fusion.jaccard import jaccard_join, prefix_join
+from fusion.jaccard import jaccard_join
 from fusion.near import near_pairs
 from fusion.simhash import simhash_many
-from fusion.text import title_key
+from fusion.titles import title_join
 from fusion.types import Candidates, FusionRun
 from fusion.unionfind import Groups
 from fusion.urls import url_key, url_tokens
 
 __all__ = ["Deduplicator", "find_duplicates"]
-
-
-def _title_join(hits: Sequence[Any], t: float, g: Groups) -> int:
-    """The title criterion: titled rows of one domain whose title word sets reach Jaccard ``t``.
-
-    Rows are processed by domain (in order of first appearance), then row. A title key lists its words in a fixed
-    order, so a row's prefix tokens are the first words of its key; the join runs only over rows that share a
-    (domain, prefix token) with another row. Every step is a comprehension or a C-level count over all titled
-    rows (no per-row Python loop body): most rows share no key, and they cost a split and a slice each.
-    """
-    rows = [i for i, h in enumerate(hits) if h.domain and h.title]
-    if len(rows) < 2:
-        return 0
-    titled = hits if len(rows) == len(hits) else [hits[i] for i in rows]
-    doms = [h.domain for h in titled]
-    words = [(k if (k := h.title_key) is not None else title_key(h.title)).split() for h in titled]
-    cut = {n: n - math.ceil(t * n) + 1 for n in set(map(len, words))}  # title size → prefix length
-    prefixes = [w[: cut[len(w)]] for w in words]
-    keys = [(d, tok) for d, prefix in zip(doms, prefixes, strict=True) for tok in prefix]
-    shared = {key for key, c in Counter(keys).items() if c > 1}
-    if not shared:  # no two rows share a (domain, prefix token): no title duplicates
-        return 0
-    owner = [x for x, prefix in enumerate(prefixes) for _ in prefix]  # the row of each key
-    picked = sorted(set(compress(owner, map(shared.__contains__, keys))))
-    first = {d: r for r, d in enumerate(dict.fromkeys(doms))}  # domain → its order of first appearance
-    picked.sort(key=lambda x: first[doms[x]])  # stable: rows stay in order within a domain
-    items = [(rows[x], doms[x], words[x]) for x in picked]
-    return prefix_join(items, [prefixes[x] for x in picked], t, g, "title", shared)
 
 
 def _norm_text(text: str) -> str:
@@ -121,7 +89,7 @@ def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
     stage, best, ids = cands.stage, cands.best, cands.ids
     g = Groups(len(hits), lambda i: (stage[i], best[i], ids[i]))
     long_urls = _url_duplicates(hits, g)
-    comparisons = _title_join(hits, cfg.title_jaccard, g)
+    comparisons = title_join(hits, cfg.title_jaccard, g)
     comparisons += jaccard_join(long_urls, cfg.url_similarity, g, "url")
     # Identical signatures first (a pile of copies costs one step each), then the table search over distinct ones.
     sigs = _signatures(hits)
