@@ -16,6 +16,7 @@ from fabric.config import load_settings
 from fabric.engine import Engine
 from fabric.keys import KeyStore, Role
 from fabric.service import create_app
+from fabric.tenant_engines import TENANTS_KEY
 from lanes.base import LaneResources
 from tests.support.embedded import BagEmbedder
 
@@ -96,9 +97,9 @@ class TestDelete:
 
 class TestWriteLock:
     async def test_delete_waits_for_a_running_ingest(self, client: TestClient, keys: dict[str, str]) -> None:
-        """While the engine's write lock is held (a task writing), a delete waits, then completes."""
+        """While the tenant engine's write lock is held (a task writing), a delete waits, then completes."""
         assert client.app is not None
-        engine = client.app[mod._ENGINE]
+        engine = (await client.app[TENANTS_KEY].get("acme")).engine  # the keys' tenant: its own engine and lock
         lock = mod.write_lock(engine)
         await lock.acquire()
         pending = asyncio.ensure_future(client.delete("/v1/entries/kb-2", headers=_auth(keys["writer"])))
