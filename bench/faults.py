@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+from bench import faults_stores as stores
 from fabric.executor import LaneExecutor
 from fabric.faultproxy import Fault, FaultProxy
 from fabric.lane_plan import PlannedLane
@@ -135,10 +136,15 @@ def _kinds() -> dict[str, tuple[Callable[[], AbstractAsyncContextManager[str]], 
         "feeds/rss": (_upstream_of("tests.lanes.feeds.test_rss.feed_app"), _rss, "insulin therapy"),
         "markets/quotes": (_upstream_of("tests.lanes.markets.test_quotes.quote_app"), _quotes, "AAPL today"),
         "keyword/meilisearch": (_meili_upstream, _meili, "reciprocal rank fusion"),
+        "vector/qdrant": (stores.qdrant_upstream, stores.qdrant_lane, stores.QDRANT_QUERY),
+        "graph/arango": (stores.arango_upstream, stores.arango_lane, stores.ARANGO_QUERY),
     }  # fmt: skip
 
 
-KINDS = ("web/searxng", "web/wikipedia", "web/brave", "feeds/rss", "markets/quotes", "keyword/meilisearch")
+KINDS = (
+    "web/searxng", "web/wikipedia", "web/brave", "feeds/rss", "markets/quotes", "keyword/meilisearch",
+    "vector/qdrant", "graph/arango",
+)  # fmt: skip
 """The lane kinds of the matrix."""
 
 
@@ -185,6 +191,7 @@ async def _case(kind: str, fault: Fault, budget_ms: float) -> dict[str, Any]:
             outcomes, escaped = {}, repr(exc)
         elapsed_ms = (time.perf_counter() - t0) * 1000.0
         proxy.disarm()
+        await lane.aclose()
     out = outcomes.get(lane.name)
     ok = outcomes.get("healthy")
     checks = {

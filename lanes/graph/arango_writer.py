@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fabric.errors import IngestError, LaneBadResponse, LaneError, LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.httpclient import parse_retry_after
 from fabric.tenants import DEFAULT_TENANT, scoped_name
 from fabric.writers import ID_NAMESPACE, chunk_key, chunk_record
 from fabric.writers.model import Chunk, Triple
@@ -151,7 +152,8 @@ def map_arango_error(exc: BaseException, lane: str, provider: str) -> LaneError:
         if code in (401, 403):
             return LaneRejected(text, lane=lane, provider=provider, failure="forbidden")
         if code == 429:
-            return LaneRejected(text, lane=lane, provider=provider)
+            retry_after = parse_retry_after((exc.http_headers or {}).get("Retry-After"))
+            return LaneRejected(text, lane=lane, provider=provider, suspend_s=retry_after)
         if num == 1500 or code == 410:  # query killed (max_runtime reached)
             return LaneTimeout(text, lane=lane, provider=provider)
         if (code is not None and code >= 500) or num in (1203, 1228):  # collection / database not found: nothing

@@ -129,10 +129,13 @@ async def release_client(key: str, client: AsyncQdrantClient) -> None:
 
 def map_qdrant_error(exc: Exception) -> LaneError:
     """Map a qdrant-client / transport exception onto the fabric's lane errors (most specific first)."""
+    from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
     from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
     if isinstance(exc, LaneError):
         return exc
+    if isinstance(exc, ResourceExhaustedResponse):  # 429 with Retry-After: suspend the provider that long
+        return LaneRejected("qdrant rate limited: HTTP 429", provider="qdrant", suspend_s=float(exc.retry_after_s))
     if isinstance(exc, UnexpectedResponse):
         code = exc.status_code or 0
         if code in (401, 403):
