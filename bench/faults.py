@@ -1,7 +1,8 @@
 """Every fault of the fault proxy × every HTTP lane kind, through the lane executor: budgets, statuses, penalties.
 
-For each lane kind (web: SearXNG, Wikipedia, Brave; feeds: RSS; markets: quotes; keyword: Meilisearch) a loopback
-fake of the upstream (the fakes the lane tests use) sits behind a :class:`~fabric.faultproxy.FaultProxy`; the
+For each lane kind (web: SearXNG, Wikipedia, Brave; feeds: RSS; markets: quotes; keyword: Meilisearch; vector:
+Qdrant's server lane; graph: ArangoDB, see :mod:`bench.faults_stores`) a loopback fake of the upstream (the fakes
+the lane tests use) sits behind a :class:`~fabric.faultproxy.FaultProxy`; the
 real lane reads it through the proxy with a guarded session, next to a healthy in-memory lane
 (:class:`lanes.fake.FakeLane`). Each fault of :class:`~fabric.faultproxy.Fault` is armed in turn and one query runs
 through a fresh :class:`~fabric.executor.LaneExecutor` (fresh provider penalties) with ``--budget-ms``. Checks:
@@ -14,9 +15,9 @@ through a fresh :class:`~fabric.executor.LaneExecutor` (fresh provider penalties
   Retry-After for 429, no failure for a success);
 - ``nothing_lost``: every planned lane has an outcome and no lane error escaped the executor.
 
-Qdrant's server lane, ArangoDB and the pre-flight endpoint are not in the matrix yet (no loopback fake of their
-HTTP APIs here). Run it as ``fabric bench faults --json``; it prints counts (cases, passed, failed per check) and
-the failing cases.
+The pre-flight's chat endpoint is the kind ``preflight/chat`` (:mod:`bench.faults_preflight`): the same checks,
+read for a step that must let the query proceed unrefined. Run it as ``fabric bench faults --json``; it prints
+counts (cases, passed, failed per check) and the failing cases.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
+from bench import faults_preflight as preflight
 from bench import faults_stores as stores
 from fabric.executor import LaneExecutor
 from fabric.faultproxy import Fault, FaultProxy
@@ -143,7 +145,7 @@ def _kinds() -> dict[str, tuple[Callable[[], AbstractAsyncContextManager[str]], 
 
 KINDS = (
     "web/searxng", "web/wikipedia", "web/brave", "feeds/rss", "markets/quotes", "keyword/meilisearch",
-    "vector/qdrant", "graph/arango",
+    "vector/qdrant", "graph/arango", "preflight/chat",
 )  # fmt: skip
 """The lane kinds of the matrix."""
 
@@ -212,7 +214,14 @@ async def _case(kind: str, fault: Fault, budget_ms: float) -> dict[str, Any]:
 
 
 async def _matrix(kinds: list[str], faults: list[Fault], budget_ms: float) -> list[dict[str, Any]]:
-    return [await _case(kind, fault, budget_ms) for kind in kinds for fault in faults]
+    out = []
+    for kind in kinds:
+        for fault in faults:
+            if kind == preflight.KIND:
+                out.append(await preflight.preflight_case(fault, budget_ms, _SLACK_MS, _FAULT_PARAMS.get(fault, {})))
+            else:
+                out.append(await _case(kind, fault, budget_ms))
+    return out
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
 from typing import Any
 
 from fabric.models import LaneKind
@@ -28,14 +27,11 @@ ARANGO_QUERY = "insulin glucose"
 """The query of the ArangoDB cases (names two stored entities)."""
 
 _QDRANT_TEXTS = ("apple banana smoothie", "banana bread recipe", "apple orchard harvest", "car engine wheel")
-_ARANGO_CHUNKS: list[dict[str, Any]] = [
-    {
-        "id": "d1#0", "doc_id": "d1", "title": "Insulin", "text": "Insulin regulates Glucose uptake.",
-        "domain": "a.org", "published_at": datetime(2024, 1, 1, tzinfo=UTC),
-    },
-    {"id": "d2#0", "doc_id": "d2", "title": "Glucose", "text": "Glucose fuels the Brain.", "domain": "b.org"},
-    {"id": "d3#0", "doc_id": "d3", "title": "Neurons", "text": "The Brain contains Neurons.", "domain": "c.org"},
-]  # fmt: skip
+_ARANGO_TEXTS = (
+    ("d1", "Insulin regulates Glucose uptake."),
+    ("d2", "Glucose fuels the Brain."),
+    ("d3", "The Brain contains Neurons."),
+)
 
 
 def _load(path: str) -> Any:
@@ -94,7 +90,8 @@ async def arango_upstream() -> AsyncIterator[str]:
         url = f"http://127.0.0.1:{srv.port}"
         writer = ArangoGraphWriter(_arango_spec(url, write_timeout_s=5), LaneResources())
         await writer.open()
-        await writer.upsert(_ARANGO_CHUNKS)
+        chunk = _load("tests.support.embedded.chunk")
+        await writer.upsert([chunk(cid, text, title=text.split()[0]) for cid, text in _ARANGO_TEXTS])
         await writer.aclose()
         yield url
 

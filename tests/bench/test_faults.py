@@ -28,10 +28,18 @@ class TestFaultMatrix:
             assert figures["checks"][check] == {"passed": 6, "failed": 0}, figures["failures"]
         assert all(c["passed"] + c["failed"] == 6 for c in figures["checks"].values())
 
+    def test_server_stores_under_three_faults(self) -> None:
+        """The Qdrant server lane and the ArangoDB graph lane behind the proxy: a 5xx and a reset are errors with a
+        failure sample, a 429 suspends the provider for its Retry-After; the healthy lane keeps its hits."""
+        figures = mod.run(_args("vector/qdrant,graph/arango", "status,reset,rate_limited"))
+        assert figures["cases"] == 6
+        for check in ("healthy_kept", "status", "penalty", "nothing_lost"):
+            assert figures["checks"][check] == {"passed": 6, "failed": 0}, figures["failures"]
+
     def test_unknown_kind_is_refused(self) -> None:
         """A kind outside the matrix is a clear error naming the valid ones."""
         with pytest.raises(SystemExit, match="unknown kind"):
-            mod.run(_args("vector/qdrant", "hang"))
+            mod.run(_args("vector/faiss", "hang"))
 
 
 def test_public_api() -> None:
