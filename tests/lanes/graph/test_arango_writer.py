@@ -6,10 +6,12 @@ import pytest
 import requests
 
 import lanes.graph.arango_writer as mod
-from fabric.errors import ConfigError, LaneTimeout, LaneUnavailable
-from fabric.models import LaneKind
+from fabric.errors import ConfigError, LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.faultproxy import Fault, FaultProxy
+from fabric.models import LaneKind, LaneRequest
 from fabric.writers import chunk_key
-from lanes.base import LaneSpec
+from lanes.base import LaneResources, LaneSpec
+from lanes.graph.arango import ArangoGraphLane
 from tests.lanes.graph.fake_arango import FakeArango
 from tests.lanes.graph.test_arango import CHUNKS, _ingest
 from tests.support.http import serve
@@ -73,6 +75,22 @@ class TestSharedPieces:
         assert isinstance(mod.map_arango_error(requests.exceptions.ReadTimeout("t"), "g", "arango"), LaneTimeout)
         refused = mod.map_arango_error(requests.exceptions.ConnectionError("refused"), "g", "arango")
         assert isinstance(refused, LaneUnavailable)
+
+    async def test_429_suspends_for_retry_after(self) -> None:
+        """A 429 (here from the fault proxy in front of the stand-in) is LaneRejected carrying its Retry-After."""
+        async with serve(FakeArango().app()) as srv:
+            await (await _ingest(srv.port)).aclose()
+            async with FaultProxy(f"http://127.0.0.1:{srv.port}") as proxy:
+                proxy.arm(Fault.RATE_LIMITED, retry_after_s=42)
+                lane = ArangoGraphLane(
+                    LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango", options={"url": proxy.url}),
+                    LaneResources(),
+                )
+                with pytest.raises(LaneRejected) as caught:
+                    await lane.search(LaneRequest(query="insulin"))
+                await lane.aclose()
+        assert caught.value.failure == "rate_limited"
+        assert caught.value.suspend_s == 42.0
 
 
 def test_public_api() -> None:

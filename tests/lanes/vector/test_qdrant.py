@@ -10,7 +10,8 @@ import pytest
 from aiohttp import web
 
 import lanes.vector.qdrant as mod
-from fabric.errors import LaneUnavailable
+from fabric.errors import LaneRejected, LaneUnavailable
+from fabric.faultproxy import Fault, FaultProxy
 from fabric.models import BoundConstraints, LaneKind, LaneRequest, Trust
 from lanes.base import LaneResources
 from lanes.vector.qdrant import QdrantVectorLane
@@ -170,6 +171,20 @@ class TestServerMode:
         async with QdrantVectorLane(lane_spec, resources(tmp_path, BagEmbedder())) as lane:
             with pytest.raises(LaneUnavailable):
                 await lane.search(LaneRequest(query="alpha"))
+
+
+class TestRateLimit:
+    async def test_429_suspends_for_retry_after(self, tmp_path: Path, embedder: BagEmbedder) -> None:
+        """A 429 with Retry-After (the fault proxy in front of the stand-in) is LaneRejected carrying it."""
+        async with serve(FakeQdrant().app()) as srv, FaultProxy(f"http://127.0.0.1:{srv.port}") as proxy:
+            proxy.arm(Fault.RATE_LIMITED, retry_after_s=42)
+            async with QdrantVectorLane(
+                spec(LaneKind.VECTOR, "qdrant", url=proxy.url), resources(tmp_path, embedder)
+            ) as lane:
+                with pytest.raises(LaneRejected) as caught:
+                    await lane.search(LaneRequest(query="alpha"))
+        assert caught.value.failure == "rate_limited"
+        assert caught.value.suspend_s == 42.0
 
 
 def test_public_api() -> None:
