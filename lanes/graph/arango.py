@@ -125,6 +125,8 @@ class ArangoGraphLane(BaseLane):
             rows = await asyncio.to_thread(self._run, bind)
         except (ArangoError, requests.exceptions.RequestException, ConnectionAbortedError) as exc:
             raise map_arango_error(exc, self.name, self.provider) from None
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:  # an answer the driver cannot read
+            raise map_arango_error(exc, self.name, self.provider) from None  # (malformed, too deep): LaneBadResponse
         return [
             record_hit(
                 row.get("doc") or {}, rank=i + 1, score=float(row.get("score") or 0.0), source_ref="arango:chunks",

@@ -8,12 +8,14 @@ dedup features stored at ingest (SimHash in its stored signed form, URL and titl
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from fabric.models import Hit, SourceKind, Trust
 from fabric.writers.model import Chunk, from_stored_simhash, to_stored_simhash
 
 __all__ = ["chunk_payload", "payload_hit"]
+
+_E = TypeVar("_E", SourceKind, Trust)
 
 
 def chunk_payload(chunk: Chunk) -> dict[str, Any]:
@@ -51,9 +53,9 @@ def payload_hit(p: dict[str, Any], rank: int, score: float) -> Hit:
         url=str(p.get("url", "")),
         domain=str(p.get("domain", "")),
         published_at=datetime.fromtimestamp(ts, UTC) if ts is not None else None,
-        source_kind=SourceKind(p.get("source_kind", "import")),
+        source_kind=_member(SourceKind, p.get("source_kind"), SourceKind.IMPORT),
         source_ref=str(p.get("source_ref", "")),
-        trust=Trust(p.get("trust", "untrusted")),
+        trust=_member(Trust, p.get("trust"), Trust.UNTRUSTED),
         doc_id=str(p.get("doc_id", "")),
         quality=p.get("quality"),
         simhash=from_stored_simhash(p.get("simhash")),
@@ -61,6 +63,15 @@ def payload_hit(p: dict[str, Any], rank: int, score: float) -> Hit:
         title_key=_text_or_none(p.get("title_key")),
         metadata={**(p.get("metadata") or {}), "years": p.get("years", [])},
     )
+
+
+def _member(cls: type[_E], value: Any, default: _E) -> _E:
+    """The enum member stored as ``value``; ``default`` when it is absent or not a member (a payload spoiled in
+    transit, e.g. a lone surrogate added to it, reads as the default rather than failing the whole answer)."""
+    try:
+        return cls(value) if value is not None else default
+    except ValueError:
+        return default
 
 
 def _text_or_none(value: Any) -> str | None:

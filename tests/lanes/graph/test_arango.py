@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 import lanes.graph.arango as mod
-from fabric.errors import LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.errors import LaneBadResponse, LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.faultproxy import Fault, FaultProxy
 from fabric.models import BoundConstraints, LaneKind, LaneRequest
 from fabric.tenants import tenant_home
 from lanes.base import LaneResources, LaneSpec
@@ -163,6 +164,22 @@ class TestArangoGraphLane:
             port = srv.port
         with pytest.raises(LaneUnavailable):
             await _lane(port).search(LaneRequest(query="insulin"))
+
+    @pytest.mark.parametrize("fault", [Fault.MALFORMED, Fault.DEEP, Fault.OVERSIZED])
+    async def test_unreadable_answer_is_bad_response(self, fault: Fault) -> None:
+        """A 200 the driver cannot read (truncated JSON, JSON nested 100,000 deep, megabytes of padding where the
+        cursor should be: the fault proxy in front of the stand-in) is LaneBadResponse, never an unmapped exception."""
+        async with serve(FakeArango().app()) as srv:
+            await _ingest(srv.port)
+            async with FaultProxy(f"http://127.0.0.1:{srv.port}") as proxy:
+                lane = ArangoGraphLane(
+                    LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango", options={"url": proxy.url}),
+                    LaneResources(),
+                )
+                proxy.arm(fault)
+                with pytest.raises(LaneBadResponse):
+                    await lane.search(LaneRequest(query="insulin"))
+                await lane.aclose()
 
 
 def test_public_api() -> None:

@@ -43,3 +43,10 @@ class TestRoundTrip:
         hit = payload_hit({"id": "x", "title": "t"}, 1, 0.1)
         assert (hit.simhash, hit.url_key, hit.title_key, hit.published_at) == (None, None, None, None)
         assert hit.trust is Trust.UNTRUSTED
+
+    def test_a_spoiled_enum_reads_as_the_default(self) -> None:
+        """A source kind or trust that is not a member (a lone surrogate added in transit) reads as the default
+        (import, untrusted) instead of failing the whole answer."""
+        hit = payload_hit({"id": "x", "source_kind": "web\ud800", "trust": "trusted\ud800"}, 1, 0.1)
+        assert (hit.source_kind, hit.trust) == (SourceKind.IMPORT, Trust.UNTRUSTED)
+        assert payload_hit({"id": "x", "source_kind": "web"}, 1, 0.1).source_kind is SourceKind.WEB
