@@ -26,18 +26,22 @@ import math
 import os
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = [
     "ADMISSION_KEY",
+    "CURRENT_ADMISSION",
     "AdmissionConfig",
     "AdmissionControl",
     "Overloaded",
+    "admission_middleware",
     "default_config",
     "overloaded_response",
     "usable_cores",
@@ -213,3 +217,27 @@ def overloaded_response(exc: Overloaded) -> web.Response:
     """``503`` with ``Retry-After`` and the API's error shape (``error.reason``: why the request was refused)."""
     body = {"error": {"field": None, "message": str(exc), "reason": exc.reason}}
     return web.json_response(body, status=503, headers={"Retry-After": str(exc.retry_after_s)})
+
+
+CURRENT_ADMISSION: ContextVar[AdmissionControl | None] = ContextVar("fabric_admission", default=None)
+"""The service's admission control around ``/mcp`` requests, so the MCP ``query`` and ``cite`` tools queue and shed
+like ``POST /v1/search`` (``None`` on stdio: one local client)."""
+
+
+def admission_middleware(path: str) -> Middleware:
+    """A middleware setting :data:`CURRENT_ADMISSION` (the app's :data:`ADMISSION_KEY`) around the requests of
+    ``path`` (the MCP transport)."""
+
+    @web.middleware
+    async def middleware(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if request.path != path and not request.path.startswith(path + "/"):
+            return await handler(request)
+        token = CURRENT_ADMISSION.set(request.app.get(ADMISSION_KEY))
+        try:
+            return await handler(request)
+        finally:
+            CURRENT_ADMISSION.reset(token)
+
+    return middleware

@@ -39,6 +39,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourceContents, ToolAnnotations
 
 from fabric import __version__
+from fabric.admission import CURRENT_ADMISSION, Overloaded
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError
 from fabric.ingest.submission import SubmitError, check_operator_fields, parse_submission
@@ -105,8 +106,15 @@ def query_content(result: SearchResult, topic: str, limit: int) -> list[TextCont
 
 async def _search(engine: Engine, data: dict[str, Any]) -> SearchResult | CallToolResult:
     """Validate and run a query; a failure comes back as the tool error the API would answer."""
+    admission = CURRENT_ADMISSION.get()  # over /mcp: the service's admission control, as for /v1/search
     try:
-        return await engine.search(parse_request(data, engine.settings))
+        request = parse_request(data, engine.settings)
+        if admission is None:
+            return await engine.search(request)
+        async with admission.slot():
+            return await engine.search(request)
+    except Overloaded as exc:
+        return _error(None, str(exc), reason=exc.reason, retry_after_s=exc.retry_after_s)
     except PartialResultError as exc:
         return _error(exc.field, exc.message, lanes=exc.lanes)
     except QueryError as exc:

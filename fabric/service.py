@@ -60,7 +60,14 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from fabric import safejson
-from fabric.admission import ADMISSION_KEY, AdmissionConfig, AdmissionControl, Overloaded, overloaded_response
+from fabric.admission import (
+    ADMISSION_KEY,
+    AdmissionConfig,
+    AdmissionControl,
+    Overloaded,
+    admission_middleware,
+    overloaded_response,
+)
 from fabric.auth import Guard, install_guard, principal
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError, UnprocessableQueryError
@@ -396,5 +403,6 @@ def create_app(
         from fabric.mcp_server import build_server
 
         app.middlewares.append(scope_middleware(MCP_PATH))  # after the guard: the tools answer per tenant
+        app.middlewares.append(admission_middleware(MCP_PATH))  # the query tools queue and shed like /v1/search
         mount_mcp(app, build_server(engine, tasks), host=host)
     return app

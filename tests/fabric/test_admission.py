@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -207,11 +208,37 @@ class TestServiceBurst:
         assert not any(eng.penalties.is_suspended(lane.provider) for lane in eng.lanes.values())
 
 
+async def test_mcp_query_tool_is_admitted_like_the_search_route(home: Path) -> None:
+    """Over ``/mcp`` the ``query`` tool takes an admission slot: with the only slot busy it is a tool error naming
+    why it was shed (``queue_full``, or ``queue_timeout`` after 1 ms queued), and once the slot is free it answers."""
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    eng = engine(home)
+    app = create_app(eng, admission=AdmissionConfig(max_active=1, max_queue=0, max_wait_ms=1))
+    control = app[ADMISSION_KEY]
+    async with TestServer(app, host="127.0.0.1") as server:
+        url = str(server.make_url("/mcp"))
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            release = asyncio.Event()
+            holder = asyncio.ensure_future(_hold(control, release))
+            await _until(lambda: control.active == 1)
+            refused = await session.call_tool("query", {"topic": "deployment release", "limit": 3})
+            release.set()
+            await holder
+            served = await session.call_tool("query", {"topic": "deployment release", "limit": 3})
+    assert refused.is_error
+    assert json.loads(refused.content[0].text)["error"]["reason"] in {"queue_full", "queue_timeout"}
+    assert not served.is_error, served
+    assert control.active == 0
+
+
 def test_public_api() -> None:
     """The module's public names."""
     assert sorted(mod.__all__) == sorted(
         [
-            "ADMISSION_KEY", "AdmissionConfig", "AdmissionControl", "Overloaded", "default_config",
-            "overloaded_response", "usable_cores",
+            "ADMISSION_KEY", "CURRENT_ADMISSION", "AdmissionConfig", "AdmissionControl", "Overloaded",
+            "admission_middleware", "default_config", "overloaded_response", "usable_cores",
         ]
     )  # fmt: skip
