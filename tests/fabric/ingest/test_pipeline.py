@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from fabric.errors import LaneUnavailable
+from fabric.ingest.deletion import delete_entries
 from fabric.ingest.ledger import Ledger
 from fabric.ingest.model import Chunk, StoreWriter
 from fabric.ingest.pipeline import IdConflictError, ingest
@@ -274,9 +275,9 @@ class _CrashAfterWrite:
 
 
 class IngestMachine(RuleBasedStateMachine):
-    """Ingest, re-ingest, shrink (deletes) and crash one JSONL source into the three embedded stores; after every
-    completed run the keyword, vector and graph stores and the ledger hold exactly the source's ids, and running
-    the same source again changes nothing."""
+    """Ingest, re-ingest, shrink (deletes), delete by id (``fabric delete``) and crash one JSONL source into the
+    three embedded stores; after every completed run the keyword, vector and graph stores and the ledger hold
+    exactly the source's ids, and running the same source again changes nothing."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -348,6 +349,26 @@ class IngestMachine(RuleBasedStateMachine):
         except _Crash:
             self.dirty = True
         self.expected = dict(entries)  # what the next completed run must leave in every store
+
+    @precondition(lambda self: bool(self.expected) and not self.dirty)
+    @rule(data=st.data())
+    def delete_by_id(self, data: st.DataObject) -> None:
+        """Deleting one entry by id (``fabric delete --id``, ``DELETE /v1/entries/{id}``) removes it from every
+        store and the ledger; the source then no longer holds it, so re-running the source writes nothing."""
+        victim = data.draw(st.sampled_from(sorted(self.expected)))
+
+        async def run() -> Any:
+            writers = self._writers()
+            try:
+                return await delete_entries(self.home, writers, ids=[victim])
+            finally:
+                for w in writers:
+                    await w.aclose()
+
+        report = asyncio.run(run())
+        assert report.ok
+        del self.expected[victim]
+        self._write_source(self.expected)
 
     @invariant()
     def stores_agree_with_the_ledger(self) -> None:
