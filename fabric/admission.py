@@ -26,13 +26,12 @@ import math
 import os
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = [
@@ -41,7 +40,6 @@ __all__ = [
     "AdmissionConfig",
     "AdmissionControl",
     "Overloaded",
-    "admission_middleware",
     "default_config",
     "overloaded_response",
     "usable_cores",
@@ -220,24 +218,5 @@ def overloaded_response(exc: Overloaded) -> web.Response:
 
 
 CURRENT_ADMISSION: ContextVar[AdmissionControl | None] = ContextVar("fabric_admission", default=None)
-"""The service's admission control around ``/mcp`` requests, so the MCP ``query`` and ``cite`` tools queue and shed
-like ``POST /v1/search`` (``None`` on stdio: one local client)."""
-
-
-def admission_middleware(path: str) -> Middleware:
-    """A middleware setting :data:`CURRENT_ADMISSION` (the app's :data:`ADMISSION_KEY`) around the requests of
-    ``path`` (the MCP transport)."""
-
-    @web.middleware
-    async def middleware(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        if request.path != path and not request.path.startswith(path + "/"):
-            return await handler(request)
-        token = CURRENT_ADMISSION.set(request.app.get(ADMISSION_KEY))
-        try:
-            return await handler(request)
-        finally:
-            CURRENT_ADMISSION.reset(token)
-
-    return middleware
+"""The service's admission control around ``/mcp`` requests (set by :func:`fabric.tenant_engines.scope_middleware`),
+so the MCP ``query`` and ``cite`` tools queue and shed like ``POST /v1/search`` (``None`` on stdio: one client)."""

@@ -31,7 +31,7 @@ from fabric.ingest.check import CheckReport, check_stores
 from fabric.writers.model import StoreWriter
 from lanes.base import LaneResources
 
-__all__ = ["PROBE_TTL_S", "HomeGate", "unwritable"]
+__all__ = ["PROBE_TTL_S", "HomeGate", "repair_stores", "unwritable"]
 
 log = structlog.get_logger(__name__)
 
@@ -84,25 +84,24 @@ class HomeGate:
         """
         self.lock.acquire()
         self.repair = await check_stores(self.home, writers, repair=True, vectors=vectors)
-        if not self.repair.agree:
+        return self._judge(self.repair)
+
+    def _judge(self, report: CheckReport) -> CheckReport:
+        """Record an incomplete repair as the reason the service is not ready; log what was repaired."""
+        if not report.agree:
             self.repair_error = "the stores still disagree with the ledger after the start-up repair: " + "; ".join(
-                f"{k}: {v}" for k, v in self.repair.errors.items()
+                f"{k}: {v}" for k, v in report.errors.items()
             )
-            log.error("startup_repair_incomplete", **self.repair.to_dict())
-        elif self.repair.repaired is not None:
-            log.warning("startup_repair", **(self.repair.repaired or {}))
-        return self.repair
+            log.error("startup_repair_incomplete", **report.to_dict())
+        elif report.repaired is not None:
+            log.warning("startup_repair", **(report.repaired or {}))
+        return report
 
     async def open_stores(self, settings: Settings, resources: LaneResources) -> CheckReport:
         """:meth:`open` with writers over the stores of ``settings`` (sharing an open engine's ``resources``)."""
-        from fabric.ingest.writers import build_writers  # deferred: imports every backend module
-
-        writers = build_writers(settings, resources)
-        try:
-            return await self.open(writers, vectors=resources.embedder is not None)
-        finally:
-            for writer in writers:
-                await writer.aclose()
+        self.lock.acquire()
+        self.repair = await repair_stores(settings, resources)
+        return self._judge(self.repair)
 
     def close(self) -> None:
         """Release the lock."""
@@ -123,3 +122,16 @@ class HomeGate:
         if self.repair is not None and self.repair.repaired is not None:
             body["startup_repair"] = self.repair.repaired
         return problem is None, body
+
+
+async def repair_stores(settings: Settings, resources: LaneResources) -> CheckReport:
+    """``fabric check --repair`` over the stores of ``settings`` in ``resources.home`` (writers built over an open
+    engine's ``resources``, closed afterwards): the service's start-up repair, and each tenant's when it opens."""
+    from fabric.ingest.writers import build_writers  # deferred: imports every backend module
+
+    writers = build_writers(settings, resources)
+    try:
+        return await check_stores(resources.home, writers, repair=True, vectors=resources.embedder is not None)
+    finally:
+        for writer in writers:
+            await writer.aclose()

@@ -65,7 +65,6 @@ from fabric.admission import (
     AdmissionConfig,
     AdmissionControl,
     Overloaded,
-    admission_middleware,
     overloaded_response,
 )
 from fabric.auth import Guard, install_guard, principal
@@ -402,7 +401,6 @@ def create_app(
         from fabric.mcp_http import MCP_PATH, mount_mcp
         from fabric.mcp_server import build_server
 
-        app.middlewares.append(scope_middleware(MCP_PATH))  # after the guard: the tools answer per tenant
-        app.middlewares.append(admission_middleware(MCP_PATH))  # the query tools queue and shed like /v1/search
+        app.middlewares.append(scope_middleware(MCP_PATH))  # after the guard: tenant, role and admission per call
         mount_mcp(app, build_server(engine, tasks), host=host)
     return app

@@ -32,6 +32,7 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from fabric.admission import ADMISSION_KEY, CURRENT_ADMISSION
 from fabric.auth import principal
 from fabric.engine import Engine
 from fabric.ingest.submission import resolve_root
@@ -145,18 +146,11 @@ class TenantEngines:
     async def _repair(engine: Engine, tenant: str) -> None:
         """Repair the tenant's stores from its ledger before its tasks resume (the service's home lock, taken at
         start-up, covers every tenant's folder)."""
-        from fabric.ingest.check import check_stores
-        from fabric.ingest.writers import build_writers  # deferred: imports every backend module
+        from fabric.homegate import repair_stores
 
-        resources = engine.resources
-        if resources is None:
+        if engine.resources is None:
             raise RuntimeError(f"the engine of tenant {tenant} is not open")
-        writers = build_writers(engine.settings, resources)
-        try:
-            report = await check_stores(resources.home, writers, repair=True, vectors=resources.embedder is not None)
-        finally:
-            for writer in writers:
-                await writer.aclose()
+        report = await repair_stores(engine.settings, engine.resources)
         if not report.agree:
             log.error("tenant_repair_incomplete", tenant=tenant, **report.to_dict())
         elif report.repaired is not None:
@@ -186,9 +180,10 @@ async def scope_of(request: web.Request) -> TenantScope:
 
 
 def scope_middleware(path: str) -> Middleware:
-    """A middleware setting :data:`CURRENT_SCOPE` and :data:`CURRENT_PRINCIPAL` around the requests of ``path``
-    (the MCP transport), so the tools answer from the caller's tenant with the caller's role. Install it after the
-    guard (it reads the principal)."""
+    """A middleware setting :data:`CURRENT_SCOPE`, :data:`CURRENT_PRINCIPAL` and
+    :data:`fabric.admission.CURRENT_ADMISSION` around the requests of ``path`` (the MCP transport), so the tools
+    answer from the caller's tenant with the caller's role and queue like ``/v1/search``. Install it after the guard
+    (it reads the principal)."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: _Handler) -> web.StreamResponse:
@@ -196,9 +191,11 @@ def scope_middleware(path: str) -> Middleware:
             return await handler(request)
         token = CURRENT_SCOPE.set(await scope_of(request))
         who = CURRENT_PRINCIPAL.set(principal(request))
+        admitted = CURRENT_ADMISSION.set(request.app.get(ADMISSION_KEY))
         try:
             return await handler(request)
         finally:
+            CURRENT_ADMISSION.reset(admitted)
             CURRENT_PRINCIPAL.reset(who)
             CURRENT_SCOPE.reset(token)
 

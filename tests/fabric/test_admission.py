@@ -239,6 +239,6 @@ def test_public_api() -> None:
     assert sorted(mod.__all__) == sorted(
         [
             "ADMISSION_KEY", "CURRENT_ADMISSION", "AdmissionConfig", "AdmissionControl", "Overloaded",
-            "admission_middleware", "default_config", "overloaded_response", "usable_cores",
+            "default_config", "overloaded_response", "usable_cores",
         ]
     )  # fmt: skip
