@@ -57,6 +57,7 @@ class TestSlowCook:
         assert first["query_set"]["queries"] == 34
         assert first["per_query"]["r2"] == {"rank": 1, "hit_at_5": True}  # "how are U.S. and United States merged"
         assert len(first["failures"]) == min(5, first["failure_count"])
+        assert all(c["first"]["title"] and c["first"]["score"] > 0 for c in first["failures"])  # what came instead
 
         assert _cook(home, query_set) == 0
         second = _receipt(home)
