@@ -164,7 +164,7 @@ def _print_summary(receipt: dict[str, Any]) -> None:
         score = f"{first['score']:.4f}" if first.get("score") is not None else "-"
         table.add_row(
             escape(f"{case['query_id']}: {case['query']}"),
-            escape(case["expected"][0]),
+            escape(", ".join(case["expected"][:1]) or "(none relevant)"),
             str(case["expected_rank"] or "-"),
             escape(first.get("doc_id", "(nothing)")),
             score,

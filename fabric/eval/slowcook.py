@@ -249,7 +249,7 @@ def verdict_line(comparison: Mapping[str, Any], cases: Mapping[str, Mapping[str,
         return f"fabric slowcook: ok: no regression and no newly missed query since {comparison['previous']['time']}"
     parts = []
     if newly:
-        shown = [f"{q} ({cases[q]['query']!r} → expected {cases[q]['expected'][0]})" for q in newly[:3]]
+        shown = [f"{q} ({cases[q]['query']!r} → expected {', '.join(cases[q]['expected'][:2])})" for q in newly[:3]]
         more = f" and {len(newly) - 3} more" if len(newly) > 3 else ""
         parts.append(f"{len(newly)} newly missed quer{'y' if len(newly) == 1 else 'ies'}: {', '.join(shown)}{more}")
     for metric in regressions:
