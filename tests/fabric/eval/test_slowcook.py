@@ -77,6 +77,14 @@ class TestFailureCases:
         a = next(c for c in cases if c["query_id"] == "a")
         assert (a["expected"], a["first"], a["ndcg_at_10"]) == (["A", "A2"], None, 0.0)
 
+    def test_a_query_with_nothing_relevant(self) -> None:
+        """A query judged only 0 has no expected document and no rank: a failure case, never an IndexError."""
+        ds = _dataset()
+        zero = Dataset(root=ds.root, name=ds.name, split=ds.split, corpus=ds.corpus, corpus_format=ds.corpus_format,
+                       queries=(EvalQuery(id="z", text="query z"),), qrels={"z": {"Z": 0}})  # fmt: skip
+        cases, count = failure_cases(zero, _pass({"z": ["Z"]}), limit=5)
+        assert (count, cases[0]["expected"], cases[0]["expected_rank"]) == (1, [], None)
+
 
 class TestCompare:
     def test_no_previous_is_the_baseline(self) -> None:
