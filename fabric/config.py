@@ -36,9 +36,11 @@ from fabric.config_sections import (
     ModeConfig,
     PenaltyConfig,
     PreflightConfig,
+    SlowCookConfig,
     StageConfig,
 )
 from fabric.errors import ConfigError
+from fabric.eval.metrics import METRIC_KEYS
 from fabric.models import Mode
 from fabric.router.config import RouterConfig, validate_router_config
 
@@ -59,12 +61,15 @@ __all__ = [
     "PenaltyConfig",
     "PreflightConfig",
     "Settings",
+    "SlowCookConfig",
     "StageConfig",
     "default_config_dir",
     "load_settings",
 ]
 
-CONFIG_FILES = ("modes.toml", "lanes.toml", "fusion.toml", "authority.toml", "engine.toml", "router.toml")
+CONFIG_FILES = (
+    "modes.toml", "lanes.toml", "fusion.toml", "authority.toml", "engine.toml", "router.toml", "slowcook.toml",
+)  # fmt: skip
 
 
 class _EnvUrls(Mapping[str, tuple[str, str]]):
@@ -136,6 +141,8 @@ class Settings:
     ingest: IngestConfig = field(default_factory=IngestConfig)
     router: RouterConfig = field(default_factory=RouterConfig)
     """The query router of seed 004 (``config/router.toml``, :mod:`fabric.router.config`)."""
+    slowcook: SlowCookConfig = field(default_factory=SlowCookConfig)
+    """The slow-cook job of seed 002 (``config/slowcook.toml``, ``fabric slowcook``)."""
     sources: tuple[str, ...] = ()
     """Files the settings were read from, in order."""
 
@@ -198,7 +205,7 @@ def load_settings(
 
 _SECTIONS = frozenset(
     {"modes", "lanes", "fusion", "authority", "default", "domains", "engine", "preflight", "penalties", "embeddings",
-     "ingest", "router", "home"}
+     "ingest", "router", "slowcook", "home"}
 )  # fmt: skip
 
 
@@ -228,6 +235,7 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         embeddings=build(EmbeddingsConfig, data.get("embeddings", {}), src, "embeddings"),
         ingest=_read_ingest(data.get("ingest", {}), src),
         router=validate_router_config(router, lanes if "router" in data else {}, src),
+        slowcook=_read_slowcook(data.get("slowcook", {}), src),
         sources=sources,
     )
 
@@ -308,3 +316,16 @@ def _read_ingest(data: Any, src: str) -> IngestConfig:
     if ingest.sync_max_entries < 0:
         raise ConfigError(f"must be >= 0, got {ingest.sync_max_entries}", source=src, key="ingest.sync_max_entries")
     return ingest
+
+
+def _read_slowcook(data: Any, src: str) -> SlowCookConfig:
+    """``[slowcook]``: a positive failure count, non-negative tolerances of known metrics."""
+    cfg: SlowCookConfig = build(SlowCookConfig, data, src, "slowcook")
+    positive(cfg.top_failures, src, "slowcook.top_failures")
+    for metric, drop in cfg.tolerance.items():
+        if metric not in METRIC_KEYS:
+            valid = ", ".join(METRIC_KEYS)
+            raise ConfigError(f"unknown metric; valid: {valid}", source=src, key=f"slowcook.tolerance.{metric}")
+        if drop < 0:
+            raise ConfigError(f"must be >= 0, got {drop}", source=src, key=f"slowcook.tolerance.{metric}")
+    return cfg

@@ -25,6 +25,7 @@ __all__ = [
     "ModeConfig",
     "PenaltyConfig",
     "PreflightConfig",
+    "SlowCookConfig",
     "StageConfig",
 ]
 
@@ -189,3 +190,21 @@ class IngestConfig:
     """Tasks waiting behind the running one; beyond this a submission answers 503."""
     history: int = 100
     """Finished task records kept in ``<home>/tasks.sqlite`` (oldest dropped first), across restarts."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SlowCookConfig:
+    """The slow-cook job of seed 002 (``fabric slowcook``, :mod:`fabric.eval.slowcook`)."""
+
+    queries: str = "evals/queries/demo"
+    """The fixed query set (a dataset folder, :mod:`fabric.eval.dataset`); relative to the project folder."""
+    split: str = "test"
+    """Its qrels split."""
+    receipt: str = ""
+    """Where the receipt is kept (and the previous one read); empty: ``<home>/slowcook/receipt.json``."""
+    top_failures: int = 5
+    """Failure cases the receipt lists (queries whose target is not first), worst first."""
+    tolerance: Mapping[str, float] = field(
+        default_factory=lambda: {"ndcg_at_10": 0.02, "mrr_at_10": 0.02, "hit_at_1": 0.05, "hit_at_5": 0.0}
+    )
+    """Metric → the largest drop against the previous receipt that is not a regression (absolute)."""

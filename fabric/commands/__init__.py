@@ -10,6 +10,7 @@ COMMANDS = (
     "ingest",
     "check",
     "eval",
+    "slowcook",
     "bench",
     "demo",
     "serve",

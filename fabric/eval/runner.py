@@ -57,6 +57,10 @@ class QueryRun:
     """Lane → status."""
     lane_hits: Mapping[str, tuple[LaneHit, ...]] = field(default_factory=dict)
     """Lane → its hits (kept for offline fusion tuning)."""
+    top_score: float | None = None
+    """``score_total`` of the first item (None when the answer is empty)."""
+    top_title: str = ""
+    """Title of the first item (what a failing query found instead; :mod:`fabric.eval.slowcook`)."""
     entity_matches: int | None = None
     """Query entities the graph lane found in the graph (seed 004's diagnostic); None when no graph lane answered.
     Read from its hits' ``matched_entities`` (capped at 20); a graph lane answering with no hits matched none (a
@@ -84,6 +88,7 @@ def _to_run(query_id: str, result: SearchResult, latency_ms: float, keep_lane_hi
             name: tuple((h.id, h.doc_id or h.id, h.score) for h in out.hits) for name, out in result.lanes.items()
         }
     overhead = result.timings.get("overhead_ms")
+    first = result.items[0] if result.items else None
     return QueryRun(
         query_id=query_id,
         doc_ids=tuple(dedupe([it.hit.doc_id or it.hit.id for it in result.items])),
@@ -93,6 +98,8 @@ def _to_run(query_id: str, result: SearchResult, latency_ms: float, keep_lane_hi
         stages=dict(result.stages),
         lane_status={name: out.status.value for name, out in result.lanes.items()},
         lane_hits=lane_hits,
+        top_score=first.score_total if first is not None else None,
+        top_title=first.hit.title if first is not None else "",
         entity_matches=_entity_matches(result),
     )
 

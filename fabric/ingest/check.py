@@ -1,12 +1,12 @@
 """Store agreement: does every store hold exactly the chunks the ledger says it holds? (``fabric check``, and the
 service at start-up.)
 
-For each store that can list its ids (:class:`~fabric.writers.model.ListableStore`: the embedded SQLite FTS5, flat
-vector and SQLite graph stores) the check compares the ids it holds with the ledger's ``done`` chunks recorded as
-held by that store: ``missing`` (the ledger says held, the store lacks it) and ``extra`` (the store holds it, the
-ledger does not say so). Ledger rows still ``pending`` are writes or deletes a crash interrupted. The stores
-*agree* when nothing is missing, extra or pending. Stores that cannot list their ids (server backends) are named
-as unchecked.
+For each store that can list its ids (:class:`~fabric.writers.model.ListableStore`: every store the project writes,
+the embedded SQLite FTS5, flat vector and SQLite graph stores and the Qdrant, Meilisearch and ArangoDB servers) the
+check compares the ids it holds with the ledger's ``done`` chunks recorded as held by that store: ``missing`` (the
+ledger says held, the store lacks it) and ``extra`` (the store holds it, the ledger does not say so). Ledger rows
+still ``pending`` are writes or deletes a crash interrupted. The stores *agree* when nothing is missing, extra or
+pending. A writer that cannot list its ids (a third-party backend without ``ids()``) is named as unchecked.
 
 Repair (``--repair``) makes the ledger and the stores agree again, from the ledger:
 

@@ -13,6 +13,11 @@ overridden and its retries off. The database is created when missing (through ``
 user needs that right; the compose stack uses ``root``). The lane and the writer share :class:`ArangoOptions` (one
 parser of the options), :func:`connect` (the driver set-up) and :func:`map_arango_error` (one error mapping; the
 writer reports a mapped error as an :class:`~fabric.errors.IngestError`).
+
+The writer lists the chunk ids it holds (:class:`~fabric.writers.model.ListableStore`, for ``fabric check``): an
+AQL cursor over the ``chunks`` collection returning each document's ``chunk_id``, read in batches of
+:attr:`ArangoGraphWriter.id_batch` (the driver fetches the next batch with ``POST /_api/cursor/<id>`` while
+``hasMore``).
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ _MAX_DATABASE = 64
 """Longest database name ArangoDB accepts under its traditional naming rules."""
 _DELETE_MENTIONS = "FOR m IN @@c FILTER m._to IN @t REMOVE m IN @@c"
 _DELETE_RELATIONS = "FOR r IN @@c FILTER r.chunk_key IN @k REMOVE r IN @@c"
+_LIST_IDS = "FOR c IN @@c RETURN c.chunk_id"
 _TRIPLES = (
     "FOR r IN @@c FILTER r.chunk_key IN @k RETURN {chunk_id: r.chunk_id, head: r.head, type: r.type, tail: r.tail}"
 )
@@ -209,6 +215,8 @@ class ArangoGraphWriter:
 
     store = "arango"
     needs_vectors = False
+    id_batch = 1000
+    """Chunk ids per cursor batch when listing them (:meth:`ids`)."""
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
         self.opts = ArangoOptions.parse(spec, resources.tenant)
@@ -289,6 +297,14 @@ class ArangoGraphWriter:
                 out.setdefault(str(row["chunk_id"]), set()).add((str(row["head"]), str(row["type"]), str(row["tail"])))
         return out
 
+    def _ids(self) -> set[str]:
+        db = self._connect()
+        cursor = db.aql.execute(_LIST_IDS, bind_vars={"@c": "chunks"}, batch_size=self.id_batch, count=False)
+        try:
+            return {str(key) for key in cursor if key is not None}
+        finally:
+            cursor.close(ignore_missing=True)
+
     async def open(self) -> None:
         """Connect and create the collections if missing; idempotent."""
         await self._guard(self._open_sync, ())
@@ -307,13 +323,13 @@ class ArangoGraphWriter:
         written before the names were stored on them are skipped)."""
         if not ids:
             return {}
-        import requests
-        from arango.exceptions import ArangoError
+        found: dict[str, set[Triple]] = await self._off_loop(self._triples, list(ids))
+        return found
 
-        try:
-            return await asyncio.to_thread(self._triples, list(ids))
-        except (ArangoError, requests.exceptions.RequestException, ConnectionAbortedError) as exc:
-            raise IngestError(f"arangodb {self.url}: {map_arango_error(exc, '', 'arango')}") from None
+    async def ids(self) -> set[str]:
+        """Every chunk id the ``chunks`` collection holds, read through a batched AQL cursor (``fabric check``)."""
+        found: set[str] = await self._off_loop(self._ids)
+        return found
 
     async def aclose(self) -> None:
         """Close the driver's HTTP sessions."""
@@ -322,10 +338,14 @@ class ArangoGraphWriter:
             self._client = self._db = None
 
     async def _guard(self, fn: Any, arg: Any) -> int:
+        return int(await self._off_loop(fn, arg))
+
+    async def _off_loop(self, fn: Any, *args: Any) -> Any:
+        """Run a driver call in a worker thread; driver and transport errors become one :class:`IngestError`."""
         import requests
         from arango.exceptions import ArangoError
 
         try:
-            return int(await asyncio.to_thread(fn, arg))
+            return await asyncio.to_thread(fn, *args)
         except (ArangoError, requests.exceptions.RequestException, ConnectionAbortedError) as exc:
             raise IngestError(f"arangodb {self.url}: {map_arango_error(exc, '', 'arango')}") from None

@@ -11,6 +11,11 @@ Every write is an asynchronous Meilisearch *task*: the writer polls ``GET /tasks
 or ``task_timeout_s`` passes (never an unbounded wait). Index settings applied on open: searchable ``title``,
 ``text``; filterable ``published_ts``, ``domain``, ``doc_id``, ``source_kind``, ``trust``; sortable
 ``published_ts``. Document ids are :func:`fabric.writers.chunk_key` (Meilisearch allows only ``[A-Za-z0-9_-]``).
+
+The writer lists the chunk ids it holds (:class:`~fabric.writers.model.ListableStore`, for ``fabric check``):
+``POST /indexes/{uid}/documents/fetch`` with ``fields: ["id", "chunk_id"]``, paged by ``limit`` (``batch_size``)
+and ``offset`` until the answer's ``total`` is reached (the documented paginated answer ``{results, offset,
+limit, total}``; the route exists since Meilisearch 1.2, the compose stack runs 1.16).
 """
 
 from __future__ import annotations
@@ -193,6 +198,27 @@ class MeilisearchWriter:
         for start in range(0, len(docs), self.batch_size):
             batch = docs[start : start + self.batch_size]
             await self._run("POST", f"/indexes/{self.index}/documents?primaryKey=id", batch, "document upsert")
+
+    async def ids(self) -> set[str]:
+        """Every chunk id the index holds (each document's ``chunk_id``), fetched in pages of ``batch_size``.
+
+        Raises:
+            IngestError: the server failed or answered something that is not a page of documents.
+        """
+        await self.open()
+        found: set[str] = set()
+        offset = 0
+        while True:
+            body = {"fields": ["id", "chunk_id"], "limit": self.batch_size, "offset": offset}
+            page = await self._call("POST", f"/indexes/{self.index}/documents/fetch", body)
+            results = page.get("results") if isinstance(page, dict) else None
+            if not isinstance(results, list):
+                raise IngestError(f"meilisearch: documents fetch answered no results list: {str(page)[:200]}")
+            found.update(str(doc.get("chunk_id") or doc.get("id")) for doc in results if isinstance(doc, dict))
+            offset += len(results)
+            total = page.get("total")
+            if not results or not isinstance(total, int) or offset >= total:
+                return found
 
     async def delete(self, ids: Sequence[str]) -> None:
         """Delete the documents of these chunk ids (unknown ids are ignored by Meilisearch)."""

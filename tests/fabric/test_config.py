@@ -123,3 +123,26 @@ class TestIngestSettings:
         """A bad [ingest] value fails at load naming ingest.<key>."""
         with pytest.raises(ConfigError, match=rf"ingest\.{key}"):
             load_settings(env={f"FABRIC__ingest__{key}": value})
+
+
+class TestSlowCookSettings:
+    def test_shipped_table(self) -> None:
+        """config/slowcook.toml loads: the project's query set, five failure cases, the documented tolerances."""
+        s = load_settings(env={})
+        assert (s.slowcook.queries, s.slowcook.split, s.slowcook.receipt, s.slowcook.top_failures) == (
+            "evals/queries/demo", "test", "", 5,
+        )  # fmt: skip
+        assert s.slowcook.tolerance == {"ndcg_at_10": 0.02, "mrr_at_10": 0.02, "hit_at_1": 0.05, "hit_at_5": 0.0}
+
+    @pytest.mark.parametrize(
+        ("key", "value", "message"),
+        [
+            ("top_failures", "0", "slowcook.top_failures"),
+            ("tolerance__ndcg_at_10", "-0.1", r"slowcook\.tolerance\.ndcg_at_10"),
+            ("tolerance__ndcg", "0.1", "unknown metric; valid: ndcg_at_10"),
+        ],
+    )
+    def test_bad_value_names_key(self, key: str, value: str, message: str) -> None:
+        """A zero failure count, a negative tolerance or an unknown metric fails at load naming its key."""
+        with pytest.raises(ConfigError, match=message):
+            load_settings(env={f"FABRIC__slowcook__{key}": value})

@@ -13,7 +13,7 @@ from fabric.eval.dataset import load_dataset
 from fabric.eval.harness import EvalPlan, prepare_home, run_plan
 from fabric.eval.report import build_artifact, percentile, render_markdown
 from fabric.eval.runner import FUSED, run_pass
-from fabric.models import FusionMode
+from fabric.models import FusionMode, SearchRequest
 from tests.fabric.eval.fake_engine import FakeEngine
 
 TINY = Path(__file__).resolve().parents[2] / "fixtures" / "beir_tiny"
@@ -60,6 +60,14 @@ class TestRunPass:
         p = await run_pass(engine, dataset, name=FUSED, lanes=("keyword",))
         run = p.runs["q1"]
         assert (run.overhead_ms, run.intent, run.stages["stage2_used"]) == (1.0, "factual", False)
+
+    async def test_records_what_came_first(self, dataset, engine) -> None:
+        """The first item's fused score and title are kept (the slow-cook receipt's failure cases show them)."""
+        p = await run_pass(engine, dataset, name=FUSED, lanes=("keyword",))
+        run = p.runs["q1"]
+        first = (await engine.search(SearchRequest(query=dataset.queries[0].text, lanes=("keyword",)))).items[0]
+        assert (run.top_score, run.top_title) == (first.score_total, first.hit.title)
+        assert run.top_score is not None
 
     async def test_records_graph_entity_matches(self, dataset, engine) -> None:
         """A graph lane's matched entities are counted per query; without a graph lane there is no count."""

@@ -1,5 +1,6 @@
 """Store agreement on the real embedded stores (FTS5, flat vectors, SQLite graph) and a real ledger: what the check
-finds after each kind of damage a crash leaves, and what the repair does."""
+finds after each kind of damage a crash leaves, and what the repair does; and on the server stores (Meilisearch,
+ArangoDB) through their writers against the loopback wire-format stand-ins."""
 
 from __future__ import annotations
 
@@ -14,10 +15,17 @@ from fabric.ingest.ledger import LEDGER_FILE, Ledger
 from fabric.ingest.model import StoreWriter
 from fabric.ingest.pipeline import ingest
 from fabric.models import LaneKind
+from fabric.writers import chunk_key
+from lanes.base import LaneResources, LaneSpec
+from lanes.graph.arango_writer import ArangoGraphWriter
 from lanes.graph.sqlite_writer import SqliteGraphWriter
+from lanes.keyword.meilisearch_writer import MeilisearchWriter
 from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
 from lanes.vector.numpy_flat_writer import FlatVectorWriter
+from tests.lanes.graph.fake_arango import FakeArango
+from tests.lanes.keyword.fake_meili import FakeMeili
 from tests.support.embedded import BagEmbedder, chunk, resources, spec
+from tests.support.http import serve
 
 
 def _writers(home: Path, embedder: BagEmbedder) -> list[StoreWriter]:
@@ -168,6 +176,70 @@ class TestRepair:
         assert not report.agree
         assert "Read-only file system" in report.errors["sqlite_fts"]
         assert pending_rows(home) == 1
+
+
+def _server_writers(home: Path, meili_port: int, arango_port: int) -> list[StoreWriter]:
+    res = LaneResources(home=home)
+    meili = LaneSpec(
+        name="keyword",
+        kind=LaneKind.KEYWORD,
+        backend="meilisearch",
+        options={"url": f"http://127.0.0.1:{meili_port}", "task_timeout_s": 5, "batch_size": 3},
+    )
+    arango = LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango",
+                      options={"url": f"http://127.0.0.1:{arango_port}", "write_timeout_s": 5})  # fmt: skip
+    graph = ArangoGraphWriter(arango, res)
+    graph.id_batch = 3  # several cursor batches for 7 chunks
+    return [MeilisearchWriter(meili, res), graph]
+
+
+async def _with_servers(
+    home: Path, mp: int, ap: int, docs: Path | None = None, *, repair: bool = False
+) -> mod.CheckReport:
+    writers = _server_writers(home, mp, ap)
+    try:
+        if docs is not None:
+            await ingest(docs, home=home, writers=writers, embedder=None)
+        return await check_stores(home, writers, repair=repair, vectors=False)
+    finally:
+        for w in writers:
+            await w.aclose()
+
+
+class TestServerStores:
+    async def test_check_and_repair_cover_meilisearch_and_arango(self, tmp_path: Path) -> None:
+        """Both server stores are listed (none unchecked); a lost and a stray document in each are found, the repair
+        removes the strays and records the losses, and the next ingest of the source makes everything agree."""
+        docs = tmp_path / "entries.jsonl"
+        docs.write_text("".join(f'{{"id": "e{i}", "text": "Entry {i} about Graphs"}}\n' for i in range(7)))
+        meili, arango = FakeMeili(), FakeArango()
+        async with serve(meili.app()) as ms, serve(arango.app()) as ars:
+            home = tmp_path / "home"
+            clean = await _with_servers(home, ms.port, ars.port, docs)
+            assert clean.agree
+            assert clean.unchecked == []
+            assert {n: (s.count, s.expected) for n, s in clean.stores.items()} == {"meilisearch": (7, 7),
+                                                                                    "arango": (7, 7)}  # fmt: skip
+            meili.indexes["chunks"]["docs"].pop(chunk_key("e2"))
+            meili_key = chunk_key("m-stray")  # a document our writer wrote, whose ledger row is gone
+            meili.indexes["chunks"]["docs"][meili_key] = {"id": meili_key, "chunk_id": "m-stray", "text": "x"}
+            arango.collections["chunks"]["docs"].pop(chunk_key("e5"))
+            stray_key = chunk_key("a-stray")
+            arango.collections["chunks"]["docs"][stray_key] = {"_key": stray_key, "chunk_id": "a-stray"}
+            damaged = await _with_servers(home, ms.port, ars.port)
+            assert not damaged.agree
+            assert (damaged.stores["meilisearch"].missing, damaged.stores["meilisearch"].extra) == (["e2"], ["m-stray"])
+            assert (damaged.stores["arango"].missing, damaged.stores["arango"].extra) == (["e5"], ["a-stray"])
+            repaired = await _with_servers(home, ms.port, ars.port, repair=True)
+            assert repaired.agree
+            assert repaired.repaired is not None
+            assert (repaired.repaired["deleted_from_stores"], repaired.repaired["marked_missing"]) == (2, 2)
+            assert stray_key not in arango.collections["chunks"]["docs"]
+            assert len(repaired.incomplete) == 1
+            healed = await _with_servers(home, ms.port, ars.port, docs)
+        assert healed.agree
+        assert healed.incomplete == {}
+        assert {s.count for s in healed.stores.values()} == {7}
 
 
 def test_public_api() -> None:

@@ -6,6 +6,9 @@ that was never created answers 404, errorNum 1228); errors are ``{"error": true,
 "code"}``. AQL is not parsed: the cursor endpoint evaluates the lane's and writer's *known* query texts in Python
 over the stored collections (any other text is a 400 parse error, errorNum 1501), which also proves that user text
 never reaches the query string. ``maxRuntime`` is honoured: a query slower than it is killed (410, errorNum 1500).
+``batchSize`` is honoured: a longer result answers its first batch with ``hasMore: true`` and a cursor ``id``;
+``POST /_api/cursor/<id>`` answers the next batch (``200``) and drops the cursor after the last one, ``DELETE
+/_api/cursor/<id>`` drops it early (``202``); an unknown cursor is a 404, errorNum 1600.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from lanes.graph.arango import SEARCH_AQL
-from lanes.graph.arango_writer import _DELETE_MENTIONS, _DELETE_RELATIONS, _TRIPLES
+from lanes.graph.arango_writer import _DELETE_MENTIONS, _DELETE_RELATIONS, _LIST_IDS, _TRIPLES
 
 __all__ = ["FakeArango"]
 
@@ -36,6 +39,10 @@ class FakeArango:
         self.cursors: list[dict[str, Any]] = []
         self.query_delay_s = 0.0
         self.hang = False
+        self.open_cursors: dict[str, tuple[int, list[Any]]] = {}
+        """Cursor id → (batch size, the rows not yet returned)."""
+        self.batches: list[int] = []
+        """Size of every batch answered (first and follow-up), in order."""
 
     def app(self) -> web.Application:
         """The aiohttp application."""
@@ -47,6 +54,8 @@ class FakeArango:
         app.router.add_post("/_db/{db}/_api/document/{coll}", self._insert)
         app.router.add_delete("/_db/{db}/_api/document/{coll}", self._remove)
         app.router.add_post("/_db/{db}/_api/cursor", self._cursor)
+        app.router.add_post("/_db/{db}/_api/cursor/{id}", self._next_batch)
+        app.router.add_delete("/_db/{db}/_api/cursor/{id}", self._drop_cursor)
         return app
 
     @property
@@ -152,6 +161,8 @@ class FakeArango:
                 for key in [k for k, d in docs.items() if d.get(field) in values]:
                     del docs[key]
                 result = []
+            elif body["query"] == _LIST_IDS:
+                result = [d.get("chunk_id") for d in self._docs(collections, bind["@c"]).values()]
             elif body["query"] == _TRIPLES:
                 keys = set(bind.get("k") or [])
                 rels = self._docs(collections, bind["@c"]).values()
@@ -164,17 +175,40 @@ class FakeArango:
                 return _err(400, 1501, "syntax error, unexpected query")
         except KeyError as exc:
             return _err(404, 1203, f"AQL: collection or view not found: {exc.args[0]}")
-        return web.json_response(
-            {
-                "result": result,
-                "hasMore": False,
-                "cached": False,
-                "error": False,
-                "code": 201,
-                "extra": {"warnings": [], "stats": {"executionTime": 0.001}},
-            },
-            status=201,
-        )
+        batch = int(body.get("batchSize") or 1000)
+        cursor_id = str(len(self.cursors))
+        if len(result) > batch:
+            self.open_cursors[cursor_id] = (batch, list(result[batch:]))
+        return self._batch(result[:batch], cursor_id, 201)
+
+    def _batch(self, rows: list[Any], cursor_id: str, status: int) -> web.Response:
+        self.batches.append(len(rows))
+        more = cursor_id in self.open_cursors
+        body: dict[str, Any] = {
+            "result": rows,
+            "hasMore": more,
+            "cached": False,
+            "error": False,
+            "code": status,
+            "extra": {"warnings": [], "stats": {"executionTime": 0.001}},
+        }
+        if more:
+            body["id"] = cursor_id
+        return web.json_response(body, status=status)
+
+    async def _next_batch(self, request: web.Request) -> web.Response:
+        cursor_id = request.match_info["id"]
+        if cursor_id not in self.open_cursors:
+            return _err(404, 1600, "cursor not found")
+        size, rest = self.open_cursors.pop(cursor_id)
+        if rest[size:]:
+            self.open_cursors[cursor_id] = (size, rest[size:])
+        return self._batch(rest[:size], cursor_id, 200)
+
+    async def _drop_cursor(self, request: web.Request) -> web.Response:
+        if self.open_cursors.pop(request.match_info["id"], None) is None:
+            return _err(404, 1600, "cursor not found")
+        return web.json_response({"id": request.match_info["id"], "error": False, "code": 202}, status=202)
 
     def _search(self, collections: dict[str, dict[str, Any]], bind: dict[str, Any]) -> list[dict[str, Any]]:
         entities, relations = self._docs(collections, bind["@entities"]), self._docs(collections, bind["@relations"])

@@ -6,10 +6,11 @@ import pytest
 import requests
 
 import lanes.graph.arango_writer as mod
-from fabric.errors import ConfigError, LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.errors import ConfigError, IngestError, LaneRejected, LaneTimeout, LaneUnavailable
 from fabric.faultproxy import Fault, FaultProxy
 from fabric.models import LaneKind, LaneRequest
 from fabric.writers import chunk_key
+from fabric.writers.model import ListableStore
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.arango import ArangoGraphLane
 from tests.lanes.graph.fake_arango import FakeArango
@@ -57,6 +58,44 @@ class TestArangoGraphWriter:
         mentions = fake.collections["mentions"]["docs"].values()
         assert all(not m["_to"].endswith(chunk_key("d3#0")) for m in mentions)
         assert len(fake.collections["chunks"]["docs"]) == 2
+
+
+class TestListIds:
+    async def test_ids_come_back_through_batched_cursors(self) -> None:
+        """ids() reads every chunk id through an AQL cursor, one batch per request, and leaves no cursor open."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            writer = await _ingest(srv.port)
+            writer.id_batch = 2
+            assert isinstance(writer, ListableStore)
+            found = await writer.ids()
+            await writer.aclose()
+        assert found == {"d1#0", "d2#0", "d3#0"}
+        assert fake.batches[-2:] == [2, 1]
+        assert fake.cursors[-1]["batchSize"] == 2
+        assert fake.open_cursors == {}
+
+    async def test_ids_follow_deletes(self) -> None:
+        """A deleted chunk is no longer listed; an empty database lists nothing."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            writer = await _ingest(srv.port)
+            await writer.delete(["d2#0"])
+            after_delete = await writer.ids()
+            await writer.delete(["d1#0", "d3#0"])
+            empty = await writer.ids()
+            await writer.aclose()
+        assert (after_delete, empty) == ({"d1#0", "d3#0"}, set())
+
+    async def test_listing_failure_is_an_ingest_error(self) -> None:
+        """A server failure while listing is one IngestError naming the server, never a driver traceback."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            writer = await _ingest(srv.port)
+            fake.collections.pop("chunks")
+            with pytest.raises(IngestError, match=r"arangodb http://127\.0\.0\.1:\d+: .*collection or view not found"):
+                await writer.ids()
+            await writer.aclose()
 
 
 class TestSharedPieces:

@@ -4,7 +4,9 @@ Behaviour follows the API reference: writes answer ``202`` with a summarised tas
 enqueued``) and finish asynchronously (``GET /tasks/{uid}``: ``processing`` then ``succeeded``/``failed``);
 errors are ``{"message", "code", "type", "link"}`` with 401/403/404/400; search honours ``q``, ``limit``,
 ``filter`` (array form, ``AND``-ed; ``OR``, ``>=``, ``<=``, ``=``, ``IN [...]``, ``IS NULL`` and escaped string
-literals) and ``showRankingScore`` (``_rankingScore`` in 0..1).
+literals) and ``showRankingScore`` (``_rankingScore`` in 0..1); ``POST /indexes/{uid}/documents/fetch`` lists
+documents in insertion order with ``fields``, ``limit`` (default 20) and ``offset``, answering the documented page
+``{"results", "offset", "limit", "total"}``.
 """
 
 from __future__ import annotations
@@ -108,6 +110,7 @@ class FakeMeili:
         self.delay_s = 0.0
         self.hang = False
         self.status_override: int | None = None
+        self.fetches: list[dict[str, Any]] = []
 
     def app(self) -> web.Application:
         """The aiohttp application."""
@@ -117,6 +120,7 @@ class FakeMeili:
         app.router.add_patch("/indexes/{uid}/settings", self._settings)
         app.router.add_post("/indexes/{uid}/documents", self._add_documents)
         app.router.add_post("/indexes/{uid}/documents/delete-batch", self._delete_batch)
+        app.router.add_post("/indexes/{uid}/documents/fetch", self._fetch_documents)
         app.router.add_post("/indexes/{uid}/search", self._search)
         app.router.add_get("/tasks/{uid}", self._task)
         return app
@@ -195,6 +199,19 @@ class FakeMeili:
         for key in await request.json():
             index["docs"].pop(str(key), None)
         return self._enqueue(request.match_info["uid"], "documentDeletion")
+
+    async def _fetch_documents(self, request: web.Request) -> web.Response:
+        index = self._index(request)
+        if index is None:
+            return _err(404, "index_not_found", f"Index `{request.match_info['uid']}` not found.")
+        body = await request.json()
+        self.fetches.append(body)
+        offset, limit, fields = int(body.get("offset", 0)), int(body.get("limit", 20)), body.get("fields")
+        if offset < 0 or limit < 0:
+            return _err(400, "invalid_document_offset", "offset and limit must be positive integers.")
+        docs = list(index["docs"].values())
+        page = [d if not fields else {k: d[k] for k in fields if k in d} for d in docs[offset : offset + limit]]
+        return web.json_response({"results": page, "offset": offset, "limit": limit, "total": len(docs)})
 
     async def _search(self, request: web.Request) -> web.Response:
         if self.hang:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from aiohttp import web
 
@@ -9,6 +11,7 @@ import lanes.keyword.meilisearch_writer as mod
 from fabric.errors import ConfigError, IngestError
 from fabric.models import LaneKind
 from fabric.writers import chunk_key
+from fabric.writers.model import ListableStore
 from lanes.base import LaneSpec
 from lanes.keyword.meilisearch_writer import INDEX_SETTINGS
 from tests.lanes.keyword.fake_meili import FakeMeili
@@ -48,6 +51,53 @@ class TestMeilisearchWriter:
             writer = _store(srv.port, session, task_timeout_s=0.05)
             with pytest.raises(IngestError, match="still processing"):
                 await writer.upsert(CHUNKS)
+
+
+class TestListIds:
+    async def test_ids_are_fetched_in_pages(self) -> None:
+        """ids() pages through documents/fetch (limit = batch_size) asking only the id fields."""
+        fake = FakeMeili()
+        async with serve(fake.app()) as srv, guarded(["meilisearch.test"]) as session:
+            writer = _store(srv.port, session, batch_size=2)
+            await writer.upsert(CHUNKS)
+            assert isinstance(writer, ListableStore)
+            found = await writer.ids()
+        assert found == {c.id for c in CHUNKS}
+        assert [(f["offset"], f["limit"]) for f in fake.fetches] == [(0, 2), (2, 2)]
+        assert all(f["fields"] == ["id", "chunk_id"] for f in fake.fetches)
+
+    async def test_ids_follow_deletes(self) -> None:
+        """A deleted document is no longer listed; an emptied index lists nothing."""
+        fake = FakeMeili()
+        async with serve(fake.app()) as srv, guarded(["meilisearch.test"]) as session:
+            writer = await _ingest(srv.port, session)
+            await writer.delete(["d1#0"])
+            after_delete = await writer.ids()
+            await writer.delete([c.id for c in CHUNKS])
+            empty = await writer.ids()
+        assert (after_delete, empty) == ({c.id for c in CHUNKS} - {"d1#0"}, set())
+
+    async def test_a_bad_answer_is_an_ingest_error(self) -> None:
+        """A fetch answer without a results list is one IngestError, never a KeyError."""
+        async with serve(_broken_fetch_app(FakeMeili())) as srv, guarded(["meilisearch.test"]) as session:
+            writer = _store(srv.port, session)
+            with pytest.raises(IngestError, match="no results list"):
+                await writer.ids()
+
+
+def _broken_fetch_app(fake: FakeMeili) -> web.Application:
+    """The stand-in, except that documents/fetch answers a search-shaped body."""
+
+    @web.middleware
+    async def broken(request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.path.endswith("/documents/fetch"):
+            return web.json_response({"hits": []})
+        resp: web.StreamResponse = await handler(request)
+        return resp
+
+    app = fake.app()
+    app.middlewares.append(broken)
+    return app
 
 
 def _stuck_app() -> web.Application:
