@@ -85,6 +85,16 @@ def _map_error(exc: sqlite3.Error) -> Exception:
     return LaneBadResponse(f"sqlite error: {exc}", provider="sqlite_fts5")
 
 
+def _with_payload(conn: sqlite3.Connection, top: list[Any]) -> list[Any]:
+    """``(rowid, score)`` rows as ``chunks`` rows (``CHUNK_COLUMNS``) followed by the score, in the same order; a
+    row a writer deleted between the ranking and this read is left out."""
+    if not top:
+        return []
+    sql = f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid IN ({', '.join('?' * len(top))})"
+    payload = {row[0]: row[1:] for row in conn.execute(sql, [rowid for rowid, _ in top])}
+    return [(*payload[rowid], score) for rowid, score in top if rowid in payload]
+
+
 class SqliteFtsKeywordLane(BaseLane):
     """BM25 over SQLite FTS5 with porter stemming; title weighted above body."""
 
@@ -127,6 +137,8 @@ class SqliteFtsKeywordLane(BaseLane):
         ]
 
     def _ranked(self, conn: sqlite3.Connection, expr: str, where: str, params: list[Any], top_k: int) -> list[Any]:
+        if where == "1":
+            return self._ranked_unfiltered(conn, expr, top_k)
         cols = ", ".join(f"c.{col.strip()}" for col in CHUNK_COLUMNS.split(","))
         sql = (
             f"SELECT {cols}, bm25(chunks_fts, ?, ?) AS s FROM chunks_fts "
@@ -134,6 +146,15 @@ class SqliteFtsKeywordLane(BaseLane):
             f"WHERE chunks_fts MATCH ? AND {where} ORDER BY s LIMIT ?"
         )
         return conn.execute(sql, [self.title_weight, self.text_weight, expr, *params, top_k]).fetchall()
+
+    def _ranked_unfiltered(self, conn: sqlite3.Connection, expr: str, top_k: int) -> list[Any]:
+        """Rank in the index alone, then read the payload of the ``top_k`` best rows only: joining ``chunks``
+        before the sort reads a payload row for every match (thousands at 50K entries), 1.5 x the time."""
+        top = conn.execute(
+            "SELECT rowid, bm25(chunks_fts, ?, ?) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+            [self.title_weight, self.text_weight, expr, top_k],
+        ).fetchall()
+        return _with_payload(conn, top)
 
     async def aclose(self) -> None:
         """Close the connections."""

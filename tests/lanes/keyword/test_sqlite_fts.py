@@ -206,6 +206,25 @@ class TestSearch:
         """A query without word tokens returns no hits."""
         assert await lane.search(LaneRequest(query="?!", top_k=5)) == []
 
+    @pytest.mark.parametrize("top_k", [1, 3, 50])
+    async def test_unfiltered_ranking_equals_the_joined_one(self, lane: SqliteFtsKeywordLane, top_k: int) -> None:
+        """Ranking in the index alone and reading the top rows' payload afterwards gives the same rows, scores
+        and order as the join the filtered queries use (a condition that is always true forces the join)."""
+        expr = match_expression("rank fusion notes reactor runners")
+        assert expr is not None
+        split = await lane.db.run(lambda conn: lane._ranked(conn, expr, "1", [], top_k))
+        joined = await lane.db.run(lambda conn: lane._ranked(conn, expr, "1 = 1", [], top_k))
+        assert len(split) == min(top_k, 6)
+        assert split == joined
+
+    async def test_a_row_gone_before_its_payload_is_read_is_left_out(self, lane: SqliteFtsKeywordLane) -> None:
+        """A ranked row that a writer deleted before its payload was read is left out; order is kept."""
+        rowids = await lane.db.run(lambda conn: dict(conn.execute("SELECT id, rowid FROM chunks").fetchall()))
+        top = [(rowids["b"], -3.0), (10_000, -2.0), (rowids["a"], -1.0)]
+        rows = await lane.db.run(lambda conn: mod._with_payload(conn, top))
+        assert [(row[0], row[-1]) for row in rows] == [("b", -3.0), ("a", -1.0)]
+        assert await lane.db.run(lambda conn: mod._with_payload(conn, [])) == []
+
 
 def test_public_api() -> None:
     """The module exports exactly its lane and the expression builder."""
