@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,9 +98,13 @@ class MemoryIndex:
     """The current :class:`Snapshot` of one FTS5 store, refreshed in the background after other connections
     commit; also FTS5's stemmer for query words."""
 
-    def __init__(self, path: Path, title_weight: float, text_weight: float) -> None:
+    def __init__(self, path: Path, title_weight: float, text_weight: float, *, pause: float = 1.0) -> None:
         self.path = path
         self.weights = (title_weight, text_weight)
+        self.pause = pause
+        """After a read of ``d`` seconds, the next one starts no sooner than ``pause * d`` seconds later: while a
+        long ingest commits batch after batch, reading snapshots takes at most half a core (FTS5 answers)."""
+        self._not_before = 0.0
         self._snapshot: Snapshot | None = None
         self._version: object = None
         self._conn: sqlite3.Connection | None = None
@@ -113,16 +118,19 @@ class MemoryIndex:
     def snapshot(self) -> Snapshot | None:
         """The snapshot when it matches the committed store, else None (and a fresh one is being read)."""
         with self._lock:
-            current = self._conn is not None and self._snapshot is not None
-            if current and self._conn.execute("PRAGMA data_version").fetchone()[0] == self._version:  # type: ignore[union-attr]
-                return self._snapshot
-            if self._loader is None or not self._loader.is_alive():
+            conn, snap = self._conn, self._snapshot
+            version = conn.execute("PRAGMA data_version").fetchone()[0] if conn is not None else None
+            if snap is not None and version == self._version:
+                return snap
+            idle = self._loader is None or not self._loader.is_alive()
+            if idle and time.monotonic() >= self._not_before:
                 self._loader = threading.Thread(target=self.refresh, name="fts-memory-index", daemon=True)
                 self._loader.start()
         return None
 
     def refresh(self) -> None:
         """Read a new snapshot now (in the calling thread) on a new connection that then watches the store."""
+        started = time.monotonic()
         conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
         try:
             with conn:  # one read transaction: vocabulary, instances and row count of one committed state
@@ -135,6 +143,7 @@ class MemoryIndex:
             return
         with self._lock:
             old, self._conn, self._snapshot, self._version = self._conn, conn, snap, version
+            self._not_before = time.monotonic() + self.pause * (time.monotonic() - started)
         if old is not None:
             old.close()
 
@@ -148,19 +157,24 @@ class MemoryIndex:
         """FTS5's token for each word, or None when a word is not exactly one token (then FTS5 must answer)."""
         out: list[str] = []
         for word in words:
-            if word not in self._stems:
-                with self._lock, self._tokenizer:
-                    self._tokenizer.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", [word])
-                    tokens = [t for (t,) in self._tokenizer.execute("SELECT term FROM tv")]
-                    self._tokenizer.execute("DELETE FROM t")
-                if len(self._stems) >= _MAX_STEMS:
-                    self._stems.clear()
-                self._stems[word] = tokens[0] if len(tokens) == 1 else None
-            stem = self._stems[word]
+            try:
+                stem = self._stems[word]
+            except KeyError:
+                stem = self._stem(word)
             if stem is None:
                 return None
             out.append(stem)
         return out
+
+    def _stem(self, word: str) -> str | None:
+        with self._lock, self._tokenizer:
+            self._tokenizer.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", [word])
+            tokens = [t for (t,) in self._tokenizer.execute("SELECT term FROM tv")]
+            self._tokenizer.execute("DELETE FROM t")
+            if len(self._stems) >= _MAX_STEMS:
+                self._stems.clear()
+            self._stems[word] = stem = tokens[0] if len(tokens) == 1 else None
+        return stem
 
     def close(self) -> None:
         """Wait for a refresh, then close the connections."""

@@ -91,7 +91,7 @@ class TestFreshness:
         """After a writer commits, the old snapshot is never used; a background read brings the new rows in,
         and deleted rows out."""
         writer = await _store(tmp_path)
-        index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), 2.0, 1.0)
+        index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), 2.0, 1.0, pause=0)
         index.refresh()
         await writer.upsert([chunk("f", "Zeppelin fusion", title="Airship")])
         assert index.snapshot() is None
@@ -144,6 +144,18 @@ class TestLane:
                 want = await fts_only.search(LaneRequest(query=query, top_k=3))
                 assert [(h.id, pytest.approx(h.score, rel=1e-12)) for h in got] == [(h.id, h.score) for h in want]
             assert with_memory.memory.snapshot() is not None
+
+
+async def test_reads_pause_after_a_read(tmp_path: Path) -> None:
+    """Right after a read, a commit does not start another one before the pause has passed: FTS5 answers."""
+    writer = await _store(tmp_path)
+    index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), 2.0, 1.0, pause=1e6)
+    index.refresh()
+    await writer.upsert([chunk("f", "Zeppelin", title="Airship")])
+    assert index.snapshot() is None
+    assert index._loader is None
+    index.close()
+    await writer.aclose()
 
 
 def test_public_api() -> None:
