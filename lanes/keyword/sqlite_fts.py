@@ -12,17 +12,24 @@ nothing (its words are already terms). BM25 weights the title above the body. Th
 domains and an optional trust filter apply in SQL; the query's inferred years (``query_years``) are a soft
 filter: chunks published outside them come after every other match (deep fill), never dropped.
 
+Ranking: FTS5's ``bm25()`` scores every row matching any term (no top-k pruning), 15-20 ms a query at 50K
+passages. A plain OR of terms without filters is therefore ranked in :class:`~lanes.keyword.memory_index.MemoryIndex`,
+an in-memory copy of the same postings with the same formula and scores (about 1 ms at 50K), while that copy
+matches the committed store; otherwise, and for phrases and filters, FTS5 ranks. Only the ``top_k`` best rows'
+payload is read from ``chunks``. ``memory = false`` turns the copy off.
+
 Options (``lanes.toml``)::
 
     [lanes.keyword]
     kind = "keyword"
     backend = "sqlite_fts"
     options = { path = ".fabric/keyword.sqlite", title_weight = 2.0, text_weight = 1.0, trust = "",
-                phrase_boost = 2 }
+                phrase_boost = 2, memory = true }
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
 from typing import Any
@@ -30,6 +37,7 @@ from typing import Any
 from fabric.errors import LaneBadResponse, LaneUnavailable
 from fabric.models import Hit, LaneRequest
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
+from lanes.keyword.memory_index import MemoryIndex
 from lanes.keyword.sqlite_fts_writer import FTS_SCHEMA, SqliteFtsWriter, fts_path
 from lanes.keyword.stopwords import ENGLISH_STOPWORDS
 from lanes.sqlite_common import (
@@ -85,6 +93,16 @@ def _map_error(exc: sqlite3.Error) -> Exception:
     return LaneBadResponse(f"sqlite error: {exc}", provider="sqlite_fts5")
 
 
+def _with_payload(conn: sqlite3.Connection, top: list[Any]) -> list[Any]:
+    """``(rowid, score)`` rows as ``chunks`` rows (``CHUNK_COLUMNS``) followed by the score, in the same order; a
+    row a writer deleted between the ranking and this read is left out."""
+    if not top:
+        return []
+    sql = f"SELECT rowid, {CHUNK_COLUMNS} FROM chunks WHERE rowid IN ({', '.join('?' * len(top))})"
+    payload = {row[0]: row[1:] for row in conn.execute(sql, [rowid for rowid, _ in top])}
+    return [(*payload[rowid], score) for rowid, score in top if rowid in payload]
+
+
 class SqliteFtsKeywordLane(BaseLane):
     """BM25 over SQLite FTS5 with porter stemming; title weighted above body."""
 
@@ -98,10 +116,16 @@ class SqliteFtsKeywordLane(BaseLane):
         self.trust = str(opts.get("trust", "")) or None
         self.phrase_boost = int(opts.get("phrase_boost", 2))
         self.db = SqliteDb(fts_path(spec, resources), FTS_SCHEMA)
+        self.memory = (
+            MemoryIndex(self.db.path, self.title_weight, self.text_weight) if opts.get("memory", True) else None
+        )
 
     async def open(self) -> None:
-        """Open this thread's connection (creating the schema when the store is new)."""
+        """Open this thread's connection (creating the schema when the store is new); start reading the
+        in-memory copy of the postings."""
         await self.db.run(lambda conn: None)
+        if self.memory is not None:
+            self.memory.snapshot()
 
     async def search(self, request: LaneRequest) -> list[Hit]:
         """BM25-ranked chunks matching any query term or phrase; inside the query's years first (deep fill)."""
@@ -110,8 +134,10 @@ class SqliteFtsKeywordLane(BaseLane):
             return []
         where, params = filter_sql(request.constraints, trust=self.trust)
         soft = query_years_sql(request.constraints)
+        terms = query_terms(request.query)
+        plain = terms if expr == "(" + " OR ".join(f'"{t}"' for t in terms) + ")" else None  # no phrase clauses
         try:
-            rows = await self.db.run(lambda conn: self._ranked(conn, expr, where, params, request.top_k))
+            rows = await self.db.run(lambda conn: self._ranked(conn, expr, where, params, request.top_k, plain))
             if soft is not None:  # the query's years: matching or undated chunks first, then the rest
                 cond, extra = soft
                 preferred = await self.db.run(
@@ -126,17 +152,42 @@ class SqliteFtsKeywordLane(BaseLane):
             for i, (row, score) in enumerate(zip(rows, scores, strict=True), start=1)
         ]
 
-    def _ranked(self, conn: sqlite3.Connection, expr: str, where: str, params: list[Any], top_k: int) -> list[Any]:
+    def _ranked(
+        self,
+        conn: sqlite3.Connection,
+        expr: str,
+        where: str,
+        params: list[Any],
+        top_k: int,
+        terms: list[str] | None = None,
+    ) -> list[Any]:
+        if where == "1":
+            return self._ranked_unfiltered(conn, expr, top_k, terms)
         cols = ", ".join(f"c.{col.strip()}" for col in CHUNK_COLUMNS.split(","))
         sql = (
             f"SELECT {cols}, bm25(chunks_fts, ?, ?) AS s FROM chunks_fts "
             f"JOIN chunks c ON c.rowid = chunks_fts.rowid "
-            f"WHERE chunks_fts MATCH ? AND {where} ORDER BY s LIMIT ?"
+            f"WHERE chunks_fts MATCH ? AND {where} ORDER BY s, c.rowid LIMIT ?"
         )
         return conn.execute(sql, [self.title_weight, self.text_weight, expr, *params, top_k]).fetchall()
 
+    def _ranked_unfiltered(self, conn: sqlite3.Connection, expr: str, top_k: int, terms: list[str] | None) -> list[Any]:
+        """Rank in the in-memory copy of the index when it is current and the query is an OR of plain terms,
+        else in FTS5 alone (same scores); then read the payload of the ``top_k`` best rows only: joining
+        ``chunks`` before the sort reads a payload row for every match (thousands at 50K entries), 1.5 x the time."""
+        snap = self.memory.snapshot() if self.memory is not None and terms is not None else None
+        stems = self.memory.stems(terms) if snap is not None and self.memory is not None and terms else None
+        if snap is not None and stems is not None:
+            return _with_payload(conn, snap.top(stems, top_k))
+        sql = "SELECT rowid, bm25(chunks_fts, ?, ?) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s, rowid"
+        sql += " LIMIT ?"
+        top = conn.execute(sql, [self.title_weight, self.text_weight, expr, top_k]).fetchall()
+        return _with_payload(conn, top)
+
     async def aclose(self) -> None:
-        """Close the connections."""
+        """Close the connections (after a running refresh of the in-memory index)."""
+        if self.memory is not None:
+            await asyncio.to_thread(self.memory.close)
         self.db.close()
 
 

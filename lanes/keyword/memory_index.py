@@ -1,0 +1,186 @@
+"""An in-memory copy of the FTS5 store's postings that ranks exactly as FTS5's ``bm25()``, 20-60 × faster at 50K.
+
+FTS5's ``bm25()`` has no top-k pruning: it scores every row that matches any term of the OR query, about 1.5 µs
+a row, and at 50K passages a SciFact claim matches a fifth of them. This index holds, for every term FTS5 has
+indexed, the rows containing it and their column-weighted term frequency, read from FTS5 itself through an
+``fts5vocab`` table (its tokens, its porter stems), and each row's length in tokens. A query adds each term's
+contribution with numpy, using FTS5's formula (k1 1.2, b 0.75, IDF ``ln((N - n + 0.5) / (n + 0.5))`` floored
+at 1e-6, ``N`` the row count, average length over all rows), so the scores equal ``-bm25(chunks_fts, title,
+text)`` and the lane's ranking does not change.
+
+The SQLite store stays the only truth (persistence, incremental writes, deletes, tenants): a snapshot is used
+only while ``PRAGMA data_version`` of its own connection says no other connection has committed since it was
+read. Otherwise :meth:`MemoryIndex.snapshot` answers None (the lane asks FTS5, same scores) and one background
+thread reads a fresh snapshot. Query words are stemmed by FTS5's own tokenizer (a temporary in-memory table).
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import structlog
+
+__all__ = ["MemoryIndex", "Snapshot"]
+
+log = structlog.get_logger(__name__)
+
+_K1, _B = 1.2, 0.75
+_TOKENIZER = "porter unicode61 remove_diacritics 2"
+_MAX_STEMS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The postings of one committed state of the store."""
+
+    postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
+    """term -> (rowids, column-weighted frequency in that row)."""
+    norm: npt.NDArray[np.float64]
+    """Per rowid: ``k1 * (1 - b + b * length / average length)``."""
+    n_rows: int
+
+    def top(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+        """``(rowid, -score)`` of the ``k`` best rows matching any of ``terms`` (stems, repeats counted), best
+        first, ties by rowid; the negated score is what FTS5's ``bm25()`` returns."""
+        acc = np.zeros(len(self.norm))
+        for term in terms:
+            rows, freq = self.postings.get(term, (None, None))
+            if rows is None or freq is None:
+                continue
+            idf = max(math.log((self.n_rows - len(rows) + 0.5) / (len(rows) + 0.5)), 1e-6)
+            acc[rows] += idf * freq * (_K1 + 1) / (freq + self.norm[rows])
+        hits = np.flatnonzero(acc)
+        if len(hits) > k:
+            hits = hits[np.argpartition(-acc[hits], k - 1)[:k]]
+        hits = hits[np.lexsort((hits, -acc[hits]))]
+        return [(int(r), -float(acc[r])) for r in hits]
+
+
+def read_snapshot(conn: sqlite3.Connection, title_weight: float, text_weight: float) -> Snapshot:
+    """Read every posting of ``chunks_fts`` (call inside a read transaction, so the parts agree)."""
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.kw_rows USING fts5vocab(main, chunks_fts, row)")
+    conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.kw_inst USING fts5vocab(main, chunks_fts, instance)")
+    vocab = conn.execute("SELECT term, cnt FROM temp.kw_rows").fetchall()  # FTS5 term order, as the instances
+    # one number per token, rowid * 2 + 1 when it is in the title, as one string: 3 x faster than a row each
+    text = conn.execute("SELECT group_concat(doc * 2 + (col = 'title'), ' ') FROM temp.kw_inst").fetchone()[0]
+    codes = np.fromstring(text or "", dtype=np.int64, sep=" ")
+    n_rows = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    if not len(codes):
+        return Snapshot(postings={}, norm=np.zeros(1), n_rows=n_rows)
+    rowids = codes >> 1
+    weight = np.where(codes & 1, title_weight, text_weight)
+    length = np.bincount(rowids).astype(np.float64)
+    avg = length.sum() / max(n_rows, 1)
+    ends = np.cumsum([cnt for _, cnt in vocab], dtype=np.int64)
+    if len(codes) != ends[-1]:
+        raise sqlite3.DatabaseError("fts5vocab row and instance tables disagree")
+    term_id = np.repeat(np.arange(len(vocab)), np.diff(ends, prepend=0))
+    new = np.ones(len(codes), dtype=bool)  # first instance of each (term, row) pair
+    new[1:] = (term_id[1:] != term_id[:-1]) | (rowids[1:] != rowids[:-1])
+    starts = np.flatnonzero(new)
+    freq, rows, owner = np.add.reduceat(weight, starts), rowids[starts], term_id[starts]
+    bounds = np.searchsorted(owner, np.arange(len(vocab) + 1))
+    postings = {
+        term: (rows[bounds[i] : bounds[i + 1]], freq[bounds[i] : bounds[i + 1]]) for i, (term, _) in enumerate(vocab)
+    }
+    return Snapshot(postings=postings, norm=_K1 * (1 - _B + _B * length / avg), n_rows=n_rows)
+
+
+class MemoryIndex:
+    """The current :class:`Snapshot` of one FTS5 store, refreshed in the background after other connections
+    commit; also FTS5's stemmer for query words."""
+
+    def __init__(self, path: Path, title_weight: float, text_weight: float, *, pause: float = 1.0) -> None:
+        self.path = path
+        self.weights = (title_weight, text_weight)
+        self.pause = pause
+        """After a read of ``d`` seconds, the next one starts no sooner than ``pause * d`` seconds later: while a
+        long ingest commits batch after batch, reading snapshots takes at most half a core (FTS5 answers)."""
+        self._not_before = 0.0
+        self._snapshot: Snapshot | None = None
+        self._version: object = None
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._loader: threading.Thread | None = None
+        self._stems: dict[str, str | None] = {}
+        self._tokenizer = sqlite3.connect(":memory:", check_same_thread=False)
+        self._tokenizer.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{_TOKENIZER}')")
+        self._tokenizer.execute("CREATE VIRTUAL TABLE tv USING fts5vocab(t, instance)")
+
+    def snapshot(self) -> Snapshot | None:
+        """The snapshot when it matches the committed store, else None (and a fresh one is being read)."""
+        with self._lock:
+            conn, snap = self._conn, self._snapshot
+            version = conn.execute("PRAGMA data_version").fetchone()[0] if conn is not None else None
+            if snap is not None and version == self._version:
+                return snap
+            idle = self._loader is None or not self._loader.is_alive()
+            if idle and time.monotonic() >= self._not_before:
+                self._loader = threading.Thread(target=self.refresh, name="fts-memory-index", daemon=True)
+                self._loader.start()
+        return None
+
+    def refresh(self) -> None:
+        """Read a new snapshot now (in the calling thread) on a new connection that then watches the store."""
+        started = time.monotonic()
+        conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
+        try:
+            with conn:  # one read transaction: vocabulary, instances and row count of one committed state
+                conn.execute("BEGIN")
+                version = conn.execute("PRAGMA data_version").fetchone()[0]
+                snap = read_snapshot(conn, *self.weights)
+        except sqlite3.Error as exc:  # the lane keeps asking FTS5, which reports the error itself
+            conn.close()
+            log.warning("keyword_memory_index_unavailable", path=str(self.path), error=str(exc))
+            return
+        with self._lock:
+            old, self._conn, self._snapshot, self._version = self._conn, conn, snap, version
+            self._not_before = time.monotonic() + self.pause * (time.monotonic() - started)
+        if old is not None:
+            old.close()
+
+    def wait(self) -> None:
+        """Wait for a background refresh to finish."""
+        loader = self._loader
+        if loader is not None:
+            loader.join()
+
+    def stems(self, words: Sequence[str]) -> list[str] | None:
+        """FTS5's token for each word, or None when a word is not exactly one token (then FTS5 must answer)."""
+        out: list[str] = []
+        for word in words:
+            try:
+                stem = self._stems[word]
+            except KeyError:
+                stem = self._stem(word)
+            if stem is None:
+                return None
+            out.append(stem)
+        return out
+
+    def _stem(self, word: str) -> str | None:
+        with self._lock, self._tokenizer:
+            self._tokenizer.execute("INSERT INTO t(rowid, x) VALUES (1, ?)", [word])
+            tokens = [t for (t,) in self._tokenizer.execute("SELECT term FROM tv")]
+            self._tokenizer.execute("DELETE FROM t")
+            if len(self._stems) >= _MAX_STEMS:
+                self._stems.clear()
+            self._stems[word] = stem = tokens[0] if len(tokens) == 1 else None
+        return stem
+
+    def close(self) -> None:
+        """Wait for a refresh, then close the connections."""
+        self.wait()
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+            self._conn, self._snapshot = None, None
+            self._tokenizer.close()

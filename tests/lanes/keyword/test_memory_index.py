@@ -1,0 +1,162 @@
+"""Tests of the in-memory copy of the FTS5 postings: FTS5's own scores, refreshed after every commit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import lanes.keyword.memory_index as mod
+from fabric.models import LaneKind, LaneRequest
+from lanes.keyword.memory_index import MemoryIndex
+from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane, match_expression, query_terms
+from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter, fts_path
+from tests.support.embedded import chunk, resources, spec
+
+CORPUS = [
+    chunk("a", "Reciprocal rank fusion merges ranked lists from several retrievers.", title="Fusion notes"),
+    chunk("b", "The fusion reactor runs hot; the reactor hall is cooled by water.", title="Reactor"),
+    chunk("c", "Runners were running quickly during the marathon, running again.", title="Sport"),
+    chunk("d", "Rank the runners by time.", title="Results of the fusion race"),
+    chunk("e", "Nothing in common here.", title=""),
+]
+QUERIES = ["rank fusion", "running reactor fusion fusion", "runners rank", "reactor", "absent words only"]
+
+
+async def _store(tmp_path: Path, chunks=CORPUS) -> SqliteFtsWriter:
+    writer = SqliteFtsWriter(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+    await writer.open()
+    await writer.upsert(chunks)
+    return writer
+
+
+def _fts5(index: MemoryIndex, query: str, k: int = 10) -> list[tuple[int, float]]:
+    """FTS5's own ranking of the same OR query, ``(rowid, bm25)``."""
+    title, text = index.weights
+    sql = "SELECT rowid, bm25(chunks_fts, ?, ?) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s, rowid LIMIT ?"
+    assert index._conn is not None
+    return index._conn.execute(sql, [title, text, match_expression(query), k]).fetchall()
+
+
+def _memory(index: MemoryIndex, query: str, k: int = 10) -> list[tuple[int, float]]:
+    snap = index.snapshot()
+    stems = index.stems(query_terms(query))
+    assert snap is not None
+    assert stems is not None
+    return snap.top(stems, k)
+
+
+def _same(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> bool:
+    return [r for r, _ in got] == [r for r, _ in want] and all(
+        s == pytest.approx(w, rel=1e-12) for (_, s), (_, w) in zip(got, want, strict=True)
+    )
+
+
+class TestScores:
+    @pytest.mark.parametrize(("title", "text"), [(2.0, 1.0), (1.0, 1.0), (3.5, 0.5)])
+    async def test_scores_equal_fts5_bm25(self, tmp_path: Path, title: float, text: float) -> None:
+        """Every query ranks the same rows in the same order with FTS5's scores (repeats and weights too)."""
+        writer = await _store(tmp_path)
+        index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), title, text)
+        index.refresh()
+        for query in QUERIES:
+            assert _same(_memory(index, query), _fts5(index, query)), query
+        assert _memory(index, "absent words only") == []
+        index.close()
+        await writer.aclose()
+
+    async def test_top_k_keeps_the_best(self, tmp_path: Path) -> None:
+        """With fewer slots than matches the best rows are kept, best first."""
+        writer = await _store(tmp_path)
+        index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), 2.0, 1.0)
+        index.refresh()
+        assert _same(_memory(index, "rank fusion runners", 2), _fts5(index, "rank fusion runners", 2))
+        index.close()
+        await writer.aclose()
+
+    async def test_an_empty_store_has_no_postings(self, tmp_path: Path) -> None:
+        writer = await _store(tmp_path, [])
+        index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), 2.0, 1.0)
+        index.refresh()
+        snap = index.snapshot()
+        assert snap is not None
+        assert snap.top(["rank"], 5) == []
+        assert snap.n_rows == 0
+        index.close()
+        await writer.aclose()
+
+
+class TestFreshness:
+    async def test_a_commit_elsewhere_retires_the_snapshot_until_reread(self, tmp_path: Path) -> None:
+        """After a writer commits, the old snapshot is never used; a background read brings the new rows in,
+        and deleted rows out."""
+        writer = await _store(tmp_path)
+        index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), 2.0, 1.0, pause=0)
+        index.refresh()
+        await writer.upsert([chunk("f", "Zeppelin fusion", title="Airship")])
+        assert index.snapshot() is None
+        index.wait()
+        assert _same(_memory(index, "zeppelin fusion"), _fts5(index, "zeppelin fusion"))
+        assert len(_memory(index, "zeppelin")) == 1
+        await writer.delete(["f", "a"])
+        assert index.snapshot() is None
+        index.wait()
+        assert _memory(index, "zeppelin") == []
+        assert _same(_memory(index, "rank fusion"), _fts5(index, "rank fusion"))
+        index.close()
+        await writer.aclose()
+
+    async def test_an_unreadable_store_leaves_no_snapshot(self, tmp_path: Path) -> None:
+        """A file that is not an FTS5 store gives no snapshot (the lane keeps asking FTS5, which reports it)."""
+        path = tmp_path / "other.sqlite"
+        index = MemoryIndex(path, 2.0, 1.0)
+        index.refresh()
+        assert index._snapshot is None
+        index.close()
+
+
+class TestStems:
+    def test_words_get_fts5_porter_stems(self, tmp_path: Path) -> None:
+        index = MemoryIndex(tmp_path / "unused.sqlite", 2.0, 1.0)
+        assert index.stems(["running", "runners", "fusion", "café"]) == ["run", "runner", "fusion", "cafe"]
+        index.close()
+
+    def test_a_word_fts5_splits_is_not_stemmed(self, tmp_path: Path) -> None:
+        """``\\w+`` keeps ``snake_case`` whole; FTS5 makes two tokens of it, a phrase only FTS5 can match."""
+        index = MemoryIndex(tmp_path / "unused.sqlite", 2.0, 1.0)
+        assert index.stems(["snake_case"]) is None
+        index.close()
+
+
+class TestLane:
+    async def test_lane_answers_as_fts5_alone(self, tmp_path: Path) -> None:
+        """The lane with its in-memory index and the lane without it give the same hits and scores."""
+        writer = await _store(tmp_path)
+        await writer.aclose()
+        with_memory = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+        fts_only = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts", memory=False), resources(tmp_path))
+        async with with_memory, fts_only:
+            assert with_memory.memory is not None
+            assert fts_only.memory is None
+            with_memory.memory.wait()
+            for query in QUERIES:
+                got = await with_memory.search(LaneRequest(query=query, top_k=3))
+                want = await fts_only.search(LaneRequest(query=query, top_k=3))
+                assert [(h.id, pytest.approx(h.score, rel=1e-12)) for h in got] == [(h.id, h.score) for h in want]
+            assert with_memory.memory.snapshot() is not None
+
+
+async def test_reads_pause_after_a_read(tmp_path: Path) -> None:
+    """Right after a read, a commit does not start another one before the pause has passed: FTS5 answers."""
+    writer = await _store(tmp_path)
+    index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), 2.0, 1.0, pause=1e6)
+    index.refresh()
+    await writer.upsert([chunk("f", "Zeppelin", title="Airship")])
+    assert index.snapshot() is None
+    assert index._loader is None
+    index.close()
+    await writer.aclose()
+
+
+def test_public_api() -> None:
+    assert sorted(mod.__all__) == ["MemoryIndex", "Snapshot"]
