@@ -3,9 +3,9 @@
 :func:`write_extractions` replaces three ``executemany`` calls and one ``SELECT`` per chunk (30,000 statements
 for 10,000 chunks) by one ``executemany`` per table for the whole batch:
 
-- entities are inserted (``INSERT OR IGNORE``) in the same order as chunk by chunk, so every new entity gets
-  the id it got before: chunk order, then each extraction's entity order;
-- entity ids are read back once per batch, in slices of :data:`SLICE` names;
+- the batch's names are looked up once (in slices of :data:`SLICE`), and only the new ones are inserted, in
+  their order of first appearance (chunk order, then each extraction's entity order): every new entity gets the
+  id it got chunk by chunk;
 - mentions and relations are deduplicated in Python and inserted in primary-key order, so the ``WITHOUT ROWID``
   B-trees are written left to right rather than at random.
 
@@ -43,8 +43,13 @@ def entity_ids(conn: sqlite3.Connection, names: Iterable[str]) -> dict[str, int]
 def write_extractions(conn: sqlite3.Connection, extractions: Sequence[tuple[str, Extraction]]) -> None:
     """Store each ``(chunk id, extraction)``: its entities, its provenance edges and the relations whose two ends
     are entities of the same extraction (inside the caller's transaction)."""
-    conn.executemany(_ENTITY, [row for _, ex in extractions for row in ex.entities.items()])
-    eid = entity_ids(conn, (n for _, ex in extractions for n in ex.entities))
+    first: dict[str, str] = {}  # each name's first label: the one INSERT OR IGNORE would keep
+    for _, ex in extractions:
+        for norm, label in ex.entities.items():
+            first.setdefault(norm, label)
+    eid = entity_ids(conn, first)
+    conn.executemany(_ENTITY, [(n, label) for n, label in first.items() if n not in eid])
+    eid.update(entity_ids(conn, (n for n in first if n not in eid)))
     mentions: set[tuple[int, str]] = set()
     relations: set[tuple[int, str, int, str]] = set()
     for chunk_id, ex in extractions:
