@@ -48,6 +48,8 @@ _IDENT = re.compile(
     r"|[\w.-]+/[\w./-]*\w)"  # paths
 )
 _WORD = re.compile(r"[A-Za-z][A-Za-z-]*[A-Za-z]")
+_NORM_CACHE = 1 << 18
+"""Labels whose normalised name an extractor remembers (a corpus repeats its bigrams and names)."""
 
 
 def normalize_entity(text: str, aliases: Mapping[str, str] | None = None) -> str:
@@ -100,6 +102,7 @@ class RuleExtractor:
         self.aliases = {normalize_entity(k): normalize_entity(v) for k, v in (aliases or {}).items()}
         self.aliases.update({" ".join(k.lower().split()): normalize_entity(v) for k, v in (aliases or {}).items()})
         self.max_entities = max_entities
+        self._norms: dict[str, str] = {}  # label → normalised name, with this extractor's alias table
 
     def _sentence_entities(self, sentence: str) -> list[tuple[str, str, bool, int, int]]:
         """(normalised, label, strong, start, end) in sentence order; strong = capitalised span or identifier."""
@@ -111,24 +114,35 @@ class RuleExtractor:
             if words and (len(words) > 1 or cm.start() > 0 or len(words[0]) > 3):
                 found.append((cm.start(), " ".join(words), True, cm.end()))
         found += [(im.start(), im.group(0), True, im.end()) for im in _IDENT.finditer(sentence)]
-        run: list[tuple[int, str]] = []
-        matches: list[re.Match[str] | None] = [*_WORD.finditer(sentence), None]
-        for m in matches:  # the trailing None flushes the last run
-            word = m.group(0).lower() if m else ""
-            # capitalised words belong to capitalised spans; bigrams are built from lowercase runs only
-            if m and m.group(0)[0].islower() and word not in STOPWORDS and len(word) >= 3:
-                run.append((m.start(), word))
-                continue
-            found += [
-                (run[i][0], f"{run[i][1]} {run[i + 1][1]}", False, run[i + 1][0] + len(run[i + 1][1]))
-                for i in range(len(run) - 1)
-            ]
-            run = []
+        found += self._bigrams(sentence)
         out: list[tuple[str, str, bool, int, int]] = []
+        norms = self._norms
         for start, label, strong, end in sorted(found):
-            norm = normalize_entity(label, self.aliases)
+            norm = norms.get(label)
+            if norm is None:
+                if len(norms) >= _NORM_CACHE:
+                    norms.clear()
+                norm = norms[label] = normalize_entity(label, self.aliases)
             if len(norm) >= 2 and norm not in STOPWORDS:
                 out.append((norm, label, strong, start, end))
+        return out
+
+    @staticmethod
+    def _bigrams(sentence: str) -> list[tuple[int, str, bool, int]]:
+        """Consecutive content words (lowercase-initial, no stopword, ≥ 3 letters) of ``sentence`` as
+        ``(start, "w1 w2", False, end)``; capitalised words belong to capitalised spans, so they break a run."""
+        out: list[tuple[int, str, bool, int]] = []
+        prev: tuple[int, str] | None = None
+        for m in _WORD.finditer(sentence):
+            text = m.group()
+            word = text.lower()
+            if text[0].islower() and word not in STOPWORDS and len(word) >= 3:
+                start = m.start()
+                if prev is not None:
+                    out.append((prev[0], f"{prev[1]} {word}", False, start + len(word)))
+                prev = (start, word)
+            else:
+                prev = None
         return out
 
     def extract(self, text: str) -> Extraction:

@@ -17,6 +17,7 @@ into the same normalised form, so user knowledge and extracted knowledge share o
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
@@ -60,8 +61,16 @@ def _lemma(word: str) -> str | None:
     return next((c for c in sorted(stems) if c in RELATION_VERBS), None)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _names_verb(name: str) -> bool:
+    """Whether an entity name holds a relation verb (memoised like :func:`_lemma`)."""
+    return any(_lemma(w) for w in name.split())
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def _relation(gap: str) -> tuple[str, bool] | None:
-    """The predicate the words of ``gap`` state and whether it is passive, or None."""
+    """The predicate the words of ``gap`` state and whether it is passive, or None (memoised: the short gaps
+    between entities, `` and ``, `` in the ``, repeat across a corpus)."""
     words = _WORD.findall(gap)
     if not words or len(words) > MAX_GAP_WORDS or any(w.lower() in _NEGATIONS for w in words):
         return None
@@ -82,18 +91,19 @@ def verb_triples(sentence: str, spans: Sequence[Span]) -> list[tuple[str, str, s
     """Directed triples between neighbouring entities of ``sentence`` (see the module docstring): each entity with
     the entities that start first after it ends. Entities holding a relation verb (the bigram ``increases risk``)
     are not linked: their verb belongs to the gap."""
-    ordered = sorted(s for s in spans if not any(_lemma(w) for w in s[2].split()))
+    ordered = sorted(s for s in spans if not _names_verb(s[2]))
+    starts = [s[0] for s in ordered]
     out: dict[tuple[str, str, str], None] = {}
     for _, end, left in ordered:
-        following = [s for s in ordered if s[0] >= end]
-        if not following:
+        at = bisect.bisect_left(starts, end)  # ordered by start: the entities after ``left`` are a suffix
+        if at == len(ordered):
             continue
-        first = following[0][0]
+        first = starts[at]
         found = _relation(sentence[end:first])
         if found is None:
             continue
         predicate, passive = found
-        for right in (s[2] for s in following if s[0] == first and s[2] != left):
+        for right in (s[2] for s in ordered[at:] if s[0] == first and s[2] != left):
             out[(right, predicate, left) if passive else (left, predicate, right)] = None
     return list(out)
 

@@ -18,6 +18,7 @@ Options (``lanes.toml``)::
 
 from __future__ import annotations
 
+import json
 import math
 import sqlite3
 from typing import Any
@@ -28,20 +29,26 @@ from fabric.errors import LaneUnavailable
 from fabric.models import Hit, LaneRequest
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.graph.extract import EntityExtractor, RuleExtractor, normalize_entity, query_ngrams
+from lanes.graph.sqlite_rank import first_passing, provenance
 from lanes.graph.sqlite_writer import GRAPH_SCHEMA, SqliteGraphWriter, graph_path, load_aliases
-from lanes.sqlite_common import (
-    CHUNK_COLUMNS,
-    SqliteDb,
-    deep_fill,
-    filter_sql,
-    non_increasing,
-    query_years_sql,
-    row_hit,
-)
+from lanes.sqlite_common import SqliteDb, deep_fill, filter_sql, non_increasing, query_years_sql, row_hit
 
 __all__ = ["BACKEND", "SqliteGraphLane"]
 
 log = structlog.get_logger(__name__)
+
+
+_MENTIONED = (
+    "SELECT id FROM entities e WHERE id IN ({marks}) AND EXISTS (SELECT 1 FROM mentions WHERE entity_id = e.id)"
+)
+_MENTIONS = "SELECT entity_id, json_group_array(chunk_id) FROM mentions"
+_NEIGHBOURS = (  # one vote per (entity, neighbour, chunk): a verb edge that restates a co-occurrence adds reach,
+    # not weight (counted twice, it pulled SciFact's nDCG@10 from 0.7408 to 0.7392)
+    "SELECT other, COUNT(*) AS w FROM (SELECT DISTINCT src, other, chunk_id FROM ("
+    "SELECT subject_id AS src, object_id AS other, chunk_id FROM relations WHERE subject_id IN ({marks}) UNION ALL "
+    "SELECT object_id, subject_id, chunk_id FROM relations WHERE object_id IN ({marks}) AND predicate = 'co_occurs')) "
+    "GROUP BY other ORDER BY w DESC, other LIMIT ?"
+)
 
 
 def _in(values: Any) -> str:
@@ -74,60 +81,42 @@ class SqliteGraphLane(BaseLane):
         matched = dict(conn.execute(f"SELECT norm, id FROM entities WHERE norm IN ({_in(cand)})", cand))
         rate = sum(1 for e in extracted if e in matched) / len(extracted) if extracted else float(bool(matched))
         n_chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] or 1
-        reach: dict[int, tuple[float, int, str]] = {}  # entity id → (weight, hops, name)
+        reach: dict[int, tuple[int, str]] = {}  # entity id → (hops, name), entities some chunk mentions
         names = {i: n for n, i in matched.items()}
         frontier = list(matched.values())
         for hop in range(max(0, request.constraints.search_depth) + 1):
             if not frontier:
                 break
-            df = dict(
-                conn.execute(
-                    f"SELECT entity_id, COUNT(*) FROM mentions WHERE entity_id IN ({_in(frontier)}) GROUP BY entity_id",
-                    frontier,
-                )
-            )
-            for eid in frontier:
-                if eid not in reach and df.get(eid):
-                    reach[eid] = (math.log(1 + n_chunks / df[eid]) * self.hop_decay**hop, hop, names.get(eid, ""))
+            present = {r[0] for r in conn.execute(_MENTIONED.format(marks=_in(frontier)), frontier)}
+            reach.update((eid, (hop, names.get(eid, ""))) for eid in frontier if eid not in reach and eid in present)
             if hop == request.constraints.search_depth:
                 break
             rows = conn.execute(
-                # one vote per (entity, neighbour, chunk): a verb edge that restates a co-occurrence adds reach,
-                # not weight (counted twice, it pulled SciFact's nDCG@10 from 0.7408 to 0.7392)
-                f"SELECT other, COUNT(*) AS w FROM (SELECT DISTINCT src, other, chunk_id FROM ("
-                f"SELECT subject_id AS src, object_id AS other, chunk_id FROM relations "
-                f"WHERE subject_id IN ({_in(frontier)}) UNION ALL "
-                f"SELECT object_id, subject_id, chunk_id FROM relations "
-                f"WHERE object_id IN ({_in(frontier)}) AND predicate = 'co_occurs')) "
-                f"GROUP BY other ORDER BY w DESC, other LIMIT ?",
-                [*frontier, *frontier, self.fanout + len(reach)],
-            ).fetchall()
+                _NEIGHBOURS.format(marks=_in(frontier)), [*frontier, *frontier, self.fanout + len(reach)]
+            )
             frontier = [r[0] for r in rows if r[0] not in reach][: self.fanout]
             for eid, label in conn.execute(f"SELECT id, norm FROM entities WHERE id IN ({_in(frontier)})", frontier):
                 names[eid] = label
-        scores: dict[str, float] = {}
-        hops: dict[str, int] = {}
-        via: dict[str, list[str]] = {}
         ids = list(reach)
-        for eid, chunk_id in conn.execute(
-            f"SELECT entity_id, chunk_id FROM mentions WHERE entity_id IN ({_in(ids)})", ids
-        ):
-            weight, hop, name = reach[eid]
-            scores[chunk_id] = scores.get(chunk_id, 0.0) + weight
-            hops[chunk_id] = min(hop, hops.get(chunk_id, hop))
-            via.setdefault(chunk_id, []).append(name)
-        return scores, sorted(matched), rate, {"hops": hops, "via": via}
+        sql = f"{_MENTIONS} WHERE entity_id IN ({_in(ids)}) GROUP BY entity_id ORDER BY entity_id"
+        scores: dict[str, float] = {}
+        get = scores.get
+        chunks_of: dict[int, list[str]] = {}
+        for eid, listed in conn.execute(sql, ids):  # one row per entity: its chunks as a JSON array
+            chunks = chunks_of[eid] = json.loads(listed)
+            weight = math.log(1 + n_chunks / len(chunks)) * self.hop_decay ** reach[eid][0]  # idf: df = len(chunks)
+            scores.update({c: get(c, 0.0) + weight for c in chunks})
+        return scores, sorted(matched), rate, {eid: (*reach[eid], chunks_of[eid]) for eid in chunks_of}
 
     def _search(self, conn: sqlite3.Connection, request: LaneRequest, extracted: list[str], grams: list[str]) -> Any:
-        scores, matched, rate, info = self._rank(conn, request, extracted, grams)
-        order = sorted(scores, key=lambda c: (-scores[c], c))
+        scores, matched, rate, reached = self._rank(conn, request, extracted, grams)
         where, params = filter_sql(request.constraints)
-        rows = _passing(conn, order, where, params, request.top_k)
+        rows = first_passing(conn, scores, where, params, request.top_k)
         soft = query_years_sql(request.constraints)
         if soft is not None:  # the query's years: matching or undated chunks first, then the rest (deep fill)
-            preferred = _passing(conn, order, f"{where} AND {soft[0]}", [*params, *soft[1]], request.top_k)
+            preferred = first_passing(conn, scores, f"{where} AND {soft[0]}", [*params, *soft[1]], request.top_k)
             rows = deep_fill(preferred, rows, request.top_k)
-        return rows, scores, matched, rate, info
+        return rows, scores, matched, rate, provenance({r[0] for r in rows}, reached)
 
     async def search(self, request: LaneRequest) -> list[Hit]:
         """Chunks reached from the query's entities, best first."""
@@ -151,8 +140,8 @@ class SqliteGraphLane(BaseLane):
                 row,
                 rank=i,
                 score=ranked[i - 1],
-                graph_hops=info["hops"][row[0]],
-                metadata={**base, "via_entities": sorted(set(info["via"][row[0]]))[:10]},
+                graph_hops=info["hops"].get(row[0], 0),
+                metadata={**base, "via_entities": sorted(set(info["via"].get(row[0], [])))[:10]},
             )
             for i, row in enumerate(rows, start=1)
         ]
@@ -164,16 +153,3 @@ class SqliteGraphLane(BaseLane):
 
 BACKEND = Backend(name="sqlite_graph", lane=SqliteGraphLane, writer=SqliteGraphWriter)
 """The embedded entity graph: SQLite tables under the fabric home."""
-
-
-def _passing(conn: sqlite3.Connection, order: list[str], where: str, params: list[Any], top_k: int) -> list[Any]:
-    """The first ``top_k`` chunks of ``order`` that pass ``where`` (deep fill: keep reading until they do)."""
-    rows: list[Any] = []
-    for start in range(0, len(order), 500):
-        part = order[start : start + 500]
-        sql = f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({_in(part)}) AND {where}"
-        found = {r[0]: r for r in conn.execute(sql, [*part, *params])}
-        rows += [found[c] for c in part if c in found]
-        if len(rows) >= top_k:
-            break
-    return rows[:top_k]

@@ -28,6 +28,7 @@ from fabric.writers.model import Chunk, Triple
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.extract import EntityExtractor, Extraction, RuleExtractor, normalize_entity
 from lanes.graph.extract_relations import supplied_triples
+from lanes.graph.sqlite_bulk import write_extractions
 from lanes.sqlite_common import CHUNK_COLUMNS, CHUNKS_DDL, SqliteDb, chunk_row
 
 __all__ = ["GRAPH_SCHEMA", "SqliteGraphWriter", "chunk_extraction", "graph_path", "load_aliases"]
@@ -110,21 +111,7 @@ def _write(
     conn.executemany("DELETE FROM mentions WHERE chunk_id = ?", ids)
     conn.executemany("DELETE FROM relations WHERE chunk_id = ?", ids)
     conn.executemany(_UPSERT, [chunk_row(c) for c in chunks])
-    for chunk in chunks:
-        ex = chunk_extraction(chunk, extractor, aliases)
-        if not ex.entities:
-            continue
-        conn.executemany("INSERT OR IGNORE INTO entities (norm, label) VALUES (?, ?)", list(ex.entities.items()))
-        marks = ",".join("?" * len(ex.entities))
-        eid = dict(conn.execute(f"SELECT norm, id FROM entities WHERE norm IN ({marks})", list(ex.entities)))
-        conn.executemany(
-            "INSERT OR IGNORE INTO mentions (entity_id, chunk_id) VALUES (?, ?)",
-            [(eid[n], chunk.id) for n in ex.entities],
-        )
-        conn.executemany(
-            "INSERT OR IGNORE INTO relations (subject_id, predicate, object_id, chunk_id) VALUES (?, ?, ?, ?)",
-            [(eid[s], p, eid[o], chunk.id) for s, p, o in ex.relations if s in eid and o in eid],
-        )
+    write_extractions(conn, [(c.id, chunk_extraction(c, extractor, aliases)) for c in chunks])
 
 
 class SqliteGraphWriter:
@@ -160,6 +147,10 @@ class SqliteGraphWriter:
         assert extractor is not None
 
         def write(conn: sqlite3.Connection) -> None:
+            # a bigger page cache and fewer WAL checkpoints for this writer's connection: at 50K passages the B-tree
+            # pages a batch touches are rewritten less often (3.6 GB written instead of 4.7; SQL CPU 18.1 -> 14.9 s)
+            conn.execute("PRAGMA cache_size = -32768")
+            conn.execute("PRAGMA wal_autocheckpoint = 20000")
             with conn:
                 _write(conn, chunks, extractor, self._aliases)
 
