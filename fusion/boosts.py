@@ -26,7 +26,6 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from operator import attrgetter
 
 from fabric.config import AuthorityEntry
 from fusion.types import Candidates, FusionRun
@@ -55,7 +54,6 @@ RECENCY_STEPS: tuple[tuple[float, float], ...] = ((1.0, 1.0), (7.0, 0.8), (30.0,
 _DAY_S = 86400.0
 _STEP_SCORES = [0.2, *(score for _, score in reversed(RECENCY_STEPS))]
 """Recency score per ``bisect_right`` position among the step boundaries, oldest first."""
-_DOMAIN, _PUBLISHED_AT, _QUALITY = attrgetter("domain"), attrgetter("published_at"), attrgetter("quality")
 _STEP_AGES = [timedelta(days=limit) for limit, _ in reversed(RECENCY_STEPS)]
 """The steps' ages as timedeltas, oldest first (built once: a timedelta from float days is slow to make)."""
 
@@ -120,12 +118,12 @@ class DomainDiversityBooster:
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's domain diversity."""
-        domains = list(map(_DOMAIN, cands.hits))
+        domains = [h.domain for h in cands.hits]
         if not any(domains):  # no item has a domain: every one is unknown
             cands.factors[self.name] = [UNKNOWN] * len(domains)
             return cands
-        share = {d: 1.0 / n if d else UNKNOWN for d, n in Counter(domains).items()}
-        cands.factors[self.name] = list(map(share.__getitem__, domains))
+        counts = Counter(domains)
+        cands.factors[self.name] = [1.0 / counts[d] if d else UNKNOWN for d in domains]
         return cands
 
 
@@ -136,7 +134,7 @@ class RecencyBooster:
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's recency."""
-        dates = list(map(_PUBLISHED_AT, cands.hits))
+        dates = [h.published_at for h in cands.hits]
         if not any(dates):  # nothing dated: every item is unknown
             cands.factors[self.name] = [UNKNOWN] * len(dates)
             return cands
@@ -152,12 +150,12 @@ class AuthorityBooster:
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
         """Score every candidate's source authority."""
         table, default = run.ctx.authority, run.ctx.authority_default
-        domains = list(map(_DOMAIN, cands.hits))
+        domains = [h.domain for h in cands.hits]
         if not any(domains):  # no item has a domain: every one gets the default
             cands.factors[self.name] = [default] * len(domains)
             return cands
         memo = {d: authority_of(d, table, default) if d else default for d in set(domains)}
-        cands.factors[self.name] = list(map(memo.__getitem__, domains))
+        cands.factors[self.name] = [memo[d] for d in domains]
         return cands
 
 
@@ -171,6 +169,6 @@ class QualityBooster:
         good = QUALITY_GOOD
         cands.factors[self.name] = [
             UNKNOWN if q is None else 1.0 if q >= good else q / good if q > 0.0 else 0.0
-            for q in map(_QUALITY, cands.hits)
+            for q in [h.quality for h in cands.hits]
         ]
         return cands

@@ -20,8 +20,6 @@ per-lane native components (``lexical`` / ``semantic`` / ``graph``) are read off
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import compress, repeat
-from operator import add, attrgetter, is_
 
 from fabric.models import FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
 from fusion.rrf import rrf_ceiling
@@ -31,7 +29,6 @@ from fusion.types import Candidates, FusionContext, FusionRun, LaneInfo
 __all__ = ["COMPONENT_OF_KIND", "ModeScorer", "collect"]
 
 _USABLE = (LaneStatus.SUCCESS, LaneStatus.FALLBACK)
-_ID, _SCORE = attrgetter("id"), attrgetter("score")
 
 COMPONENT_OF_KIND: dict[LaneKind, str] = {
     LaneKind.KEYWORD: "lexical",
@@ -62,7 +59,7 @@ def _collect_rows(lanes: Sequence[Sequence[Hit]], stages: Sequence[int], cands: 
     pos: dict[str, int] = {}
     ids, reps, rep_stage, best = cands.ids, cands.hits, cands.stage, cands.best
     for hits, stage in zip(lanes, stages, strict=True):
-        lane_ids = list(map(_ID, hits))
+        lane_ids = [h.id for h in hits]
         if len(set(lane_ids)) != len(lane_ids):  # a repeat inside the lane counts once, at its first position
             first = dict(zip(reversed(lane_ids), range(len(lane_ids) - 1, -1, -1), strict=True))
             keep = sorted(first.values())
@@ -79,7 +76,7 @@ def _collect_rows(lanes: Sequence[Sequence[Hit]], stages: Sequence[int], cands: 
         else:
             rows = _merge_lane(found, lane_ids, hits, stage, cands, pos)
         cands.rows.append(rows)
-        cands.native.append(list(map(_SCORE, hits)))
+        cands.native.append([h.score for h in hits])
 
 
 def _merge_lane(
@@ -97,16 +94,16 @@ def _merge_lane(
     """
     ids, reps, stages, best = cands.ids, cands.hits, cands.stage, cands.best
     rows = list(found)
-    new = list(compress(range(len(found)), map(is_, found, repeat(None))))
+    new = [k for k, j in enumerate(found) if j is None]
     start = len(ids)
-    new_ids = list(map(lane_ids.__getitem__, new))
+    new_ids = [lane_ids[k] for k in new]
     for row, k in enumerate(new, start):
         rows[k] = row
     pos.update(zip(new_ids, range(start, start + len(new)), strict=True))
     ids += new_ids
-    reps += map(hits.__getitem__, new)
+    reps += [hits[k] for k in new]
     stages += [stage] * len(new)
-    best += map(add, new, repeat(1))
+    best += [k + 1 for k in new]
     for rank, j, h in zip(range(1, len(found) + 1), found, hits, strict=True):
         if j is None:
             continue
@@ -124,8 +121,8 @@ def _lane_sums(cands: Candidates, weights: Sequence[float], k: int, lanes: Seque
     sums = [0.0] * len(cands)
     for lane in lanes:
         rows, w = cands.rows[lane], weights[lane]
-        for j, term in zip(rows, [w / (k + r) for r in range(1, len(rows) + 1)], strict=True):
-            sums[j] += term
+        for j, add in zip(rows, [w / (k + r) for r in range(1, len(rows) + 1)], strict=True):
+            sums[j] += add
     return sums
 
 

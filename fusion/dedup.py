@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from itertools import compress, filterfalse
-from operator import attrgetter, itemgetter, ne
+from itertools import compress
+from operator import itemgetter, ne
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,6 @@ from fusion.unionfind import Groups
 from fusion.urls import url_key, url_tokens
 
 __all__ = ["Deduplicator", "find_duplicates"]
-_SIMHASH, _URL_KEY = attrgetter("simhash"), attrgetter("url_key")
 
 
 def _norm_text(text: str) -> str:
@@ -52,7 +51,7 @@ def _norm_text(text: str) -> str:
 
 def _signatures(hits: Sequence[Any]) -> list[int | None]:
     """Stored SimHashes, the missing ones computed in one batch."""
-    raw: list[int | None] = list(map(_SIMHASH, hits))
+    raw: list[int | None] = [h.simhash for h in hits]
     if None in raw:
         missing = [i for i, s in enumerate(raw) if s is None and hits[i].text]
         for i, s in zip(missing, simhash_many([hits[i].text for i in missing]), strict=True):
@@ -62,7 +61,7 @@ def _signatures(hits: Sequence[Any]) -> list[int | None]:
 
 def _url_duplicates(hits: Sequence[Any], g: Groups) -> list[tuple[int, str, Sequence[str]]]:
     """Union equal URL keys (in row order); return the long URLs' token sets for the similarity join."""
-    keys = list(map(_URL_KEY, hits))
+    keys = [h.url_key for h in hits]
     if None in keys:
         keys = [u if u is not None else url_key(h.url) for u, h in zip(keys, hits, strict=True)]
     if not any(keys):  # no http(s) URL at all (local documents)
@@ -103,6 +102,7 @@ def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
                 j = first[sigs[i]]
                 ta, tb = hits[j].text, hits[i].text
                 g.union(j, i, "content" if ta == tb or _norm_text(ta) == _norm_text(tb) else "near")
+    first.pop(None, None)
     signed = n - sigs.count(None)
     uniq = [s for s in first if s is not None]
     pairs, near_cmp = near_pairs(np.array(uniq, dtype=np.uint64), max_bits)
@@ -159,17 +159,17 @@ def _merge(cands: Candidates, root: list[int], members: list[int]) -> None:
         if best[i] < best[r]:
             best[r] = best[i]
     gone = set(members)
-    keep = list(filterfalse(gone.__contains__, range(n)))
+    keep = [i for i in range(n) if i not in gone]
     new = dict(zip(keep, range(len(keep)), strict=True))
-    to = list(map(new.__getitem__, root))
-    cands.ids = list(map(ids.__getitem__, keep))
-    cands.hits = list(map(cands.hits.__getitem__, keep))
-    cands.stage = list(map(stage.__getitem__, keep))
-    cands.best = best = list(map(best.__getitem__, keep))
+    to = [new[r] for r in root]
+    cands.ids = [ids[i] for i in keep]
+    cands.hits = [cands.hits[i] for i in keep]
+    cands.stage = [stage[i] for i in keep]
+    cands.best = best = [best[i] for i in keep]
     cands.merged = {new[r]: m for r, m in merged.items()}
     cands.lane_order = {new[r]: o for r, o in orders.items()}
     for lane, rows in enumerate(cands.rows):
-        mapped = list(map(to.__getitem__, rows))
+        mapped = [to[j] for j in rows]
         if not member_of[lane] & gone:  # no copy in this lane: ranks stay
             cands.rows[lane] = mapped
             continue

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import Any
 
 from fusion.jaccard import prefix_join
@@ -20,22 +19,15 @@ from fusion.unionfind import Groups
 
 __all__ = ["title_join"]
 
-_DOMAIN, _TITLE, _TITLE_KEY = attrgetter("domain"), attrgetter("title"), attrgetter("title_key")
-
 
 def title_join(hits: Sequence[Any], t: float, g: Groups) -> int:
     """Union rows with the same non-empty domain and title word-set Jaccard ≥ ``t``; return the comparisons made."""
-    doms, titles = list(map(_DOMAIN, hits)), list(map(_TITLE, hits))
-    rows: Sequence[int] = range(len(hits))
-    if not (all(doms) and all(titles)):  # rows without a domain or a title take no part
-        rows = [i for i in rows if doms[i] and titles[i]]
-        doms, titles = list(map(doms.__getitem__, rows)), list(map(titles.__getitem__, rows))
+    rows = [i for i, h in enumerate(hits) if h.domain and h.title]
     if len(rows) < 2:
         return 0
-    keys = list(map(_TITLE_KEY, hits if len(rows) == len(hits) else map(hits.__getitem__, rows)))
-    if None in keys:  # a hit without a stored key (a web result): computed here
-        keys = [k if k is not None else title_key(s) for k, s in zip(keys, titles, strict=True)]
-    words = list(map(str.split, keys))
+    titled = hits if len(rows) == len(hits) else [hits[i] for i in rows]
+    doms = [h.domain for h in titled]
+    words = [(k if (k := h.title_key) is not None else title_key(h.title)).split() for h in titled]
     cut = {n: n - math.ceil(t * n) + 1 for n in set(map(len, words))}  # title size → prefix length
     first_row: dict[tuple[str, str], int] = {}  # (domain, prefix word) → the first row holding it
     shared: set[tuple[str, str]] = set()  # the keys held more than once
