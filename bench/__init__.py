@@ -6,7 +6,7 @@ wall-clock assertions in tests.
 __all__ = ["BENCHES"]
 
 BENCHES = (
-    "budget", "fusion", "load", "adapters", "ingest_http", "instructions", "mcp", "tenants", "scale", "vector_stores",
-    "faults",
+    "budget", "fusion", "fusion_digest", "load", "adapters", "ingest_http", "instructions", "mcp", "tenants", "scale",
+    "vector_stores", "faults",
 )  # fmt: skip
 """Benchmark module names under :mod:`bench`."""

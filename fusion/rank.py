@@ -20,7 +20,8 @@ exact ties of ``score_total`` that rounding of the weighted mean could create. `
 
 from __future__ import annotations
 
-from operator import lt, neg
+from itertools import compress
+from operator import eq, lt, ne, neg
 
 from fabric.config import FactorWeights
 from fabric.models import FusionMode
@@ -59,7 +60,7 @@ class Ranker:
         else:
             cands.total = _weighted(self.w_base, base, [(w, cands.factors[f]) for f, w in used.items()], norm)
         if run.mode is not FusionMode.APPEND_FILL:
-            order = _by_total(cands.total)
+            order = _by_total(cands)
             if order is not None:
                 cands.order = order
                 return cands
@@ -77,16 +78,34 @@ def _varies(column: list[float]) -> bool:
     return bool(column) and column.count(column[0]) != len(column)
 
 
-def _by_total(total: list[float]) -> list[int] | None:
-    """Rows by ``total`` descending, or None when two totals tie (or one is NaN): then the full key decides.
+def _by_total(cands: Candidates) -> list[int] | None:
+    """Rows in the full key's order, sorted on ``total`` and each run of equal totals on the rest of the key; None
+    when a total, or the base of a row in a tie, is NaN (then the full sort's own comparisons decide).
 
     Sorting float keys uses the interpreter's float comparison directly, several times faster than comparing
-    tuples; with no ties the rest of the key never decides, so the order is the full key's.
+    tuples. Rows whose totals differ are ordered by the total alone under the full key too, so only the rows of a
+    tie (ranked next to each other) need the rest of it: ``(fused desc, stage_priority, best rank, id)``.
     """
-    keys = [-t for t in total]
+    keys = list(map(neg, cands.total))
     order = sorted(range(len(keys)), key=keys.__getitem__)
-    ranked = [keys[i] for i in order]
-    return order if all(map(lt, ranked, ranked[1:])) else None
+    ranked = list(map(keys.__getitem__, order))
+    if all(map(lt, ranked, ranked[1:])):
+        return order
+    if any(map(ne, ranked, ranked)):  # a NaN total: float comparisons do not order the list
+        return None
+    base, stage, best, ids = cands.base, cands.stage, cands.best, cands.ids
+    tied = list(compress(range(len(ranked) - 1), map(eq, ranked, ranked[1:])))  # position p ties with p + 1
+    start = 0
+    for k, p in enumerate(tied):
+        if k + 1 < len(tied) and tied[k + 1] == p + 1:
+            continue  # the run goes on
+        a, b = tied[start], p + 2  # positions a .. b - 1 hold one run of equal totals
+        start = k + 1
+        rows = order[a:b]
+        if any(map(ne, map(base.__getitem__, rows), map(base.__getitem__, rows))):
+            return None
+        order[a:b] = sorted(rows, key=lambda i: (-base[i], stage[i], best[i], ids[i], i))
+    return order
 
 
 def _weighted(w_base: float, base: list[float], factors: list[tuple[float, list[float]]], norm: float) -> list[float]:

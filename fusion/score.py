@@ -50,11 +50,11 @@ def normalise_dbsf(scores: Sequence[float]) -> list[float]:
     vals = _finite(scores)
     n = len(vals)
     mean = sum(vals) / n
-    sigma = math.sqrt(sum((s - mean) ** 2 for s in vals) / n)
+    sigma = math.sqrt(sum([(s - mean) ** 2 for s in vals]) / n)
     if sigma <= 0.0 or not math.isfinite(sigma):
         return [0.5] * n
     lo, span = mean - 3.0 * sigma, 6.0 * sigma
-    return [min(1.0, max(0.0, (s - lo) / span)) for s in vals]
+    return [(v if v < 1.0 else 1.0) if (v := (s - lo) / span) > 0.0 else 0.0 for s in vals]  # clipped as in zscore
 
 
 NORMALISERS: dict[str, Callable[[Sequence[float]], list[float]]] = {

@@ -54,8 +54,9 @@ def normalise_zscore(scores: Sequence[float], *, floor: float = FLOOR_SD, cap: f
         vals = [s if math.isfinite(s) else low for s in vals]
     n = len(vals)
     mean = sum(vals) / n
-    sigma = math.sqrt(sum((s - mean) ** 2 for s in vals) / n)
+    sigma = math.sqrt(sum([(s - mean) ** 2 for s in vals]) / n)
     if sigma <= 0.0 or not math.isfinite(sigma):
         return [0.5] * n
     lo, span = mean - floor * sigma, span_sd * sigma
-    return [min(1.0, max(0.0, (s - lo) / span)) for s in vals]
+    # min(1.0, max(0.0, v)), spelt out: max keeps 0.0 unless v > 0.0 (NaN and -0.0 give 0.0), min keeps it below 1.0.
+    return [(v if v < 1.0 else 1.0) if (v := (s - lo) / span) > 0.0 else 0.0 for s in vals]

@@ -4,7 +4,8 @@
   :func:`asyncio.to_thread`; every connection is closed by :meth:`SqliteDb.close`.
 - Both stores keep a ``chunks`` table with the same payload columns, so a hit carries its provenance, dates,
   quality and dedup features (SimHash, URL key, title key, computed at ingest) whichever store found it. A
-  store created before the feature columns existed gains them when it is opened (empty until re-ingested).
+  store created before the feature columns existed gains them when it is opened (empty until re-ingested), and
+  one whose SimHash column held signed integers is migrated to the hex text every store uses.
 - :func:`filter_sql` turns :class:`~fabric.models.BoundConstraints` (date range, ``site:`` domains) plus an
   optional trust filter into a SQL condition on that table.
 """
@@ -63,24 +64,51 @@ CREATE TABLE IF NOT EXISTS chunks (
     trust TEXT NOT NULL,
     quality REAL,
     metadata TEXT NOT NULL,
-    simhash INTEGER,
+    simhash TEXT,
     url_key TEXT,
     title_key TEXT
 );
 """
 
-_ADDED_COLUMNS = (("simhash", "INTEGER"), ("url_key", "TEXT"), ("title_key", "TEXT"))
+_ADDED_COLUMNS = (("simhash", "TEXT"), ("url_key", "TEXT"), ("title_key", "TEXT"))
 """Columns added to ``chunks`` after the first release: a store created before them gains them (NULL, so its
 hits carry no stored features and fusion computes them) until the next ``fabric ingest`` rewrites every chunk
 (the features are part of the content hash)."""
 
 
 def _add_missing_columns(conn: sqlite3.Connection) -> None:
-    have = {row[1] for row in conn.execute("PRAGMA table_info(chunks)")}
+    have = {row[1]: row[2].upper() for row in conn.execute("PRAGMA table_info(chunks)")}
     with conn:
         for name, kind in _ADDED_COLUMNS:
             if name not in have:
                 conn.execute(f"ALTER TABLE chunks ADD COLUMN {name} {kind}")
+    if have.get("simhash") == "INTEGER":
+        _migrate_simhash(conn)
+
+
+def _migrate_simhash(conn: sqlite3.Connection) -> None:
+    """Turn a home's former ``simhash INTEGER`` column (signed 64-bit integers) into the ``TEXT`` column of 16 hex
+    digits every store now uses (:func:`~fabric.writers.model.to_stored_simhash`).
+
+    The column cannot just take text: ``INTEGER`` affinity turns hex digits that read as a number into one
+    (``'00000000000012e5'`` → 1200000). ``printf('%016x')`` writes a negative integer as its 64-bit two's
+    complement, which is the unsigned signature. One write transaction, the column type checked again inside it
+    (another connection may have migrated first), so a crash leaves the old column or the new one, never half.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        kinds = {row[1]: row[2].upper() for row in conn.execute("PRAGMA table_info(chunks)")}
+        if kinds.get("simhash") == "INTEGER":
+            conn.execute("ALTER TABLE chunks RENAME COLUMN simhash TO simhash_signed")
+            conn.execute("ALTER TABLE chunks ADD COLUMN simhash TEXT")
+            conn.execute(
+                "UPDATE chunks SET simhash = printf('%016x', simhash_signed) WHERE typeof(simhash_signed) = 'integer'"
+            )
+            conn.execute("ALTER TABLE chunks DROP COLUMN simhash_signed")
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
 
 
 class SqliteDb:

@@ -20,6 +20,7 @@ from enum import Enum
 from typing import Any
 
 from fabric.models import Hit, SourceKind, Trust
+from fabric.writers.model import from_stored_simhash, to_stored_simhash
 
 __all__ = ["ID_NAMESPACE", "chunk_key", "chunk_record", "record_hit", "simhash_of"]
 
@@ -43,18 +44,9 @@ def _get(chunk: Any, name: str, default: Any = None) -> Any:
     return getattr(chunk, name, default)
 
 
-def _hex64(value: Any) -> str | None:
-    # JSON numbers in these servers are doubles (exact to 2**53 only): a 64-bit SimHash travels as 16 hex digits.
-    return f"{value:016x}" if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def simhash_of(record: Mapping[str, Any]) -> int | None:
-    """The SimHash a server record holds (:func:`chunk_record` writes it as 16 hex digits), or None."""
-    value = record.get("simhash")
-    try:
-        return int(value, 16) if isinstance(value, str) else None
-    except ValueError:
-        return None
+    """The SimHash a server record holds (:func:`~fabric.writers.model.to_stored_simhash`'s hex digits), or None."""
+    return from_stored_simhash(record.get("simhash"))
 
 
 def chunk_record(chunk: Any) -> dict[str, Any]:
@@ -78,7 +70,7 @@ def chunk_record(chunk: Any) -> dict[str, Any]:
         "published_ts": published_ts,
         "source_ref": str(_get(chunk, "source_ref") or ""),
         "quality": _get(chunk, "quality"),
-        "simhash": _hex64(_get(chunk, "simhash")),
+        "simhash": _stored_simhash(_get(chunk, "simhash")),
         "url_key": _get(chunk, "url_key"),
         "title_key": _get(chunk, "title_key"),
     }
@@ -86,6 +78,10 @@ def chunk_record(chunk: Any) -> dict[str, Any]:
         value = _get(chunk, name, default)
         record[name] = value.value if isinstance(value, Enum) else str(value)
     return record
+
+
+def _stored_simhash(value: Any) -> str | None:
+    return to_stored_simhash(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _text(record: Mapping[str, Any], name: str) -> str | None:

@@ -62,7 +62,7 @@ class Chunk:
     quality: float | None = None
     """Content quality in [0, 1] (``fusion.quality.content_quality``); None when unknown."""
     simhash: int | None = None
-    """64-bit SimHash of the text (``fusion.simhash``, unsigned; stores keep it as a signed 64-bit integer, see
+    """64-bit SimHash of the text (``fusion.simhash``, unsigned; every store keeps it as 16 hex digits, see
     :func:`to_stored_simhash`); None for a text without words."""
     url_key: str = ""
     """The URL as dedup compares it (``fusion.urls.url_key``)."""
@@ -85,16 +85,36 @@ Triple = tuple[str, str, str]
 """A graph relation ``(subject, predicate, object)`` by entity name."""
 
 
-def to_stored_simhash(value: int | None) -> int | None:
-    """An unsigned 64-bit SimHash as the signed 64-bit integer SQLite and Qdrant payloads hold."""
-    return value - (1 << 64) if value is not None and value >= 1 << 63 else value
+def to_stored_simhash(value: int | None) -> str | None:
+    """A SimHash as every store keeps it: 16 lower-case hex digits (None stays None).
+
+    One form for every store. Text, because the JSON stores (Meilisearch, ArangoDB) work on numbers as doubles,
+    exact only up to 2**53, and a 64-bit signature is not; a string survives every store and client exactly, and
+    it needs no sign trick. SQLite keeps it in a ``TEXT`` column (an ``INTEGER`` column would read
+    ``'00000000000012e5'`` as the number 1200000: homes written with the former signed-integer column are migrated
+    when opened, see :mod:`lanes.sqlite_common`).
+    """
+    return None if value is None else f"{value:016x}"
 
 
 def from_stored_simhash(value: object) -> int | None:
-    """The unsigned SimHash back from its stored signed form (None when absent or not an integer)."""
-    if not isinstance(value, int) or isinstance(value, bool):
+    """The unsigned SimHash back from its stored form, or None when absent or not a 64-bit signature.
+
+    Reads the 16 hex digits :func:`to_stored_simhash` writes, and the signed 64-bit integers of homes written
+    before (Qdrant and ``numpy_flat`` payloads keep those until the chunk is written again).
+    """
+    if isinstance(value, str):
+        try:
+            sig = int(value, 16)
+        except ValueError:
+            return None
+    elif isinstance(value, int) and not isinstance(value, bool):
+        sig = value + (1 << 64) if value < 0 else value  # the former signed form
+        if value < -(1 << 63):
+            return None
+    else:
         return None
-    return value + (1 << 64) if value < 0 else value
+    return sig if 0 <= sig < 1 << 64 else None
 
 
 @runtime_checkable

@@ -2,7 +2,8 @@
 
 One shape for the Qdrant points and the ``numpy_flat`` rows, so both lanes return the same :class:`~fabric.models.Hit`
 for the same chunk: the chunk's fields, its publication time as a POSIX timestamp, the years it mentions, and the
-dedup features stored at ingest (SimHash in its stored signed form, URL and title keys).
+dedup features stored at ingest (SimHash as 16 hex digits, older payloads' signed integers read too; URL and
+title keys).
 """
 
 from __future__ import annotations

@@ -1,11 +1,24 @@
-"""Tests of the shared SQLite lane helpers: the soft year condition, deep fill and score capping."""
+"""Tests of the shared SQLite lane helpers: the soft year condition, deep fill, score capping and the SimHash column."""
 
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 from fabric.models import BoundConstraints
-from lanes.sqlite_common import deep_fill, non_increasing, query_years_sql
+from fabric.writers.model import to_stored_simhash
+from lanes.sqlite_common import (
+    CHUNK_COLUMNS,
+    CHUNKS_DDL,
+    N_CHUNK_COLUMNS,
+    SqliteDb,
+    chunk_row,
+    deep_fill,
+    non_increasing,
+    query_years_sql,
+    row_hit,
+)
+from tests.support.embedded import chunk
 
 
 def test_no_query_years_gives_no_condition() -> None:
@@ -32,3 +45,63 @@ def test_deep_fill_appends_unseen_rows_up_to_top_k() -> None:
 def test_non_increasing_caps_by_running_minimum() -> None:
     """A score after a lower one is capped to it."""
     assert non_increasing([3.0, 1.0, 2.0, 0.5]) == [3.0, 1.0, 1.0, 0.5]
+
+
+def _old_home(path: Path, signed: list[int | None]) -> None:
+    """A ``chunks`` table as homes were written before one SimHash codec: ``simhash INTEGER``, signed values."""
+    conn = sqlite3.connect(path)
+    conn.executescript(CHUNKS_DDL.replace("simhash TEXT", "simhash INTEGER"))
+    with conn:
+        for i, sig in enumerate(signed):
+            conn.execute(
+                "INSERT INTO chunks (id, doc_id, chunk_id, title, text, url, domain, published_at, years, source_kind,"
+                " source_ref, trust, quality, metadata, simhash) VALUES (?, ?, ?, 'T', 'x', '', '', NULL, '[]',"
+                " 'import', 'test', 'untrusted', 0.5, '{}', ?)",
+                (f"c{i}", f"c{i}", f"c{i}", sig),
+            )
+    conn.close()
+
+
+def _read(db: SqliteDb) -> list[int | None]:
+    rows = db.conn().execute(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY id").fetchall()
+    return [row_hit(r, rank=1, score=0.0).simhash for r in rows]
+
+
+class TestSimhashColumn:
+    def test_old_signed_integer_home_is_migrated_on_open(self, tmp_path: Path) -> None:
+        """A home with the former signed INTEGER column reads back the same unsigned SimHashes, now as hex text."""
+        values = [0, 4837, (1 << 63) - 1, 1 << 63, (1 << 64) - 1, None]
+        _old_home(tmp_path / "s.sqlite", [None if v is None else v - (1 << 64) if v >= 1 << 63 else v for v in values])
+        db = SqliteDb(tmp_path / "s.sqlite", CHUNKS_DDL)
+        try:
+            assert _read(db) == values
+            conn = db.conn()
+            kinds = {row[1]: row[2] for row in conn.execute("PRAGMA table_info(chunks)")}
+            assert kinds["simhash"] == "TEXT"
+            assert "simhash_signed" not in kinds
+            stored = [r[0] for r in conn.execute("SELECT simhash FROM chunks ORDER BY id")]
+            assert stored == [to_stored_simhash(v) for v in values]
+        finally:
+            db.close()
+        again = SqliteDb(tmp_path / "s.sqlite", CHUNKS_DDL)  # opened again: nothing left to migrate
+        try:
+            assert _read(again) == values
+        finally:
+            again.close()
+
+    def test_hex_that_reads_as_a_number_stays_text(self, tmp_path: Path) -> None:
+        """``'00000000000012e5'`` is kept as text in the column (INTEGER affinity would make it 1200000)."""
+        db = SqliteDb(tmp_path / "n.sqlite", CHUNKS_DDL)
+        try:
+            values = list(chunk_row(chunk("a", "some words here")))  # a real row, with a chosen SimHash
+            values[CHUNK_COLUMNS.split(", ").index("simhash")] = to_stored_simhash(4837)
+            marks = ", ".join("?" * N_CHUNK_COLUMNS)
+            with db.conn() as conn:
+                conn.execute(f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES ({marks})", values)
+            assert db.conn().execute("SELECT typeof(simhash), simhash FROM chunks").fetchone() == (
+                "text",
+                "00000000000012e5",
+            )
+            assert _read(db) == [4837]
+        finally:
+            db.close()

@@ -16,17 +16,26 @@ def test_embed_text_is_title_and_body() -> None:
 
 
 def test_simhash_storage_round_trip() -> None:
-    """An unsigned 64-bit SimHash is stored signed and read back unsigned; non-integers read as None."""
-    for value in (0, 5, (1 << 63) - 1, 1 << 63, (1 << 64) - 1):
+    """A SimHash is stored as 16 hex digits in every store and read back unchanged."""
+    for value in (0, 5, 4837, (1 << 63) - 1, 1 << 63, (1 << 64) - 1):
         stored = mod.to_stored_simhash(value)
-        assert stored is not None
-        assert -(1 << 63) <= stored < 1 << 63
+        assert stored == f"{value:016x}"
         assert mod.from_stored_simhash(stored) == value
-    assert (mod.to_stored_simhash(None), mod.from_stored_simhash("12"), mod.from_stored_simhash(True)) == (
-        None,
-        None,
-        None,
-    )
+    assert mod.to_stored_simhash(4837) == "00000000000012e5"  # what an INTEGER column would read as 1200000
+    assert mod.to_stored_simhash(None) is None
+
+
+def test_simhash_reader_accepts_the_former_signed_form() -> None:
+    """Homes written before (Qdrant, numpy_flat payloads) hold signed 64-bit integers; they read as before."""
+    for value in (0, 5, (1 << 63) - 1, 1 << 63, (1 << 64) - 1):
+        signed = value - (1 << 64) if value >= 1 << 63 else value
+        assert mod.from_stored_simhash(signed) == value
+
+
+def test_simhash_reader_refuses_what_is_no_signature() -> None:
+    """Absent values, booleans, non-hex text and numbers outside 64 bits read as None (fusion computes them)."""
+    for value in (None, True, "x", "", 1.5, 1 << 64, -(1 << 63) - 1, f"{1 << 64:x}", "-1"):
+        assert mod.from_stored_simhash(value) is None, value
 
 
 def test_public_api() -> None:

@@ -41,7 +41,7 @@ class TestOlderStore:
         from lanes.keyword.sqlite_fts_writer import FTS_SCHEMA
         from lanes.sqlite_common import CHUNKS_DDL
 
-        old_ddl = CHUNKS_DDL.replace(",\n    simhash INTEGER,\n    url_key TEXT,\n    title_key TEXT", "")
+        old_ddl = CHUNKS_DDL.replace(",\n    simhash TEXT,\n    url_key TEXT,\n    title_key TEXT", "")
         assert "simhash" not in old_ddl
         conn = sqlite3.connect(tmp_path / "keyword.sqlite")
         conn.executescript(FTS_SCHEMA.replace(CHUNKS_DDL, old_ddl))

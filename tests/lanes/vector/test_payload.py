@@ -50,3 +50,18 @@ class TestRoundTrip:
         hit = payload_hit({"id": "x", "source_kind": "web\ud800", "trust": "trusted\ud800"}, 1, 0.1)
         assert (hit.source_kind, hit.trust) == (SourceKind.IMPORT, Trust.UNTRUSTED)
         assert payload_hit({"id": "x", "source_kind": "web"}, 1, 0.1).source_kind is SourceKind.WEB
+
+
+class TestSimhash:
+    def test_payload_holds_hex_and_reads_back(self) -> None:
+        """The payload keeps the SimHash as 16 hex digits (JSON-exact in Qdrant and numpy_flat) and reads it back."""
+        c = dataclasses.replace(chunk("a", "some words here"), simhash=(1 << 64) - 3)
+        p = json.loads(json.dumps(chunk_payload(c)))
+        assert p["simhash"] == f"{(1 << 64) - 3:016x}"
+        assert payload_hit(p, 1, 1.0).simhash == (1 << 64) - 3
+
+    def test_payload_of_an_older_home_reads_its_signed_integer(self) -> None:
+        """A point written before one codec holds a signed 64-bit integer; it reads as the unsigned SimHash."""
+        p = {**chunk_payload(chunk("a", "some words here")), "simhash": -3}
+        assert payload_hit(p, 1, 1.0).simhash == (1 << 64) - 3
+        assert payload_hit({**p, "simhash": 4837}, 1, 1.0).simhash == 4837
