@@ -165,6 +165,13 @@ class EmbeddingsConfig:
 
     backend: str = "minilm"
     model: str = "all-MiniLM-L6-v2"
+    runtime: str = "onnx-int8"
+    """How ``backend = "minilm"`` runs: ``onnx-int8`` | ``onnx`` (ONNX Runtime, fp32) | ``torch``
+    (sentence-transformers). Vectors of all three are compatible (:mod:`fabric.minilm_onnx`)."""
+    query_threads: int = 1
+    """ONNX Runtime threads for a query's (or a micro-batch's) encoding: 1 leaves a core to the lanes."""
+    batch_threads: int = 0
+    """ONNX Runtime threads for ingestion's large batches (0: every core)."""
     url: str = ""
     api_key: str = ""
     batch_size: int = 64
