@@ -7,6 +7,6 @@ __all__ = ["BENCHES"]
 
 BENCHES = (
     "budget", "fusion", "fusion_digest", "load", "adapters", "ingest_http", "instructions", "mcp", "tenants", "scale",
-    "vector_stores", "faults",
+    "vector_stores", "faults", "encoder",
 )  # fmt: skip
 """Benchmark module names under :mod:`bench`."""

@@ -74,10 +74,10 @@ def _queries(root: Path, split: str, limit: int) -> list[tuple[str, str, dict[st
 
 
 def _encoding_floor(settings: Any, texts: list[str]) -> tuple[float, float]:
-    """p50/p95 ms of MiniLM alone encoding each query (no cache), as the engine's lane would."""
-    from fabric.embeddings import MiniLMEmbedder
+    """p50/p95 ms of MiniLM alone (the configured runtime) encoding each query (no cache), as the engine would."""
+    from fabric.minilm import minilm_embedder
 
-    model = MiniLMEmbedder(name=settings.embeddings.model)
+    model: Any = minilm_embedder(settings.embeddings, settings.cache_dir)
     model.warm()
     times = []
     for text in texts:

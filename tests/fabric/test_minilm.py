@@ -1,0 +1,185 @@
+"""fabric.minilm: the ONNX Runtime path of all-MiniLM-L6-v2 against the torch one (real model, real runtimes)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fabric.minilm as mod
+from fabric.config_sections import EmbeddingsConfig
+from fabric.embeddings import CachedEmbedder, build_embedder, encode_query, query_batcher
+from fabric.errors import ConfigError, LaneUnavailable
+from fabric.minilm import (
+    MiniLMEmbedder,
+    OnnxMiniLMEmbedder,
+    build_onnx_model,
+    minilm_embedder,
+    onnx_model_path,
+    weights_digest,
+)
+
+TEXTS = [
+    "What is the effect of vitamin D on bone density in elderly women?",
+    "short",
+    "Alterations of the architecture of cerebral white matter in the developing brain. " * 40,  # > 256 tokens
+    "deployment revert procedure",
+]
+
+
+@pytest.fixture(scope="module")
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache dir holding both exports for this module (exported once: a few seconds)."""
+    return tmp_path_factory.mktemp("onnx-cache")
+
+
+@pytest.fixture(scope="module")
+def torch_vectors() -> np.ndarray:
+    """The reference: sentence-transformers on torch."""
+    return np.asarray(MiniLMEmbedder().embed(TEXTS), dtype=np.float32)
+
+
+@pytest.fixture(scope="module")
+def fp32(onnx_cache: Path) -> OnnxMiniLMEmbedder:
+    """The fp32 ONNX embedder."""
+    return OnnxMiniLMEmbedder(cache_dir=onnx_cache, int8=False)
+
+
+@pytest.fixture(scope="module")
+def int8(onnx_cache: Path) -> OnnxMiniLMEmbedder:
+    """The int8 ONNX embedder."""
+    return OnnxMiniLMEmbedder(cache_dir=onnx_cache, int8=True)
+
+
+class TestVectors:
+    def test_fp32_matches_torch(self, fp32: OnnxMiniLMEmbedder, torch_vectors: np.ndarray) -> None:
+        """fp32 ONNX gives torch's vectors to float rounding, long texts truncated alike."""
+        got = np.asarray(fp32.embed(TEXTS), dtype=np.float32)
+        assert got.shape == (4, 384)
+        assert np.abs(got - torch_vectors).max() < 1e-5
+
+    def test_int8_stays_close_to_torch(self, int8: OnnxMiniLMEmbedder, torch_vectors: np.ndarray) -> None:
+        """int8 vectors are unit length and within cos 0.97 of torch's (SciFact's worst measured: 0.98)."""
+        got = np.asarray(int8.embed(TEXTS), dtype=np.float32)
+        assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-4)
+        assert ((got * torch_vectors).sum(axis=1) > 0.97).all()
+        assert not np.array_equal(got, torch_vectors)
+
+    def test_padding_does_not_change_a_vector(self, fp32: OnnxMiniLMEmbedder) -> None:
+        """A text embedded alone or padded in a batch with a longer one gets the same vector."""
+        alone = np.asarray(fp32.embed([TEXTS[1]])[0])
+        batched = np.asarray(fp32.embed(TEXTS)[1])
+        assert np.abs(alone - batched).max() < 1e-5
+
+    def test_order_is_kept_across_batches(self, onnx_cache: Path) -> None:
+        """Length-sorted batches of ``batch_size`` come back in the input order."""
+        small = OnnxMiniLMEmbedder(cache_dir=onnx_cache, int8=False, batch_size=2)
+        one_by_one = [small.embed([t])[0] for t in TEXTS]
+        assert np.abs(np.asarray(small.embed(TEXTS)) - np.asarray(one_by_one)).max() < 1e-5
+
+    def test_empty_input(self, fp32: OnnxMiniLMEmbedder) -> None:
+        """No texts, no vectors, no model run."""
+        assert fp32.embed([]) == []
+
+
+class TestSessions:
+    def test_queries_use_the_single_threaded_session(self, onnx_cache: Path) -> None:
+        """A query runs on the query_threads session; only a batch larger than SMALL_BATCH opens the other."""
+        emb = OnnxMiniLMEmbedder(cache_dir=onnx_cache, int8=True, query_threads=1, batch_threads=2)
+        emb.warm()
+        assert set(emb._sessions) == {1}
+        emb.embed([f"text {i}" for i in range(mod.SMALL_BATCH + 1)])
+        assert set(emb._sessions) == {1, 2}
+
+    def test_batcher_micro_batches_onnx_queries(self, onnx_cache: Path) -> None:
+        """Concurrent encode_query calls share one model run and get the vectors a direct call gives."""
+        emb = OnnxMiniLMEmbedder(cache_dir=onnx_cache, int8=True)
+
+        async def main() -> list[list[float]]:
+            out = await asyncio.gather(*(encode_query(emb, t) for t in TEXTS))
+            assert (query_batcher(emb).batches, query_batcher(emb).texts) == (1, 4)
+            return list(out)
+
+        got = asyncio.run(main())
+        assert np.abs(np.asarray(got) - np.asarray(emb.embed(TEXTS))).max() < 1e-5
+
+
+class TestExport:
+    def test_export_is_cached_and_keyed(self, onnx_cache: Path, int8: OnnxMiniLMEmbedder) -> None:
+        """The export lands under <cache>/onnx/<key>/ and a second build reuses the file."""
+        int8.warm()
+        model_dir = int8._model_dir()
+        path = onnx_model_path(onnx_cache, model_dir, int8=True)
+        assert path.exists()
+        assert path.parent.parent == onnx_cache / "onnx"
+        mtime = path.stat().st_mtime_ns
+        assert build_onnx_model(onnx_cache, model_dir, int8=True) == path
+        assert path.stat().st_mtime_ns == mtime
+        assert onnx_model_path(onnx_cache, model_dir, int8=False).name == "model.onnx"
+
+    def test_new_settings_or_weights_get_a_new_key(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """The key follows the weights' content and the export settings."""
+        (tmp_path / "model.safetensors").write_bytes(b"weights-1")
+        first = onnx_model_path(tmp_path, tmp_path, int8=True)
+        monkeypatch.setattr(mod, "EXPORT_SETTINGS", mod.EXPORT_SETTINGS + ";other")
+        assert onnx_model_path(tmp_path, tmp_path, int8=True) != first
+        other = tmp_path / "other"
+        other.mkdir()
+        (other / "model.safetensors").write_bytes(b"weights-2")
+        assert weights_digest(other) != weights_digest(tmp_path)
+
+    def test_another_cache_dir_reuses_this_process_export(self, tmp_path: Path, int8: OnnxMiniLMEmbedder) -> None:
+        """A scratch cache dir gets the export already built by this process, without exporting again."""
+        int8.warm()
+        path = build_onnx_model(tmp_path, int8._model_dir(), int8=True)
+        assert path.is_relative_to(tmp_path)
+        assert path.read_bytes()[:64] == onnx_model_path(int8.cache_dir, int8._model_dir(), int8=True).read_bytes()[:64]
+
+    def test_unreadable_weights_make_the_backend_unavailable(self, tmp_path: Path) -> None:
+        """An export that fails (no weights here) is LaneUnavailable, not a traceback."""
+        with pytest.raises(LaneUnavailable, match="cannot export"):
+            build_onnx_model(tmp_path / "cache", tmp_path, int8=False)
+
+
+class TestFactory:
+    def test_runtimes(self, tmp_path: Path) -> None:
+        """Each runtime gets its embedder, lazily (no export, no session)."""
+        assert isinstance(minilm_embedder(EmbeddingsConfig(runtime="torch"), tmp_path), MiniLMEmbedder)
+        emb = minilm_embedder(EmbeddingsConfig(runtime="ONNX", query_threads=1, batch_threads=2), tmp_path)
+        assert isinstance(emb, OnnxMiniLMEmbedder)
+        assert (emb.int8, emb.runtime, emb.batch_threads, emb._sessions) == (False, "onnx", 2, {})
+        assert not (tmp_path / "onnx").exists()
+
+    def test_unknown_runtime_is_a_config_error(self, tmp_path: Path) -> None:
+        """A misspelt runtime names the key and the valid values."""
+        with pytest.raises(ConfigError, match=r"embeddings\.runtime.*onnx-int8, onnx, torch"):
+            minilm_embedder(EmbeddingsConfig(runtime="tensorrt"), tmp_path)
+
+    def test_missing_runtime_package_fails_open(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without onnxruntime the MiniLM backend is unavailable (None, logged), like a missing torch."""
+        real = mod.importlib.util.find_spec
+        monkeypatch.setattr(mod.importlib.util, "find_spec", lambda n: None if n == "onnxruntime" else real(n))
+        assert minilm_embedder(EmbeddingsConfig(runtime="onnx-int8"), tmp_path) is None
+
+    def test_cache_files_are_per_runtime_stores_per_model(self, tmp_path: Path) -> None:
+        """The embedding cache is keyed by runtime (vectors differ); the name stores use stays the model's."""
+        paths = {}
+        for runtime in ("torch", "onnx", "onnx-int8"):
+            emb = build_embedder(EmbeddingsConfig(runtime=runtime), tmp_path)
+            assert isinstance(emb, CachedEmbedder)
+            assert emb.name == "all-MiniLM-L6-v2"
+            paths[runtime] = emb.cache.path
+        assert paths["torch"] == tmp_path / "embeddings" / "all-MiniLM-L6-v2" / "vectors.sqlite"
+        assert len(set(paths.values())) == 3
+
+
+def test_public_api() -> None:
+    """The module's public names."""
+    assert sorted(mod.__all__) == sorted(
+        [
+            "EXPORT_SETTINGS", "MAX_SEQ_LENGTH", "MiniLMEmbedder", "OnnxMiniLMEmbedder", "build_onnx_model",
+            "minilm_embedder", "onnx_model_path", "weights_digest",
+        ]
+    )  # fmt: skip
