@@ -5,7 +5,8 @@ Order of precedence (later wins):
 1. the project's ``config/*.toml`` (or ``config_dir``);
 2. a profile overlay ``config/<profile>.toml`` when ``FABRIC_PROFILE`` (or ``profile=``) is set, e.g. ``compose``;
 3. a user file named by ``FABRIC_CONFIG`` (or ``user_file=``), same sections as the project files;
-4. environment variables: ``FABRIC_HOME``, the service URLs of :data:`ENV_URLS`, and the generic
+4. environment variables: ``FABRIC_HOME``, ``FABRIC_STATE_URL`` (environment only: it may hold a password), the
+   service URLs of :data:`ENV_URLS`, and the generic
    ``FABRIC__<section>__<key>[__<key>...]=<TOML value>`` (e.g. ``FABRIC__fusion__rrf_k=40``).
 
 Every file carries ``schema = 1``. A bad setting raises :class:`~fabric.errors.ConfigError` naming the
@@ -138,6 +139,9 @@ class Settings:
     """The query router of seed 004 (``config/router.toml``, :mod:`fabric.router.config`)."""
     sources: tuple[str, ...] = ()
     """Files the settings were read from, in order."""
+    state_url: str = ""
+    """``FABRIC_STATE_URL``: the PostgreSQL database that replicas of ``fabric serve`` share (tasks, keys, rate
+    buckets, cursor secret; :mod:`fabric.state`); empty: the embedded SQLite and file backends (one process)."""
 
     def mode(self, mode: Mode) -> ModeConfig:
         """The budgets of ``mode``."""
@@ -229,6 +233,7 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         ingest=_read_ingest(data.get("ingest", {}), src),
         router=validate_router_config(router, lanes if "router" in data else {}, src),
         sources=sources,
+        state_url=env.get("FABRIC_STATE_URL", "").strip(),
     )
 
 
