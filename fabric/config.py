@@ -308,7 +308,7 @@ def _read_authority(data: Mapping[str, Any], src: str) -> dict[str, AuthorityEnt
 def _read_ingest(data: Any, src: str) -> IngestConfig:
     """``[ingest]``: positive limits, a non-negative synchronous-ingest threshold."""
     ingest: IngestConfig = build(IngestConfig, data, src, "ingest")
-    for name in ("max_entries", "max_body_bytes", "max_queued", "history"):
+    for name in ("max_entries", "max_body_bytes", "max_queued", "history", "replica_poll_s"):
         positive(getattr(ingest, name), src, f"ingest.{name}")
     if ingest.sync_max_entries < 0:
         raise ConfigError(f"must be >= 0, got {ingest.sync_max_entries}", source=src, key="ingest.sync_max_entries")

@@ -6,8 +6,8 @@ changes is who runs a task:
 
 - a task submitted through any replica is in the shared table at once, so every replica answers
   ``GET /v1/ingest/<id>`` with its state; the runner saves its progress every :data:`HEARTBEAT_S` seconds;
-- each replica's worker polls (every ``poll_s``, or at once after a local submit) for the tenant's *writer
-  lock*; its holder claims the tenant's tasks in queue order and runs them one at a time, so a task runs exactly
+- each replica's worker polls (every ``ingest.replica_poll_s``, or at once after a local submit) for the
+  tenant's *writer lock*; its holder claims the tenant's tasks in queue order and runs them one at a time, so a task runs exactly
   once and a tenant's ingests never interleave, whichever replica took them;
 - when a replica dies (``kill -9``, host gone) the database drops its lock; the next replica to take it finds
   the task still ``running``, repairs the tenant's stores from the ledger (the pending writes of the dead run
@@ -42,12 +42,10 @@ from fabric.ingest.taskstore import DEFAULT_TENANT, IngestTask, TaskBackend, Tas
 from fabric.state.postgres import SharedState
 from fabric.state.tasks import SharedTaskStore
 
-__all__ = ["HEARTBEAT_S", "POLL_S", "SPOOL_GRACE_S", "SharedIngestTasks", "replica_name"]
+__all__ = ["HEARTBEAT_S", "SPOOL_GRACE_S", "SharedIngestTasks", "replica_name"]
 
 log = structlog.get_logger(__name__)
 
-POLL_S = 0.5
-"""How often an idle replica asks for its tenant's writer lock."""
 HEARTBEAT_S = 1.0
 """How often a running task's progress is saved and its writer lock checked."""
 SPOOL_GRACE_S = 600.0
@@ -74,7 +72,7 @@ class SharedIngestTasks(IngestTasks):
         owner: this replica's name (:func:`replica_name`).
         repair: repairs the tenant's stores from the ledger (before a task a dead replica left is resumed).
         registry: as for :class:`~fabric.ingest.tasks.IngestTasks`.
-        poll_s: the idle poll interval.
+        poll_s: the idle poll interval (default ``ingest.replica_poll_s``).
     """
 
     def __init__(
@@ -89,14 +87,14 @@ class SharedIngestTasks(IngestTasks):
         owner: str,
         repair: Callable[[], Awaitable[object]] | None = None,
         registry: CollectorRegistry | None = None,
-        poll_s: float = POLL_S,
+        poll_s: float | None = None,
     ) -> None:
         super().__init__(config, home=home, runner=runner, root=root, registry=registry)
         self.state = state
         self.tenant = tenant
         self.owner = owner
         self.repair = repair
-        self.poll_s = poll_s
+        self.poll_s = poll_s if poll_s is not None else config.replica_poll_s
         self.taken_over = 0
         """Tasks of a dead replica this one resumed."""
 
@@ -167,11 +165,12 @@ class SharedIngestTasks(IngestTasks):
     async def submit(
         self, sub: Submission, *, key: str | None = None, tenant: str = DEFAULT_TENANT
     ) -> tuple[IngestTask, bool]:
-        """As :meth:`IngestTasks.submit`, holding the idempotency key's mutex across the replicas."""
+        """As :meth:`IngestTasks.submit`, holding the idempotency key's mutex across the replicas (the task
+        belongs to this queue's tenant: ``tenant`` is ignored)."""
         ikey = f"key:{key}" if key else f"sha256:{sub.fingerprint}"
         conn = await asyncio.to_thread(self.shared.lock_key, ikey)
         try:
-            return await super().submit(sub, key=key, tenant=tenant)
+            return await super().submit(sub, key=key, tenant=self.tenant)
         finally:
             await asyncio.to_thread(self.shared.unlock_key, conn, ikey)
 

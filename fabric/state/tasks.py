@@ -212,24 +212,24 @@ class SharedTaskStore:
         """
         with self.pool.connection() as conn, conn.transaction():
             row = conn.execute(
-                _SELECT + b", owner FROM fabric_tasks WHERE tenant = %s AND status IN ('queued', 'running') "
+                _SELECT + b" WHERE tenant = %s AND status IN ('queued', 'running') "
                 b"ORDER BY seq LIMIT 1 FOR UPDATE SKIP LOCKED",
                 (self.tenant,),
             ).fetchone()
             if row is None:
                 return None
             conn.execute("UPDATE fabric_tasks SET owner = %s WHERE id = %s", (self.owner, row[0]))
-        return row_task(row[:-1])
+        return row_task(row)
 
     def lock_key(self, key: str) -> psycopg.Connection[tuple[object, ...]]:
         """Wait for the submission mutex of idempotency key ``key``; the connection holding it."""
         conn = self.pool.getconn()
-        conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_KEY_CLASS, f"{self.tenant}\x00{key}"))
+        conn.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", (_KEY_CLASS, f"{self.tenant}\n{key}"))
         return conn
 
     def unlock_key(self, conn: psycopg.Connection[tuple[object, ...]], key: str) -> None:
         """Release the mutex taken by :meth:`lock_key`."""
         try:
-            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_KEY_CLASS, f"{self.tenant}\x00{key}"))
+            conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", (_KEY_CLASS, f"{self.tenant}\n{key}"))
         finally:
             self.pool.putconn(conn)
