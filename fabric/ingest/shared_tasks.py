@@ -7,8 +7,8 @@ changes is who runs a task:
 - a task submitted through any replica is in the shared table at once, so every replica answers
   ``GET /v1/ingest/<id>`` with its state; the runner saves its progress every :data:`HEARTBEAT_S` seconds;
 - each replica's worker polls (every ``ingest.replica_poll_s``, or at once after a local submit) for the
-  tenant's *writer lock*; its holder claims the tenant's tasks in queue order and runs them one at a time, so a task runs exactly
-  once and a tenant's ingests never interleave, whichever replica took them;
+  tenant's *writer lock*; its holder claims the tenant's tasks in queue order and runs them one at a time, so
+  a task runs exactly once and a tenant's ingests never interleave, whichever replica took them;
 - when a replica dies (``kill -9``, host gone) the database drops its lock; the next replica to take it finds
   the task still ``running``, repairs the tenant's stores from the ledger (the pending writes of the dead run
   are rolled back, :mod:`fabric.ingest.check`) and runs it again (at most :data:`~fabric.ingest.tasks.MAX_ATTEMPTS`
