@@ -49,7 +49,8 @@ class TestComposeFile:
         """fabric depends on every backend with condition service_healthy."""
         deps = compose["services"]["fabric"]["depends_on"]
         assert {k: v["condition"] for k, v in deps.items()} == {
-            **dict.fromkeys((*BACKENDS, "postgres"), "service_healthy"), "fabric-init": "service_completed_successfully",
+            **dict.fromkeys((*BACKENDS, "postgres"), "service_healthy"),
+            "fabric-init": "service_completed_successfully",
         }  # fmt: skip
 
     def test_named_volumes(self, compose: dict[str, Any]) -> None:
