@@ -29,7 +29,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 import structlog
@@ -168,11 +168,21 @@ class SharedIngestTasks(IngestTasks):
         """As :meth:`IngestTasks.submit`, holding the idempotency key's mutex across the replicas (the task
         belongs to this queue's tenant: ``tenant`` is ignored)."""
         ikey = f"key:{key}" if key else f"sha256:{sub.fingerprint}"
-        conn = await asyncio.to_thread(self.shared.lock_key, ikey)
+        taking = asyncio.ensure_future(asyncio.to_thread(self.shared.lock_key, ikey))
+        try:
+            conn = await asyncio.shield(taking)
+        except asyncio.CancelledError:  # the thread still takes the mutex: give it back once it has
+            taking.add_done_callback(lambda f: self._give_back(f, ikey))
+            raise
         try:
             return await super().submit(sub, key=key, tenant=self.tenant)
         finally:
             await asyncio.to_thread(self.shared.unlock_key, conn, ikey)
+
+    def _give_back(self, taken: asyncio.Future[Any], ikey: str) -> None:
+        """Release a submission mutex whose taker was cancelled (a short blocking call, rare)."""
+        if not taken.cancelled() and taken.exception() is None:
+            self.shared.unlock_key(taken.result(), ikey)
 
     async def exclusive(self, job: Callable[[], Awaitable[T]]) -> T | None:
         """Run ``job`` under the tenant's writer lock; None (not run) while another replica holds it."""

@@ -187,6 +187,24 @@ async def test_exclusive_runs_only_for_the_lock_holder(
     assert await b.exclusive(job) == "ran"
 
 
+async def test_a_cancelled_submission_does_not_keep_the_keys_mutex(
+    replicas: tuple[SharedIngestTasks, SharedIngestTasks, Ledger],
+) -> None:
+    """A submission cancelled while it waits for its key's mutex gives the mutex back once it gets it, so the
+    key is not blocked on every replica."""
+    a, b, _ = replicas
+    held = await asyncio.to_thread(b.shared.lock_key, "key:busy")
+    waiting = asyncio.create_task(a.submit(_sub("c"), key="busy"))
+    await asyncio.sleep(0.2)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await asyncio.to_thread(b.shared.unlock_key, held, "key:busy")
+    task, created = await b.submit(_sub("c"), key="busy")
+    assert created
+    assert (await _finished(a, task.id)).status is TaskStatus.SUCCEEDED
+
+
 def test_public_api() -> None:
     """The module exports the shared queue, its timings and the replica's name."""
     assert set(mod.__all__) == {"HEARTBEAT_S", "SPOOL_GRACE_S", "SharedIngestTasks", "replica_name"}
