@@ -97,6 +97,8 @@ class SharedIngestTasks(IngestTasks):
         self.poll_s = poll_s if poll_s is not None else config.replica_poll_s
         self.taken_over = 0
         """Tasks of a dead replica this one resumed."""
+        self._writing = asyncio.Lock()
+        """Held while this replica holds the writer lock (its worker, or :meth:`exclusive`)."""
 
     def _open_store(self) -> TaskBackend:
         return SharedTaskStore(self.state, self.tenant, self.owner)
@@ -185,13 +187,17 @@ class SharedIngestTasks(IngestTasks):
             self.shared.unlock_key(taken.result(), ikey)
 
     async def exclusive(self, job: Callable[[], Awaitable[T]]) -> T | None:
-        """Run ``job`` under the tenant's writer lock; None (not run) while another replica holds it."""
-        if not await asyncio.to_thread(self.shared.try_writer):
+        """Run ``job`` under the tenant's writer lock; None (not run) while another replica, or this replica's
+        worker, holds it."""
+        if self._writing.locked():
             return None
-        try:
-            return await job()
-        finally:
-            await asyncio.to_thread(self.shared.release_writer)
+        async with self._writing:
+            if not await asyncio.to_thread(self.shared.try_writer):
+                return None
+            try:
+                return await job()
+            finally:
+                await asyncio.to_thread(self.shared.release_writer)
 
     # ------------------------------------------------------------------ worker
 
@@ -211,16 +217,17 @@ class SharedIngestTasks(IngestTasks):
     async def _drain(self) -> bool:
         """Run the tenant's unfinished tasks while holding its writer lock; whether any ran."""
         store = self.shared
-        if not await asyncio.to_thread(store.try_writer):
-            return False
-        ran = False
-        try:
-            while (task := await asyncio.to_thread(store.claim)) is not None:
-                ran = True
-                await self._take(task)
-        finally:
-            await asyncio.to_thread(store.release_writer)
-        return ran
+        async with self._writing:
+            if not await asyncio.to_thread(store.try_writer):
+                return False
+            ran = False
+            try:
+                while (task := await asyncio.to_thread(store.claim)) is not None:
+                    ran = True
+                    await self._take(task)
+            finally:
+                await asyncio.to_thread(store.release_writer)
+            return ran
 
     async def _take(self, claimed: IngestTask) -> None:
         task = self._live.get(claimed.id, claimed)

@@ -166,13 +166,14 @@ class SharedTaskStore:
     # ------------------------------------------------------------------ replicas
 
     def try_writer(self) -> bool:
-        """Take the tenant's writer lock without waiting (True when held, also when already held).
+        """Take the tenant's writer lock without waiting; True when taken (False when held elsewhere, or already
+        held here: it is not re-entrant, so two holders in one process cannot both think they own it).
 
         The lock lives on a connection of its own, kept between takes; a broken one is replaced.
         """
         with self._wlock:
             if self._held:
-                return True
+                return False
             if self._lockconn is None or self._lockconn.closed or self._lockconn.broken:
                 self._lockconn = self.state.connect()
             row = self._lockconn.execute(

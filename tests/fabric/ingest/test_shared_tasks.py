@@ -177,14 +177,28 @@ async def test_exclusive_runs_only_for_the_lock_holder(
 ) -> None:
     """A job under the writer lock runs on one replica; the other is told it did not run (None)."""
     a, b, _ = replicas
-    assert await asyncio.to_thread(a.shared.try_writer)
+    release = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def hold() -> str:
+        entered.set()
+        await release.wait()
+        return "held"
 
     async def job() -> str:
         return "ran"
 
-    assert await b.exclusive(job) is None
-    await asyncio.to_thread(a.shared.release_writer)
-    assert await b.exclusive(job) == "ran"
+    holding = asyncio.create_task(a.exclusive(hold))
+    await entered.wait()
+    assert await b.exclusive(job) is None  # another replica holds it
+    assert await a.exclusive(job) is None  # and within A, the holder excludes a second job
+    release.set()
+    assert await holding == "held"
+    for _ in range(1000):  # the workers' polls take the lock briefly: it is soon free for B
+        if (got := await b.exclusive(job)) is not None:
+            break
+        await asyncio.sleep(0.01)
+    assert got == "ran"
 
 
 async def test_a_cancelled_submission_does_not_keep_the_keys_mutex(

@@ -101,7 +101,7 @@ class TestReplicas:
     def test_one_writer_per_tenant_until_its_connection_ends(self, a: SharedTaskStore, b: SharedTaskStore) -> None:
         """A holds the tenant's writer lock; B cannot take it until A releases it or A's connection is gone."""
         assert a.try_writer()
-        assert a.try_writer()  # held already
+        assert not a.try_writer()  # not re-entrant: a second holder in A is refused too
         assert not b.try_writer()
         assert a.writer_alive()
         a.release_writer()
