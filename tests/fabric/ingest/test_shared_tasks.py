@@ -4,6 +4,7 @@ one at a time per tenant, idempotency keys shared, a dead replica's task taken o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -144,19 +145,18 @@ async def test_a_dead_replicas_task_is_repaired_then_resumed(
         await asyncio.sleep(0.01)
     runner = a if ledger.runs[0][0] == "a" else b
     other = b if runner is a else a
-    # the runner dies: its worker stops without a clean hand-back, its lock's connection closes
-    assert runner._worker is not None
-    runner._worker.cancel()
-    runner._worker = None
-    record = await other.aget(task.id)
-    assert record is not None
-    record.status = TaskStatus.RUNNING  # as the dead runner left it (its cancel hook set it back to queued)
-    record.attempts = 1
-    await asyncio.to_thread(runner.shared._lockconn.close)  # type: ignore[union-attr]
-    await asyncio.to_thread(_force, other, record)
-    await asyncio.to_thread(
-        task.source_path.unlink
-    )  # and the spool file is gone: the body is written back from the database
+    await other._writing.acquire()  # the other replica's worker waits until the scene is set
+    try:
+        # the runner dies: its worker stops (its run is cut off), leaving the record as a dead runner does
+        worker, runner._worker = runner._worker, None
+        assert worker is not None
+        worker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await worker
+        await asyncio.to_thread(_force, other, task.id)
+        await asyncio.to_thread(task.source_path.unlink, missing_ok=True)  # lost: written back from the database
+    finally:
+        other._writing.release()
     ledger.gate.set()
     done = await _finished(other, task.id)
     assert (done.status, done.attempts) == (TaskStatus.SUCCEEDED, 2)
@@ -164,12 +164,11 @@ async def test_a_dead_replicas_task_is_repaired_then_resumed(
     assert other.taken_over == 1
 
 
-def _force(tasks: SharedIngestTasks, record: IngestTask) -> None:
-    """Write ``record`` as its (dead) runner left it: running, owned by that runner."""
+def _force(tasks: SharedIngestTasks, task_id: str) -> None:
+    """Write the record as a runner that died mid-run leaves it: running, first attempt (its clean-stop hook set
+    it back to queued, which a killed process never gets to do)."""
     with tasks.state.sync.connection() as conn:
-        conn.execute(
-            "UPDATE fabric_tasks SET status = 'running', attempts = %s WHERE id = %s", (record.attempts, record.id)
-        )
+        conn.execute("UPDATE fabric_tasks SET status = 'running', attempts = 1 WHERE id = %s", (task_id,))
 
 
 async def test_exclusive_runs_only_for_the_lock_holder(
@@ -188,8 +187,15 @@ async def test_exclusive_runs_only_for_the_lock_holder(
     async def job() -> str:
         return "ran"
 
-    holding = asyncio.create_task(a.exclusive(hold))
-    await entered.wait()
+    for _ in range(1000):  # A's own worker may hold the lock for a moment (its poll): try again
+        holding = asyncio.create_task(a.exclusive(hold))
+        waiting = asyncio.ensure_future(entered.wait())
+        await asyncio.wait({holding, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if entered.is_set():
+            break
+        await asyncio.sleep(0.01)
+    assert entered.is_set()
     assert await b.exclusive(job) is None  # another replica holds it
     assert await a.exclusive(job) is None  # and within A, the holder excludes a second job
     release.set()
