@@ -23,15 +23,21 @@ demo: setup
 test: setup test-deps
 	$(PY) -m pytest -q
 
-# promtool (Debian's prometheus package) for tests/deploy/test_alerts.py, installed only when missing: with
-# apt-get when root, else a message (those tests then skip, saying why). About a minute on a Debian host.
+# Debian packages the tests run for real, installed only when missing: promtool (prometheus) for
+# tests/deploy/test_alerts.py, the PostgreSQL server (postgresql: initdb, pg_ctl) for the replicas' shared state
+# (tests/fabric/state, tests/fabric/test_replicas.py). With apt-get when root, else a message (those tests then
+# skip, saying why). About a minute on a Debian host.
 test-deps:
-	@command -v promtool >/dev/null 2>&1 || { \
+	@missing=""; \
+	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || missing="$$missing postgresql"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	  else \
-	    echo "make test-deps: promtool is missing; install Debian's 'prometheus' package as root (the promtool tests skip)" >&2; \
-	  fi; }
+	    echo "make test-deps: missing Debian package(s):$$missing; install them as root (their tests skip)" >&2; \
+	  fi; \
+	fi
 
 # Retrieval quality gate vs the committed baselines (SciFact train and CISI test when ../shared/datasets exists,
 # else the project's own query set).

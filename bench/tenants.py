@@ -6,6 +6,11 @@ fixed schedule, whatever the answers): tenant ``heavy`` at ``--over`` times ``--
 ``--under`` times it, for ``--seconds``. Figures per tenant: requests sent, answers by status, the 429 ratio
 with its ideal value ``1 - (rate * seconds + burst) / sent`` for the heavy one, and the light tenant's p50/p95
 latency and non-200 answers (it must not be hurt by the heavy one's rejections).
+
+``--replicas N --state-url postgresql://...``: N apps (replicas) share one PostgreSQL database (keys and token
+buckets, :mod:`fabric.replicas`) and each tenant's requests go round robin over them; the heavy tenant's admitted
+rate is then compared with its one limit (``heavy_admitted_per_s`` against ``heavy_admitted_per_s_ideal``), which
+N replicas with their own buckets would each grant in full.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seconds", type=float, default=10.0, help="duration of the load (default 10)")
     parser.add_argument("--over", type=float, default=2.0, help="heavy tenant's load / rate (default 2)")
     parser.add_argument("--under", type=float, default=0.5, help="light tenant's load / rate (default 0.5)")
+    parser.add_argument("--replicas", type=int, default=1, help="service replicas sharing --state-url (default 1)")
+    parser.add_argument("--state-url", default="", help="PostgreSQL URL the replicas share (FABRIC_STATE_URL)")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -42,15 +49,18 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
 
 
-async def _tenant(client: aiohttp.ClientSession, url: str, key: str, rps: float, seconds: float) -> dict[str, Any]:
-    """Open-loop load of one tenant: request i starts at i / rps."""
+async def _tenant(
+    client: aiohttp.ClientSession, urls: list[str], key: str, rps: float, seconds: float
+) -> dict[str, Any]:
+    """Open-loop load of one tenant: request i starts at i / rps, sent to replica i mod len(urls)."""
     statuses: Counter[int] = Counter()
     latencies: list[float] = []
     headers = {"Authorization": f"Bearer {key}"}
 
     async def one(i: int) -> None:
         t0 = time.perf_counter()
-        async with client.post(url, json={"query": f"tenant query {i % 20}", "top_k": 10}, headers=headers) as r:
+        body = {"query": f"tenant query {i % 20}", "top_k": 10}
+        async with client.post(urls[i % len(urls)], json=body, headers=headers) as r:
             await r.read()
             statuses[r.status] += 1
         if r.status == 200:
@@ -68,46 +78,66 @@ async def _tenant(client: aiohttp.ClientSession, url: str, key: str, rps: float,
     return {"sent": n, "status": dict(sorted(statuses.items())), "latencies": latencies}
 
 
+def _settings(home: Path) -> Settings:
+    return Settings(
+        home=home,
+        modes={Mode.TECHNICAL: ModeConfig(total_budget_ms=1000.0, lanes={"keyword": 1000.0})},
+        lanes={  # built per tenant from the settings: each tenant's engine has the same fake lane
+            "keyword": LaneConfig(
+                name="keyword", kind=LaneKind.KEYWORD, backend="fake", options={"hits": 20, "delay_ms": 1.0}
+            )
+        },
+        preflight=PreflightConfig(enabled=False),
+    )
+
+
 async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     from aiohttp.test_utils import TestServer
 
     from fabric.engine import Engine
     from fabric.keys import KeyStore, Role
     from fabric.limits import LimitConfig
+    from fabric.replicas import Replica
     from fabric.service import create_app, default_guard
 
     with tempfile.TemporaryDirectory(prefix="fabric-tenants-") as tmp:
         home = Path(tmp)
-        keys = {name: KeyStore(home).create(name, Role.READER)[1] for name in ("heavy", "light")}
-        settings = Settings(
-            home=home,
-            modes={Mode.TECHNICAL: ModeConfig(total_budget_ms=1000.0, lanes={"keyword": 1000.0})},
-            lanes={  # built per tenant from the settings: each tenant's engine has the same fake lane
-                "keyword": LaneConfig(
-                    name="keyword", kind=LaneKind.KEYWORD, backend="fake", options={"hits": 20, "delay_ms": 1.0}
-                )
-            },
-            preflight=PreflightConfig(enabled=False),
-        )
-        engine = Engine(settings, resources=LaneResources(home=home))
+        replicas = [Replica(args.state_url) for _ in range(args.replicas)] if args.state_url else [None]
+        store = replicas[0].keys if replicas[0] is not None else KeyStore(home)
+        if replicas[0] is not None:
+            replicas[0].state.open_sync()
+        keys = {name: store.create(name, Role.READER)[1] for name in ("heavy", "light")}
         limits = LimitConfig(rate=args.rate, burst=args.burst, concurrency=10_000)
-        server = TestServer(create_app(engine, guard=default_guard(engine, limits)), host="127.0.0.1")
-        await server.start_server()
-        url = f"http://127.0.0.1:{server.port}/v1/search"
+        servers = []
+        for replica in replicas:
+            engine = Engine(_settings(home), resources=LaneResources(home=home))
+            app = create_app(engine, guard=default_guard(engine, limits, replica), replica=replica)
+            servers.append(TestServer(app, host="127.0.0.1"))
+        for server in servers:
+            await server.start_server()
+        urls = [f"http://127.0.0.1:{server.port}/v1/search" for server in servers]
         try:
             connector = aiohttp.TCPConnector(limit=0)
             async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as client:
                 heavy, light = await asyncio.gather(
-                    _tenant(client, url, keys["heavy"], args.rate * args.over, args.seconds),
-                    _tenant(client, url, keys["light"], args.rate * args.under, args.seconds),
+                    _tenant(client, urls, keys["heavy"], args.rate * args.over, args.seconds),
+                    _tenant(client, urls, keys["light"], args.rate * args.under, args.seconds),
                 )
         finally:
-            await server.close()
+            for server in servers:
+                await server.close()
     ideal = max(0.0, 1.0 - (args.rate * args.seconds + args.burst) / heavy["sent"]) if heavy["sent"] else 0.0
+    admitted = heavy["status"].get(200, 0)
     return {
         "rate": args.rate,
         "burst": args.burst,
         "seconds": args.seconds,
+        "replicas": len(urls),
+        "shared_state": bool(args.state_url),
+        "heavy_admitted_per_s": round(admitted / args.seconds, 2),
+        "heavy_admitted_per_s_ideal": round(
+            min(heavy["sent"], args.rate * args.seconds + args.burst) / args.seconds, 2
+        ),
         "heavy_sent": heavy["sent"],
         "heavy_status": heavy["status"],
         "heavy_429_ratio": round(heavy["status"].get(429, 0) / heavy["sent"], 4) if heavy["sent"] else 0.0,
@@ -122,9 +152,11 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark and return its figures."""
-    if args.rate <= 0 or args.burst < 1 or args.seconds <= 0 or args.over <= 0 or args.under <= 0:
-        from fabric.errors import QueryError
+    from fabric.errors import QueryError
 
+    if args.rate <= 0 or args.burst < 1 or args.seconds <= 0 or args.over <= 0 or args.under <= 0:
         raise QueryError("bench", "--rate, --burst, --seconds, --over and --under must be positive")
+    if args.replicas < 1 or (args.replicas > 1 and not args.state_url):
+        raise QueryError("bench", "--replicas above 1 needs --state-url (the replicas' shared PostgreSQL database)")
     configure_logging(level="CRITICAL")
     return asyncio.run(_bench(args))

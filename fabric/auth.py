@@ -18,12 +18,13 @@ that forbids any active content, so no client renders the API's text as markup (
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from fabric.keys import KeyStore, Principal, Role
+from fabric.keys import KeyBackend, Principal, Role
 from fabric.limits import LimitExceeded, TenantLimits, TenantMetrics
 
 __all__ = [
@@ -69,7 +70,7 @@ class AuthError(Exception):
 
 
 class Guard:
-    """Authentication against a :class:`KeyStore`, per-tenant limits and metrics.
+    """Authentication against a key store (:class:`fabric.keys.KeyBackend`), per-tenant limits and metrics.
 
     Verified keys and the open-mode decision are cached for ``cache_seconds`` (a revoked key stops working
     within that time; a first key created while serving ends open mode within it).
@@ -77,7 +78,7 @@ class Guard:
 
     def __init__(
         self,
-        keys: KeyStore,
+        keys: KeyBackend,
         limits: TenantLimits,
         metrics: TenantMetrics,
         *,
@@ -92,20 +93,20 @@ class Guard:
         self._cache: dict[str, tuple[Principal | None, float]] = {}
         self._open: tuple[bool, float] | None = None
 
-    def open_mode(self) -> bool:
-        """True when the store holds no active key."""
+    async def open_mode(self) -> bool:
+        """True when the store holds no active key (read in a worker thread: the store may be a database)."""
         now = self._clock()
         if self._open is None or self._open[1] <= now:
-            self._open = (self.keys.active_count() == 0, now + self._ttl)
+            self._open = (await asyncio.to_thread(self.keys.active_count) == 0, now + self._ttl)
         return self._open[0]
 
-    def authenticate(self, header: str | None) -> Principal:
+    async def authenticate(self, header: str | None) -> Principal:
         """The caller named by an ``Authorization`` header value.
 
         Raises:
             AuthError: 401 when the key is missing, malformed, unknown or revoked (outside open mode).
         """
-        if self.open_mode():
+        if await self.open_mode():
             return Principal(OPEN_TENANT, Role.ADMIN)
         if not header:
             raise AuthError(401, "authorization", "missing API key: send Authorization: Bearer <key>")
@@ -118,7 +119,7 @@ class Guard:
         if hit is None or hit[1] <= now:
             if len(self._cache) > 4096:
                 self._cache.clear()
-            hit = self._cache[token] = (self.keys.verify(token), now + self._ttl)
+            hit = self._cache[token] = (await asyncio.to_thread(self.keys.verify, token), now + self._ttl)
         if hit[0] is None:
             raise AuthError(401, "authorization", "unknown or revoked API key")
         return hit[0]
@@ -167,7 +168,7 @@ async def guard_middleware(request: web.Request, handler: _Handler) -> web.Strea
     guard = request.app[GUARD_KEY]
     m = guard.metrics
     try:
-        who = guard.authenticate(request.headers.get("Authorization"))
+        who = await guard.authenticate(request.headers.get("Authorization"))
         request[_PRINCIPAL] = who
         need = required_role(request.method, request.path)
         if who.role < need:
@@ -177,7 +178,7 @@ async def guard_middleware(request: web.Request, handler: _Handler) -> web.Strea
         m.rejections.labels(tenant, "unauthenticated" if exc.status == 401 else "forbidden").inc()
         return exc.response()
     try:
-        guard.limits.acquire(who.tenant)
+        await guard.limits.admit(who.tenant)
     except LimitExceeded as exc:
         m.rejections.labels(who.tenant, exc.reason).inc()
         body = {"error": {"field": None, "message": str(exc), "limit": exc.reason}}

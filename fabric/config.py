@@ -5,7 +5,8 @@ Order of precedence (later wins):
 1. the project's ``config/*.toml`` (or ``config_dir``);
 2. a profile overlay ``config/<profile>.toml`` when ``FABRIC_PROFILE`` (or ``profile=``) is set, e.g. ``compose``;
 3. a user file named by ``FABRIC_CONFIG`` (or ``user_file=``), same sections as the project files;
-4. environment variables: ``FABRIC_HOME``, the service URLs of :data:`ENV_URLS`, and the generic
+4. environment variables: ``FABRIC_HOME``, ``FABRIC_STATE_URL`` (environment only: it may hold a password), the
+   service URLs of :data:`ENV_URLS`, and the generic
    ``FABRIC__<section>__<key>[__<key>...]=<TOML value>`` (e.g. ``FABRIC__fusion__rrf_k=40``).
 
 Every file carries ``schema = 1``. A bad setting raises :class:`~fabric.errors.ConfigError` naming the
@@ -145,6 +146,9 @@ class Settings:
     """The slow-cook job of seed 002 (``config/slowcook.toml``, ``fabric slowcook``)."""
     sources: tuple[str, ...] = ()
     """Files the settings were read from, in order."""
+    state_url: str = ""
+    """``FABRIC_STATE_URL``: the PostgreSQL database that replicas of ``fabric serve`` share (tasks, keys, rate
+    buckets, cursor secret; :mod:`fabric.state`); empty: the embedded SQLite and file backends (one process)."""
 
     def mode(self, mode: Mode) -> ModeConfig:
         """The budgets of ``mode``."""
@@ -237,6 +241,7 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         router=validate_router_config(router, lanes if "router" in data else {}, src),
         slowcook=_read_slowcook(data.get("slowcook", {}), src),
         sources=sources,
+        state_url=env.get("FABRIC_STATE_URL", "").strip(),
     )
 
 
@@ -311,7 +316,7 @@ def _read_authority(data: Mapping[str, Any], src: str) -> dict[str, AuthorityEnt
 def _read_ingest(data: Any, src: str) -> IngestConfig:
     """``[ingest]``: positive limits, a non-negative synchronous-ingest threshold."""
     ingest: IngestConfig = build(IngestConfig, data, src, "ingest")
-    for name in ("max_entries", "max_body_bytes", "max_queued", "history"):
+    for name in ("max_entries", "max_body_bytes", "max_queued", "history", "replica_poll_s"):
         positive(getattr(ingest, name), src, f"ingest.{name}")
     if ingest.sync_max_entries < 0:
         raise ConfigError(f"must be >= 0, got {ingest.sync_max_entries}", source=src, key="ingest.sync_max_entries")

@@ -197,6 +197,9 @@ class IngestConfig:
     """Tasks waiting behind the running one; beyond this a submission answers 503."""
     history: int = 100
     """Finished task records kept in ``<home>/tasks.sqlite`` (oldest dropped first), across restarts."""
+    replica_poll_s: float = 0.5
+    """Replicas (``FABRIC_STATE_URL``): how often an idle replica asks whether its tenants have tasks to run (a
+    submission to it wakes it at once); also how soon a dead replica's task is taken over."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,7 +26,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any, Self
@@ -109,6 +109,8 @@ class Engine:
         self.loop_lag = LoopLagMonitor()
         self.router = Router(settings.router, executor=self.executor, home=settings.home)
         self._secret = b""
+        self.secret_source: Callable[[], Awaitable[bytes]] | None = None
+        """Where :meth:`open` reads the cursor secret (the replicas' shared database); default the home's file."""
         self._unopened: set[str] = set()
         self._inflight = 0
         self._opened = False
@@ -131,7 +133,8 @@ class Engine:
             self.executor.web_cache = self.resources.web_cache
             self.executor.unavailable = unavailable_lanes(self.settings, self.lanes, self.build_errors)
             self.preflight.http = self.resources.http
-            self._secret = load_cursor_secret(self.settings.home)
+            source = self.secret_source
+            self._secret = await source() if source is not None else load_cursor_secret(self.settings.home)
             self._unopened = set(self.lanes)
             embedder = self.resources.embedder if self._given_resources is None else None
             await asyncio.gather(self._warm_up(sorted(self.lanes), OPEN_TIMEOUT_S), warm_embedder(embedder))

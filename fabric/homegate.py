@@ -19,7 +19,7 @@ import asyncio
 import os
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +31,15 @@ from fabric.ingest.check import CheckReport, check_stores
 from fabric.writers.model import StoreWriter
 from lanes.base import LaneResources
 
-__all__ = ["PROBE_TTL_S", "HomeGate", "repair_stores", "unwritable"]
+__all__ = ["PROBE_TTL_S", "Exclusive", "HomeGate", "repair_stores", "unwritable"]
 
 log = structlog.get_logger(__name__)
 
 PROBE_TTL_S = 2.0
 """How long a writability probe result is reused."""
+
+Exclusive = Callable[[Callable[[], Awaitable[CheckReport]]], Awaitable[CheckReport | None]]
+"""Runs a job under the replicas' writer lock, or returns None without running it."""
 
 _STORE_DIRS = ("vectors", "qdrant", "spool")
 """Folders under the home that stores write into (probed when they exist)."""
@@ -66,11 +69,12 @@ class HomeGate:
 
     Args:
         home: the engine's home.
+        shared: a replica over a shared state database (the lock is taken shared, :mod:`fabric.homelock`).
     """
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, *, shared: bool = False) -> None:
         self.home = home
-        self.lock = HomeLock(home, "fabric serve")
+        self.lock = HomeLock(home, "fabric serve", shared=shared)
         self.repair: CheckReport | None = None
         """The start-up repair's report (None until it ran)."""
         self.repair_error: str | None = None
@@ -97,11 +101,23 @@ class HomeGate:
             log.warning("startup_repair", **(report.repaired or {}))
         return report
 
-    async def open_stores(self, settings: Settings, resources: LaneResources) -> CheckReport:
-        """:meth:`open` with writers over the stores of ``settings`` (sharing an open engine's ``resources``)."""
+    async def open_stores(
+        self, settings: Settings, resources: LaneResources, *, exclusive: Exclusive | None = None
+    ) -> CheckReport:
+        """:meth:`open` with writers over the stores of ``settings`` (sharing an open engine's ``resources``).
+
+        ``exclusive`` runs the repair only while no other replica can write (the tenant's writer lock,
+        :meth:`fabric.ingest.tasks.IngestTasks.exclusive`); when another replica holds it (it is running a task),
+        the repair is left to whichever replica resumes that task should its runner die, and reported as deferred.
+        """
         self.lock.acquire()
-        self.repair = await repair_stores(settings, resources)
-        return self._judge(self.repair)
+        run = exclusive or (lambda job: job())
+        report = await run(lambda: repair_stores(settings, resources))
+        if report is None:
+            log.info("startup_repair_deferred", reason="another replica holds the writer lock")
+            report = CheckReport(ledger=0, pending=0, stores={})
+        self.repair = report
+        return self._judge(report)
 
     def close(self) -> None:
         """Release the lock."""

@@ -6,6 +6,10 @@ crash never leaves a stale lock behind). The holder writes its pid, command and 
 process that is refused can name it: ``home /x is in use by pid 4242 (fabric serve, since 2026-11-25T01:02:03Z)``.
 Readers (``fabric search``, ``fabric check`` without ``--repair``) do not take the lock: the SQLite stores are
 read through WAL while a writer works.
+
+Replicas of ``fabric serve`` sharing one home and one state database (``FABRIC_STATE_URL``, ``docs/replicas.md``)
+hold the lock *shared*: they coexist (the database's per-tenant writer lock decides which of them writes), while a
+CLI ingest or a service without the shared database, which take it exclusively, are refused.
 """
 
 from __future__ import annotations
@@ -60,11 +64,13 @@ class HomeLock:
     Args:
         home: the home folder (created if missing).
         command: what the holder is, shown to a refused process (``fabric serve``, ``fabric ingest``).
+        shared: take it shared (replicas over one state database) instead of exclusive.
     """
 
-    def __init__(self, home: Path, command: str) -> None:
+    def __init__(self, home: Path, command: str, *, shared: bool = False) -> None:
         self.home = home
         self.command = command
+        self.shared = shared
         self._fh: IO[str] | None = None
 
     @property
@@ -87,14 +93,15 @@ class HomeLock:
         except OSError as exc:
             raise ConfigError(f"cannot open the lock file of home {self.home}: {exc}") from None
         try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh.fileno(), (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError:
             fh.close()
             raise HomeInUseError(self.home, lock_holder(self.home)) from None
         since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        command = f"{self.command}, a replica" if self.shared else self.command
         fh.seek(0)
         fh.truncate()
-        fh.write(json.dumps({"pid": os.getpid(), "command": self.command, "since": since}))
+        fh.write(json.dumps({"pid": os.getpid(), "command": command, "since": since}))
         fh.flush()
         self._fh = fh
 

@@ -20,10 +20,24 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from fabric.errors import ConfigError
 
-__all__ = ["KEYS_FILE", "KeyRecord", "KeyStore", "Principal", "Role", "check_tenant"]
+__all__ = [
+    "KEYS_FILE",
+    "KeyBackend",
+    "KeyRecord",
+    "KeyStore",
+    "Principal",
+    "Role",
+    "check_tenant",
+    "matches",
+    "new_key",
+    "now_stamp",
+    "token_hash",
+    "token_id",
+]
 
 KEYS_FILE = "keys.sqlite"
 """File name of the key store under the home."""
@@ -94,12 +108,36 @@ class KeyRecord:
         }  # fmt: skip
 
 
-def _hash(token: str) -> str:
+def token_hash(token: str) -> str:
+    """The stored form of a key: its SHA-256, hex."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def _now() -> str:
+def token_id(token: str) -> str | None:
+    """The key id of a well-formed key, else None."""
+    m = _TOKEN.match(token)
+    return m.group(1) if m else None
+
+
+def new_key(tenant: str, role: Role) -> tuple[KeyRecord, str]:
+    """A fresh key id and key for ``tenant`` (not stored yet): the record and the key.
+
+    Raises:
+        ConfigError: invalid tenant name.
+    """
+    check_tenant(tenant)
+    key_id = secrets.token_hex(6)
+    return KeyRecord(key_id, tenant, role, now_stamp(), None), f"fab_{key_id}_{secrets.token_urlsafe(32)}"
+
+
+def now_stamp() -> str:
+    """The current UTC time as the key tables store it."""
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def matches(stored_hash: str, token: str) -> bool:
+    """Whether ``token`` hashes to ``stored_hash`` (constant-time comparison)."""
+    return hmac.compare_digest(stored_hash, token_hash(token))
 
 
 def check_tenant(name: str) -> str:
@@ -111,6 +149,17 @@ def check_tenant(name: str) -> str:
     if not _TENANT.fullmatch(name):
         raise ConfigError(f"tenant {name!r}: expected 1-63 characters of a-z, 0-9, '-', '_' (not starting with - or _)")
     return name
+
+
+class KeyBackend(Protocol):
+    """A key store: :class:`KeyStore` (``<home>/keys.sqlite``) or :class:`fabric.state.keys.SharedKeyStore`
+    (the replicas' database). Methods block."""
+
+    def create(self, tenant: str, role: Role) -> tuple[KeyRecord, str]: ...
+    def list(self) -> list[KeyRecord]: ...
+    def revoke(self, key_id: str) -> bool: ...
+    def active_count(self) -> int: ...
+    def verify(self, token: str) -> Principal | None: ...
 
 
 class KeyStore:
@@ -131,16 +180,13 @@ class KeyStore:
         Raises:
             ConfigError: invalid tenant name.
         """
-        check_tenant(tenant)
-        key_id = secrets.token_hex(6)
-        token = f"fab_{key_id}_{secrets.token_urlsafe(32)}"
-        record = KeyRecord(key_id, tenant, role, _now(), None)
+        record, token = new_key(tenant, role)
         conn = self._connect()
         try:
             with conn:
                 conn.execute(
                     "INSERT INTO api_keys (key_id, tenant, role, key_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-                    (key_id, tenant, role.label, _hash(token), record.created_at),
+                    (record.key_id, tenant, role.label, token_hash(token), record.created_at),
                 )
         finally:
             conn.close()
@@ -165,7 +211,7 @@ class KeyStore:
         try:
             with conn:
                 cur = conn.execute(
-                    "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL", (_now(), key_id)
+                    "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND revoked_at IS NULL", (now_stamp(), key_id)
                 )
         finally:
             conn.close()
@@ -184,16 +230,16 @@ class KeyStore:
 
     def verify(self, token: str) -> Principal | None:
         """The principal of an active key, or None for a malformed, unknown or revoked key."""
-        m = _TOKEN.match(token)
-        if m is None or not self.path.exists():
+        key_id = token_id(token)
+        if key_id is None or not self.path.exists():
             return None
         conn = self._connect()
         try:
             row = conn.execute(
-                "SELECT tenant, role, key_hash FROM api_keys WHERE key_id = ? AND revoked_at IS NULL", (m.group(1),)
+                "SELECT tenant, role, key_hash FROM api_keys WHERE key_id = ? AND revoked_at IS NULL", (key_id,)
             ).fetchone()
         finally:
             conn.close()
-        if row is None or not hmac.compare_digest(row[2], _hash(token)):
+        if row is None or not matches(row[2], token):
             return None
-        return Principal(row[0], Role.from_str(row[1]), m.group(1))
+        return Principal(row[0], Role.from_str(row[1]), key_id)

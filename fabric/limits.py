@@ -3,8 +3,10 @@
 Each tenant has its own bucket of ``burst`` tokens refilled at ``rate`` tokens per second (seed 001: 100 requests
 per second per tenant; the default burst of 200 absorbs two seconds' worth of jitter) and at most ``concurrency``
 requests in flight. A request over either limit is refused at once (never queued) with the number of seconds
-after which a retry can succeed (``Retry-After``). Limits live in process memory: each service replica enforces
-them on its own share of the traffic.
+after which a retry can succeed (``Retry-After``). The buckets live in process memory, or, for replicas behind
+one address, in their shared database (:class:`fabric.state.shared.SharedBuckets`, ``FABRIC_STATE_URL``): then a
+tenant gets ``rate`` requests per second in total however its traffic is spread. The concurrency cap is per
+replica (it bounds what one process holds in flight).
 
 Metrics (in the engine's registry): ``fabric_tenant_requests_total{tenant, route, code}``,
 ``fabric_tenant_rejections_total{tenant, reason}`` (``reason``: ``rate``, ``concurrency``, ``unauthenticated``,
@@ -15,12 +17,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
-__all__ = ["LimitConfig", "LimitExceeded", "TenantLimits", "TenantMetrics", "TokenBucket"]
+__all__ = ["Buckets", "LimitConfig", "LimitExceeded", "TenantLimits", "TenantMetrics", "TokenBucket"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +85,14 @@ class TokenBucket:
         return (1.0 - self.tokens) / self.rate
 
 
+class Buckets(Protocol):
+    """Token buckets kept outside the process (:class:`fabric.state.shared.SharedBuckets`)."""
+
+    def take(self, name: str, rate: float, burst: int) -> Awaitable[float]:
+        """Take one token: 0.0 when granted, else the seconds until one is available."""
+        ...
+
+
 class TenantMetrics:
     """The per-tenant request and rejection counters, registered in ``registry``."""
 
@@ -99,8 +110,12 @@ class TenantMetrics:
 class TenantLimits:
     """Token buckets and in-flight counts by tenant name."""
 
-    def __init__(self, config: LimitConfig, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, config: LimitConfig, *, clock: Callable[[], float] = time.monotonic, shared: Buckets | None = None
+    ) -> None:
         self.config = config
+        self.shared = shared
+        """Buckets shared by the replicas (None: this process's own)."""
         self._clock = clock
         self._buckets: dict[str, TokenBucket] = {}
         self._inflight: dict[str, int] = {}
@@ -120,6 +135,27 @@ class TenantLimits:
         if wait > 0.0:
             raise LimitExceeded("rate", wait)
         self._inflight[tenant] = self._inflight.get(tenant, 0) + 1
+
+    async def admit(self, tenant: str) -> None:
+        """:meth:`acquire`, taking the token from the shared buckets when there are (pair with :meth:`release`).
+
+        Raises:
+            LimitExceeded: the tenant is over its concurrency cap (in this replica) or out of tokens.
+        """
+        if self.shared is None:
+            self.acquire(tenant)
+            return
+        if self._inflight.get(tenant, 0) >= self.config.concurrency:
+            raise LimitExceeded("concurrency", 1.0)
+        self._inflight[tenant] = self._inflight.get(tenant, 0) + 1  # held across the await: the cap stays exact
+        try:
+            wait = await self.shared.take(f"tenant:{tenant}", self.config.rate, self.config.burst)
+        except BaseException:
+            self.release(tenant)
+            raise
+        if wait > 0.0:
+            self.release(tenant)
+            raise LimitExceeded("rate", wait)
 
     def release(self, tenant: str) -> None:
         """One request of ``tenant`` finished."""

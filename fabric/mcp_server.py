@@ -191,7 +191,7 @@ class FabricTools:
         except SubmitError as exc:
             return _error(exc.field, exc.message)
         if inline:
-            await task.done.wait()
+            task = await tasks.wait(task)
         body = {**task.to_dict(), "created": created}
         if inline and task.status is TaskStatus.FAILED:
             return _error(None, task.error or "ingestion failed", task=body)
@@ -199,7 +199,7 @@ class FabricTools:
 
     async def task(self, task_id: str) -> CallToolResult:
         """Status of an ingestion task: per-stage progress, timestamps, the report or the error."""
-        found = self.tasks.get(task_id)
+        found = await self.tasks.aget(task_id)
         if found is None:
             msg = "unknown task (records of the most recent finished tasks are kept, see ingest.history)"
             return _error("task_id", msg)

@@ -52,7 +52,6 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import structlog
@@ -71,19 +70,16 @@ from fabric.auth import Guard, install_guard, principal
 from fabric.engine import Engine
 from fabric.errors import FabricError, PartialResultError, QueryError, UnprocessableQueryError
 from fabric.homegate import HomeGate
-from fabric.ingest.pipeline import IngestReport, Progress, ingest
 from fabric.ingest.submission import (
     IDEMPOTENCY_KEY_PATTERN,
     SubmitError,
     check_operator_fields,
     parse_submission,
-    resolve_root,
 )
 from fabric.ingest.tasks import IngestTasks, TaskStatus
-from fabric.ingest.writers import build_writers
-from fabric.keys import KeyStore, Role
-from fabric.limits import LimitConfig, TenantLimits, TenantMetrics
+from fabric.keys import Role
 from fabric.looplag import LoopLag
+from fabric.replicas import Replica, default_guard, ingest_tasks, store_runner, tenant_tasks
 from fabric.serverlimits import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
 from fabric.service_data import add_data_routes, observed_runner
 from fabric.tenant_engines import TENANTS_KEY, TenantEngines, scope_middleware, scope_of
@@ -230,7 +226,7 @@ async def _ingest(request: web.Request) -> web.Response:
             metrics.observe_mutation(principal(request).tenant, "ingest", "conflict", {"idempotency_key": 1})
         return web.json_response(error_body(exc.field, exc.message), status=exc.status)
     if inline:
-        await task.done.wait()
+        task = await tasks.wait(task)
     body = {**task.to_dict(), "created": created}
     if task.status is TaskStatus.SUCCEEDED and (inline or not created):
         return web.json_response(body)
@@ -242,7 +238,7 @@ async def _ingest(request: web.Request) -> web.Response:
 
 async def _ingest_status(request: web.Request) -> web.Response:
     task_id = request.match_info["task_id"]
-    task = (await scope_of(request)).tasks.get(task_id)
+    task = await (await scope_of(request)).tasks.aget(task_id)
     if task is None:
         msg = "unknown task (records of the most recent finished tasks are kept, see ingest.history)"
         return web.json_response(error_body("task_id", msg), status=404)
@@ -273,65 +269,26 @@ async def _metrics(request: web.Request) -> web.Response:
     return resp
 
 
-def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awaitable[IngestReport]]:
-    """Runs the pipeline into the stores the engine's lanes read, with the engine's embedder.
-
-    The writers share the engine's resources: in local mode the Qdrant store and the vector lane use one
-    client, and the SQLite stores are read through WAL, so a search sees each written batch as it commits.
-    """
-
-    async def run(path: Path, fmt: str | None, progress: Progress) -> IngestReport:
-        resources = engine.resources
-        if resources is None:
-            raise RuntimeError("the engine is not open")
-        writers = build_writers(engine.settings, resources)
-        try:
-            return await ingest(
-                path, home=resources.home, writers=writers, embedder=resources.embedder, fmt=fmt, progress=progress,
-                private_sources=engine.settings.embeddings.private_sources,
-            )  # fmt: skip
-        finally:
-            for writer in writers:
-                await writer.aclose()
-
-    return run
-
-
-def default_guard(engine: Engine, limits: LimitConfig | None = None) -> Guard:
-    """The guard of the engine's home: keys from ``<home>/keys.sqlite``, per-tenant limits and metrics."""
-    return Guard(
-        KeyStore(engine.settings.home), TenantLimits(limits or LimitConfig()), TenantMetrics(engine.metrics.registry)
-    )
-
-
-def ingest_tasks(engine: Engine) -> IngestTasks:
-    """The ingestion task queue writing into the engine's stores (not started).
-
-    Raises:
-        ConfigError: ``ingest.allowed_root`` is set but is not a folder.
-    """
-    ingest_cfg = engine.settings.ingest
-    return IngestTasks(
-        ingest_cfg,
-        home=engine.settings.home,
-        runner=observed_runner(store_runner(engine), engine),
-        root=resolve_root(ingest_cfg),
-        registry=engine.metrics.registry,
-    )
-
-
 def _add_lifecycle(
-    app: web.Application, engine: Engine, tasks: IngestTasks, gate: HomeGate, tenants: TenantEngines, lag: LoopLag
+    app: web.Application,
+    engine: Engine,
+    tasks: IngestTasks,
+    gate: HomeGate,
+    tenants: TenantEngines,
+    lag: LoopLag,
+    replica: Replica | None,
 ) -> None:
-    """Start-up: lock the home, open the engine, repair the stores, resume tasks; clean-up in reverse (other
-    tenants' stores are repaired when their scope opens: :class:`fabric.tenant_engines.TenantEngines`)."""
+    """Start-up: open the replicas' database, lock the home, open the engine, repair the stores, resume tasks;
+    clean-up in reverse (other tenants' stores are repaired when their scope opens: :class:`TenantEngines`)."""
 
     async def on_startup(_app: web.Application) -> None:
+        if replica is not None:
+            await replica.open()
         gate.lock.acquire()  # before anything opens a store: a second service is refused naming the holder
         await engine.open()
         if engine.resources is None:
             raise RuntimeError("the engine is not open")
-        await gate.open_stores(engine.settings, engine.resources)
+        await gate.open_stores(engine.settings, engine.resources, exclusive=tasks.exclusive)
         await tasks.start()
         lag.start()
         # Everything built at start-up (models, stores, config) lives for the process: move it out of the
@@ -345,6 +302,8 @@ def _add_lifecycle(
         await tasks.aclose()
         await engine.aclose()
         gate.close()
+        if replica is not None:
+            await replica.aclose()
 
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
@@ -358,6 +317,7 @@ def create_app(
     mcp: bool = True,
     host: str = "127.0.0.1",
     admission: AdmissionConfig | None = None,
+    replica: Replica | None = None,
 ) -> web.Application:
     """The service app; it opens ``engine`` and the ingestion worker on start-up and closes them on clean-up.
 
@@ -369,6 +329,8 @@ def create_app(
         mcp: whether to mount the MCP streamable HTTP transport at ``/mcp``.
         host: the address the service binds (the MCP transport's DNS rebinding protection is on for loopback).
         admission: limits of the search route's admission control (:mod:`fabric.admission`); default from the cores.
+        replica: this process's share of the replicas' database; default one when ``FABRIC_STATE_URL`` is set
+            (:mod:`fabric.replicas`), else none (embedded state under the home).
 
     Raises:
         ConfigError: ``ingest.allowed_root`` is set but is not a folder.
@@ -380,16 +342,19 @@ def create_app(
     app[ENGINE_KEY] = engine
     app[_SEARCH_LIMIT_KEY] = max_body_bytes
     app[ADMISSION_KEY] = AdmissionControl(admission, engine.metrics.registry)
-    tasks = ingest_tasks(engine)
+    replica = replica or Replica.of(engine)
+    tasks = ingest_tasks(engine, replica)
     app[TASKS_KEY] = tasks
-    tenants = app[TENANTS_KEY] = TenantEngines(engine, tasks, runner_for=lambda e: observed_runner(store_runner(e), e))
-    gate = HomeGate(engine.settings.home)
+    tenants = app[TENANTS_KEY] = TenantEngines(
+        engine, tasks, runner_for=lambda e: observed_runner(store_runner(e), e), tasks_for=tenant_tasks(replica)
+    )
+    gate = HomeGate(engine.settings.home, shared=replica is not None)
     app[GATE_KEY] = gate
-    install_guard(app, guard or default_guard(engine))
+    install_guard(app, guard or default_guard(engine, replica=replica))
 
     lag = LoopLag(registry=engine.metrics.registry)
     app[LOOP_LAG_KEY] = lag
-    _add_lifecycle(app, engine, tasks, gate, tenants, lag)
+    _add_lifecycle(app, engine, tasks, gate, tenants, lag, replica)
     app.router.add_post("/v1/search", _search)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)

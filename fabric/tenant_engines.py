@@ -90,12 +90,22 @@ class TenantEngines:
     Args:
         root: the service's engine (the ``default`` tenant); it must be open before another tenant is asked for.
         root_tasks: the service's ingestion tasks.
-        runner_for: the pipeline runner writing into an engine's stores (:func:`fabric.service.store_runner`).
+        runner_for: the pipeline runner writing into an engine's stores (:func:`fabric.replicas.store_runner`).
+        tasks_for: builds a tenant's (unopened) engine's task queue instead of the default one over
+            ``<tenant home>/tasks.sqlite`` (replicas: the shared queue, :func:`fabric.replicas.Replica.tasks`).
     """
 
-    def __init__(self, root: Engine, root_tasks: IngestTasks, *, runner_for: Callable[[Engine], Runner]) -> None:
+    def __init__(
+        self,
+        root: Engine,
+        root_tasks: IngestTasks,
+        *,
+        runner_for: Callable[[Engine], Runner],
+        tasks_for: Callable[[Engine, str], IngestTasks] | None = None,
+    ) -> None:
         self.root = root
         self._runner_for = runner_for
+        self._tasks_for = tasks_for
         self._scopes: dict[str, TenantScope] = {DEFAULT_TENANT: TenantScope(DEFAULT_TENANT, root, root_tasks)}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -129,12 +139,14 @@ class TenantEngines:
         settings = dataclasses.replace(root.settings, home=home)
         engine = Engine(settings, resources=tenant_resources(shared, root.settings.home, tenant), metrics=root.metrics)
         engine.router.home = root.settings.home  # the classifier is the operator's, trained once for the service
+        if self._tasks_for is not None:
+            tasks = self._tasks_for(engine, tenant)
+        else:
+            runner = self._runner_for(engine)
+            tasks = IngestTasks(settings.ingest, home=home, runner=runner, root=resolve_root(settings.ingest))
         await engine.open()
-        await self._repair(engine, tenant)
-        tasks = IngestTasks(
-            settings.ingest, home=home, runner=self._runner_for(engine), root=resolve_root(settings.ingest)
-        )
         try:
+            await tasks.exclusive(lambda: self._repair(engine, tenant))
             await tasks.start()
         except BaseException:
             await engine.aclose()

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 import pytest
 import structlog
 
+from tests.support.postgres import PostgresServer, skip_reason, start_server
+
 _LOOPBACK = ("127.", "::1", "localhost")
 
 
@@ -32,3 +34,22 @@ def _reset_structlog() -> Iterator[None]:
     """Each test starts with structlog's default configuration."""
     yield
     structlog.reset_defaults()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server on loopback for the session (skips, saying why, without the binaries)."""
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    server = start_server()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def state_url(postgres_server: PostgresServer) -> str:
+    """``FABRIC_STATE_URL`` of a fresh database on the session's PostgreSQL server."""
+    return postgres_server.create_database()

@@ -5,7 +5,8 @@
 the file exists (how the compose stack provisions the key Prometheus scrapes with; ``--file-mode 644`` there,
 so the Prometheus container's user can read it from the volume only the two services share).
 ``list [--json]`` shows ids, tenants, roles and dates, never keys; ``revoke KEY_ID`` stops a key (the service
-notices within seconds).
+notices within seconds). With ``FABRIC_STATE_URL`` set, the keys live in the replicas' shared database
+(:mod:`fabric.state.keys`), so every replica sees them; else in ``<home>/keys.sqlite``.
 """
 
 from __future__ import annotations
@@ -69,11 +70,25 @@ def _create(store: Any, args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run one key action on the home's key store."""
+    """Run one key action on the key store (the replicas' database with ``FABRIC_STATE_URL``, else the home's)."""
     from fabric.commands.search import load_cli_settings
     from fabric.keys import KeyStore
 
-    store = KeyStore(load_cli_settings(args).home)
+    settings = load_cli_settings(args)
+    if not settings.state_url:
+        return _act(KeyStore(settings.home), args)
+    from fabric.state.keys import SharedKeyStore
+    from fabric.state.postgres import SharedState
+
+    state = SharedState(settings.state_url, max_size=1)
+    state.open_sync()
+    try:
+        return _act(SharedKeyStore(state.sync), args)
+    finally:
+        state.sync.close()
+
+
+def _act(store: Any, args: argparse.Namespace) -> int:
     if args.keys_action == "create":
         return _create(store, args)
     if args.keys_action == "list":

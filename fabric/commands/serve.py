@@ -77,15 +77,19 @@ def run(args: argparse.Namespace) -> int:
     from fabric.admission import AdmissionConfig
     from fabric.commands.search import load_cli_settings
     from fabric.engine import Engine
-    from fabric.keys import KeyStore
     from fabric.limits import LimitConfig
     from fabric.logs import configure_logging
+    from fabric.replicas import Replica, key_store
     from fabric.serverlimits import ServerLimits, serve_app
     from fabric.service import create_app, default_guard
 
     configure_logging(level="DEBUG" if getattr(args, "verbose", False) else "INFO")
     settings = load_cli_settings(args)
-    keys = KeyStore(settings.home).active_count()
+    # FABRIC_STATE_URL: one of several replicas sharing tasks, keys, rate buckets and cursor secret (docs/replicas.md)
+    replica = Replica(settings.state_url) if settings.state_url else None
+    if replica is not None:
+        replica.state.open_sync()
+    keys = key_store(settings.home, replica).active_count()
     check_bind(args.host, keys, insecure=args.insecure)
     try:
         tenant_limits = LimitConfig(rate=args.rate, burst=args.burst, concurrency=args.max_concurrent)
@@ -101,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
         "MCP at /mcp, /healthz, /readyz, /metrics; the API: /openapi.json)"
     )
     engine = Engine(settings)
-    app = create_app(engine, guard=default_guard(engine, tenant_limits), host=args.host, admission=admission)
+    guard = default_guard(engine, tenant_limits, replica)
+    app = create_app(engine, guard=guard, host=args.host, admission=admission, replica=replica)
     limits = ServerLimits(
         header_timeout_s=args.header_timeout_s, body_timeout_s=args.body_timeout_s, max_connections=args.max_connections
     )

@@ -1,10 +1,10 @@
 """Ingestion tasks of the HTTP service (``POST /v1/ingest``): a durable task table, a queue, one worker.
 
 Submissions are validated (and entries spooled) by :mod:`fabric.ingest.submission`. Tasks run one at a time, in
-submission order, on one worker task of the service's event loop; the pipeline
-(:func:`fabric.ingest.pipeline.ingest`) embeds and touches SQLite in worker threads, so the loop keeps serving
-searches. Records, their queue order, idempotency keys and spooled bodies live in ``<home>/tasks.sqlite``
-(:mod:`fabric.ingest.taskstore`); the last ``ingest.history`` finished tasks are kept.
+submission order, on one worker task of the service's event loop; the pipeline embeds and touches SQLite in
+worker threads, so the loop keeps serving searches. Records, queue order, idempotency keys and spooled bodies live
+in ``<home>/tasks.sqlite`` (:mod:`fabric.ingest.taskstore`), or, for replicas, in their shared database
+(:mod:`fabric.ingest.shared_tasks`); the last ``ingest.history`` finished tasks are kept.
 
 Restart: :meth:`IngestTasks.start` resumes every task a stop or crash interrupted, in queue order. A task that was
 running when the process died is run again (the pipeline is idempotent, and the service has reconciled the stores
@@ -12,12 +12,11 @@ first, :mod:`fabric.ingest.check`) unless its runs were interrupted :data:`MAX_A
 with that reason; an entry task whose body was lost fails saying so. Spool files no unfinished task needs are
 removed. A task id from before the restart answers its real state. A clean stop leaves unfinished tasks queued.
 
-Idempotency: a submission is keyed by its ``Idempotency-Key`` header, else by the sha256 of its canonical
-body, per tenant. A key that names a queued, running or succeeded task returns that task instead of starting
-another; a failed task is replaced by a new one (that is what a retry is for). Without a header, a ``path``
-submission only matches a queued or running task, because the files may have changed since. A header reused
-with a different body is refused (422). A task *succeeds* when the pipeline finished and every store took its
-writes; a store that failed makes the task fail with the report attached (a retry repairs the store).
+Idempotency: a submission is keyed by its ``Idempotency-Key`` header, else by the sha256 of its canonical body,
+per tenant. A key naming a queued, running or succeeded task returns that task; a failed task is replaced by a
+new one (a retry). Without a header, a ``path`` submission only matches a queued or running task (the files may
+have changed). A header reused with a different body is refused (422). A task *succeeds* when the pipeline
+finished and every store took its writes; a store that failed fails the task with the report attached.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
@@ -46,6 +45,7 @@ from fabric.ingest.taskstore import (
     TASKS_FILE,
     IngestTask,
     StageProgress,
+    TaskBackend,
     TaskStatus,
     TaskStore,
 )
@@ -58,6 +58,8 @@ MAX_ATTEMPTS = 3
 """Runs of one task a crash may interrupt before the task fails instead of being resumed again."""
 
 _LOST = "the spooled entries were lost while the service was down; submit them again"
+
+T = TypeVar("T")
 
 Runner = Callable[[Path, str | None, Progress], Awaitable[IngestReport]]
 """Runs the pipeline on a source (path, format) with a progress sink; the service binds its stores."""
@@ -103,7 +105,7 @@ class IngestTasks:
         self.root = root
         self.spool_dir = home / "spool"
         self._store_path = home / TASKS_FILE
-        self._store: TaskStore | None = None
+        self._store: TaskBackend | None = None
         self._live: dict[str, IngestTask] = {}
         """Queued and running tasks (the objects the worker updates); finished ones are read from the store."""
         self._queue: asyncio.Queue[IngestTask] = asyncio.Queue()
@@ -117,11 +119,14 @@ class IngestTasks:
         pending.set_function(lambda: self._queue.qsize() + (self._running is not None))
 
     @property
-    def store(self) -> TaskStore:
+    def store(self) -> TaskBackend:
         """The task store (opened on first use)."""
         if self._store is None:
-            self._store = TaskStore(self._store_path)
+            self._store = self._open_store()
         return self._store
+
+    def _open_store(self) -> TaskBackend:
+        return TaskStore(self._store_path)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -213,14 +218,29 @@ class IngestTasks:
         if store is not None:
             await asyncio.to_thread(store.close)
 
-    # ------------------------------------------------------------------ queries
-
     def get(self, task_id: str) -> IngestTask | None:
         """The task with this id, while its record is kept (across restarts)."""
         live = self._live.get(task_id)
         if live is not None:
             return live
         return self.store.get(task_id)
+
+    async def aget(self, task_id: str) -> IngestTask | None:
+        """:meth:`get` for handlers (a shared store is read in a worker thread)."""
+        return self.get(task_id)
+
+    async def wait(self, task: IngestTask) -> IngestTask:
+        """``task`` once it finished (or the service stopped), as recorded."""
+        await task.done.wait()
+        return task
+
+    async def exclusive(self, job: Callable[[], Awaitable[T]]) -> T | None:
+        """Run ``job`` while no task of this queue can run elsewhere (here: at once; replicas: under a lock)."""
+        return await job()
+
+    async def _backlog(self) -> int:
+        """Tasks queued (the ``ingest.max_queued`` cap counts them)."""
+        return self._queue.qsize()
 
     @property
     def idle(self) -> bool:
@@ -230,8 +250,6 @@ class IngestTasks:
     def counts(self) -> dict[str, int]:
         """Kept task records by status."""
         return self.store.counts()
-
-    # ------------------------------------------------------------------ submit
 
     def _reusable(self, task: IngestTask, sub: Submission, header: bool) -> bool:
         if task.status in (TaskStatus.QUEUED, TaskStatus.RUNNING):
@@ -264,7 +282,7 @@ class IngestTasks:
                     raise SubmitError("Idempotency-Key", "already used with a different body", status=422)
                 if self._reusable(existing, sub, header=bool(key)):
                     return existing, False
-            if self._queue.qsize() >= self.config.max_queued:
+            if await self._backlog() >= self.config.max_queued:
                 raise SubmitError("queue", f"{self.config.max_queued} ingestion tasks already queued", status=503)
             body: bytes | None = None
             if sub.kind == "entries":
@@ -288,8 +306,6 @@ class IngestTasks:
             self._queue.put_nowait(task)
         log.info("ingest_task_queued", task_id=task.id, kind=sub.kind, entries=sub.count, key=ikey[:4])
         return task, True
-
-    # ------------------------------------------------------------------ worker
 
     async def _work(self) -> None:
         while True:

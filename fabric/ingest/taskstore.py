@@ -26,11 +26,23 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from fabric.ingest.submission import Submission
 
-__all__ = ["DEFAULT_TENANT", "STAGES", "TASKS_FILE", "IngestTask", "StageProgress", "TaskStatus", "TaskStore"]
+__all__ = [
+    "COLUMNS",
+    "DEFAULT_TENANT",
+    "STAGES",
+    "TASKS_FILE",
+    "IngestTask",
+    "StageProgress",
+    "TaskBackend",
+    "TaskStatus",
+    "TaskStore",
+    "row_task",
+    "task_row",
+]
 
 TASKS_FILE = "tasks.sqlite"
 """The task store's file name under a home."""
@@ -66,10 +78,11 @@ CREATE TABLE IF NOT EXISTS idem (
 CREATE TABLE IF NOT EXISTS bodies (source_path TEXT PRIMARY KEY, body BLOB NOT NULL);
 """
 
-_COLUMNS = (
+COLUMNS = (
     "id, tenant, key, submission, source_path, status, attempts, created_at, started_at, finished_at, progress, "
     "report, error, conflicts"
 )
+"""Columns of a task row, in order."""
 
 
 class TaskStatus(StrEnum):
@@ -157,7 +170,8 @@ class IngestTask:
         }
 
 
-def _row(task: IngestTask) -> tuple[Any, ...]:
+def task_row(task: IngestTask) -> tuple[Any, ...]:
+    """The task as the 14 values of :data:`COLUMNS` (the SQLite and PostgreSQL stores share it)."""
     sub = task.submission
     submission = {
         "kind": sub.kind, "fingerprint": sub.fingerprint, "count": sub.count,
@@ -173,7 +187,8 @@ def _row(task: IngestTask) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def _task(row: tuple[Any, ...]) -> IngestTask:
+def row_task(row: tuple[Any, ...]) -> IngestTask:
+    """The task of a row of :data:`COLUMNS`."""
     tid, tenant, key, sub_json, source, status, attempts, created, started, finished, prog, report, error, conf = row
     s = json.loads(sub_json)
     sub = Submission(
@@ -191,6 +206,22 @@ def _task(row: tuple[Any, ...]) -> IngestTask:
     if task.finished:
         task.done.set()
     return task
+
+
+class TaskBackend(Protocol):
+    """What :class:`fabric.ingest.tasks.IngestTasks` needs of a task store: :class:`TaskStore` (embedded) or
+    :class:`fabric.state.tasks.SharedTaskStore` (PostgreSQL, shared by replicas). Methods block."""
+
+    def add(self, task: IngestTask, body: bytes | None) -> None: ...
+    def save(self, task: IngestTask) -> None: ...
+    def get(self, task_id: str) -> IngestTask | None: ...
+    def by_key(self, tenant: str, key: str) -> IngestTask | None: ...
+    def unfinished(self) -> list[IngestTask]: ...
+    def body(self, source_path: Path) -> bytes | None: ...
+    def spooled(self) -> set[str]: ...
+    def counts(self) -> dict[str, int]: ...
+    def evict(self, keep: int) -> int: ...
+    def close(self) -> None: ...
 
 
 class TaskStore:
@@ -215,7 +246,7 @@ class TaskStore:
     def add(self, task: IngestTask, body: bytes | None) -> None:
         """Record a new queued task, its idempotency key and (for entries) its spooled body, in one transaction."""
         with self._lock, self.conn:
-            self.conn.execute(f"INSERT INTO tasks ({_COLUMNS}) VALUES ({', '.join('?' * 14)})", _row(task))
+            self.conn.execute(f"INSERT INTO tasks ({COLUMNS}) VALUES ({', '.join('?' * 14)})", task_row(task))
             self.conn.execute(
                 "INSERT OR REPLACE INTO idem (tenant, key, task_id) VALUES (?, ?, ?)", (task.tenant, task.key, task.id)
             )
@@ -226,9 +257,9 @@ class TaskStore:
 
     def save(self, task: IngestTask) -> None:
         """Write the task's current state; once it finished, drop its body unless an unfinished task shares it."""
-        row = _row(task)
+        row = task_row(task)
         with self._lock, self.conn:
-            sets = ", ".join(f"{c.strip()} = ?" for c in _COLUMNS.split(",")[1:])
+            sets = ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(",")[1:])
             self.conn.execute(f"UPDATE tasks SET {sets} WHERE id = ?", (*row[1:], row[0]))
             if task.finished:
                 self.conn.execute(
@@ -240,25 +271,25 @@ class TaskStore:
     def get(self, task_id: str) -> IngestTask | None:
         """The task with this id, if its record is kept."""
         with self._rlock:
-            row = self._reader.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
-        return _task(row) if row else None
+            row = self._reader.execute(f"SELECT {COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
+        return row_task(row) if row else None
 
     def by_key(self, tenant: str, key: str) -> IngestTask | None:
         """The task holding an idempotency key."""
         with self._lock:
             row = self.conn.execute(
-                f"SELECT {_COLUMNS} FROM tasks WHERE id = (SELECT task_id FROM idem WHERE tenant = ? AND key = ?)",
+                f"SELECT {COLUMNS} FROM tasks WHERE id = (SELECT task_id FROM idem WHERE tenant = ? AND key = ?)",
                 (tenant, key),
             ).fetchone()
-        return _task(row) if row else None
+        return row_task(row) if row else None
 
     def unfinished(self) -> list[IngestTask]:
         """Queued and running tasks, in queue order."""
         with self._lock:
             rows = self.conn.execute(
-                f"SELECT {_COLUMNS} FROM tasks WHERE status IN ('queued', 'running') ORDER BY seq"
+                f"SELECT {COLUMNS} FROM tasks WHERE status IN ('queued', 'running') ORDER BY seq"
             ).fetchall()
-        return [_task(r) for r in rows]
+        return [row_task(r) for r in rows]
 
     def body(self, source_path: Path) -> bytes | None:
         """The spooled body written to ``source_path``, while an unfinished task needs it."""

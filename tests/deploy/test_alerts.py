@@ -125,4 +125,5 @@ def test_make_test_installs_promtool() -> None:
     assert re.search(r"^test: .*\btest-deps\b", makefile, re.M)
     block = makefile.split("\ntest-deps:")[1].split("\n\n")[0]
     assert "command -v promtool" in block
-    assert "apt-get install -y -q --no-install-recommends prometheus" in block
+    assert 'missing="$$missing prometheus"' in block
+    assert "apt-get install -y -q --no-install-recommends $$missing" in block

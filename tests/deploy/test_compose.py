@@ -29,8 +29,8 @@ def compose() -> dict[str, Any]:
 
 class TestComposeFile:
     def test_services(self, compose: dict[str, Any]) -> None:
-        """The stack has the four backends, the fabric service and Prometheus."""
-        assert set(compose["services"]) == {*BACKENDS, "fabric", "prometheus"}
+        """The stack has the four backends, PostgreSQL, the fabric replicas with their set-up and proxy, Prometheus."""
+        assert set(compose["services"]) == {*BACKENDS, "postgres", "fabric-init", "fabric", "proxy", "prometheus"}
 
     def test_images_pinned(self, compose: dict[str, Any]) -> None:
         """Every image carries an explicit version tag (never latest)."""
@@ -48,12 +48,15 @@ class TestComposeFile:
     def test_fabric_waits_for_healthy_backends(self, compose: dict[str, Any]) -> None:
         """fabric depends on every backend with condition service_healthy."""
         deps = compose["services"]["fabric"]["depends_on"]
-        assert {k: v["condition"] for k, v in deps.items()} == dict.fromkeys(BACKENDS, "service_healthy")
+        assert {k: v["condition"] for k, v in deps.items()} == {
+            **dict.fromkeys((*BACKENDS, "postgres"), "service_healthy"),
+            "fabric-init": "service_completed_successfully",
+        }  # fmt: skip
 
     def test_named_volumes(self, compose: dict[str, Any]) -> None:
         """Stateful services mount named volumes that are declared at the top level."""
         declared = set(compose["volumes"])
-        for name in (*BACKENDS, "fabric"):
+        for name in (*BACKENDS, "postgres", "fabric"):
             mounts = [v.split(":")[0] for v in compose["services"][name].get("volumes", [])]
             named = [m for m in mounts if not m.startswith((".", "/"))]
             assert named, f"{name} has no named volume"
@@ -61,8 +64,10 @@ class TestComposeFile:
 
     def test_ports_bound_to_loopback(self, compose: dict[str, Any]) -> None:
         """Published ports listen on 127.0.0.1 only, on the ports compose-test expects."""
-        ports = {n: s["ports"][0] for n, s in compose["services"].items()}
+        ports = {n: s["ports"][0] for n, s in compose["services"].items() if "ports" in s}
         assert all(p.startswith("127.0.0.1:") for p in ports.values())
+        assert ports["proxy"] == "127.0.0.1:${FABRIC_PORT:-8080}:8080"  # the replicas' one address
+        assert "postgres" not in ports  # reached only inside the stack
         assert (ports["qdrant"], ports["meilisearch"], ports["arangodb"], ports["searxng"]) == (
             "127.0.0.1:6333:6333",
             "127.0.0.1:7700:7700",
@@ -140,20 +145,23 @@ class TestPrometheus:
         assert config["rule_files"] == ["alerts.yml"]  # relative to the config file: /etc/prometheus/alerts.yml
 
     def test_scrapes_fabric_with_a_provisioned_key(self, compose: dict[str, Any]) -> None:
-        """The scrape job targets the fabric service with a bearer key file that fabric's command creates on a
-        volume both services mount (fabric needs a key to listen on 0.0.0.0)."""
+        """The scrape job finds every fabric replica through Docker's DNS and scrapes it with a bearer key file that
+        fabric-init creates, before the replicas start, on a volume it shares with Prometheus (fabric needs a key to
+        listen on 0.0.0.0)."""
         (job,) = yaml.safe_load((PROMETHEUS / "prometheus.yml").read_text())["scrape_configs"]
-        assert job["static_configs"][0]["targets"] == ["fabric:8080"]
+        assert job["dns_sd_configs"][0] | {"refresh_interval": None} == {
+            "names": ["fabric"], "type": "A", "port": 8080, "refresh_interval": None,
+        }  # fmt: skip
         assert job["metrics_path"] == "/metrics"
         key_file = job["authorization"]["credentials_file"]
         key_dir = key_file.rsplit("/", 1)[0]
-        fabric, prom = compose["services"]["fabric"], compose["services"]["prometheus"]
-        assert f"fabric_keys:{key_dir}" in fabric["volumes"]
+        init, fabric, prom = (compose["services"][n] for n in ("fabric-init", "fabric", "prometheus"))
+        assert f"fabric_keys:{key_dir}" in init["volumes"]
         assert f"fabric_keys:{key_dir}:ro" in prom["volumes"]
-        command = " ".join(fabric["command"])
+        command = " ".join(init["command"])
         assert f"--token-file {key_file} --if-missing" in command
-        assert command.index("fabric keys create") < command.index("fabric serve --host 0.0.0.0")
-        assert "--insecure" not in command
+        assert "fabric keys create" in command
+        assert fabric["command"] == ["fabric", "serve", "--host", "0.0.0.0", "--port", "8080"]  # no --insecure
         assert f"mkdir -p /data {key_dir}" in (ROOT / "Dockerfile").read_text()  # owned by the fabric user
 
     def test_same_release_as_the_checking_promtool(self, compose: dict[str, Any]) -> None:
@@ -210,3 +218,53 @@ class TestComposeProfile:
         for var in ("FABRIC_QDRANT_URL", "FABRIC_MEILI_URL", "FABRIC_ARANGO_URL", "FABRIC_SEARXNG_URL"):
             assert var in block
         assert "-m integration" in block
+
+
+class TestReplicas:
+    """Several fabric replicas behind one address share their state in the stack's PostgreSQL (docs/replicas.md)."""
+
+    def test_two_replicas_behind_the_proxy(self, compose: dict[str, Any]) -> None:
+        """fabric runs at least two replicas without a port of their own; the proxy round-robins over them and
+        re-resolves the service name (so --scale needs no reload)."""
+        fabric = compose["services"]["fabric"]
+        assert fabric["deploy"]["replicas"] >= 2
+        assert "ports" not in fabric
+        assert compose["services"]["proxy"]["depends_on"] == {"fabric": {"condition": "service_healthy"}}
+        conf = (ROOT / "deploy" / "nginx" / "fabric.conf").read_text()
+        assert re.search(r"server fabric:8080 resolve;", conf)
+        assert "resolver 127.0.0.11" in conf
+        assert "./deploy/nginx/fabric.conf:/etc/nginx/conf.d/default.conf:ro" in compose["services"]["proxy"]["volumes"]
+
+    def test_replicas_share_state_url_and_home(self, compose: dict[str, Any]) -> None:
+        """fabric and fabric-init name the stack's PostgreSQL in FABRIC_STATE_URL (password from .env) and mount
+        one home volume; the settings read it."""
+        url = "postgresql://fabric:${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}@postgres:5432/fabric"
+        pg = compose["services"]["postgres"]["environment"]
+        assert (pg["POSTGRES_USER"], pg["POSTGRES_DB"]) == ("fabric", "fabric")
+        for name in ("fabric", "fabric-init"):
+            svc = compose["services"][name]
+            assert svc["environment"]["FABRIC_STATE_URL"] == url
+            assert "fabric_data:/data" in svc["volumes"]
+        settings = load_settings(profile="compose", env={"FABRIC_STATE_URL": "postgresql://u:p@postgres:5432/fabric"})
+        assert settings.state_url == "postgresql://u:p@postgres:5432/fabric"
+
+    def test_postgres_major_matches_the_tested_server(self, compose: dict[str, Any]) -> None:
+        """The image runs the PostgreSQL major version the tests run against (Debian's postgresql package)."""
+        from tests.support.postgres import find_bin
+
+        folder = find_bin()
+        if folder is None:
+            pytest.skip("PostgreSQL server binaries not installed (make test-deps installs Debian's postgresql)")
+        out = subprocess.run([str(folder / "postgres"), "--version"], capture_output=True, text=True, check=True)
+        found = re.search(r"(\d+)\.\d+", out.stdout)
+        assert found is not None
+        assert _tag(compose, "postgres").split(".")[0] == found.group(1)
+
+    def test_docs_and_test_deps(self) -> None:
+        """docs/replicas.md explains scaling out; make test-deps installs the PostgreSQL server for the tests."""
+        doc = (ROOT / "docs" / "replicas.md").read_text()
+        for words in ("FABRIC_STATE_URL", "--scale fabric=", "SKIP LOCKED", "Redis"):
+            assert words in doc
+        block = (ROOT / "Makefile").read_text().split("\ntest-deps:")[1].split("\n\n")[0]
+        assert "postgresql" in block
+        assert "initdb" in block

@@ -118,4 +118,4 @@ async def test_gate_is_not_ready_before_it_opens(tmp_path: Path) -> None:
 
 def test_public_api() -> None:
     """The module exports the gate, the probe and its cache time."""
-    assert set(mod.__all__) == {"PROBE_TTL_S", "HomeGate", "repair_stores", "unwritable"}
+    assert set(mod.__all__) == {"PROBE_TTL_S", "Exclusive", "HomeGate", "repair_stores", "unwritable"}

@@ -74,5 +74,8 @@ class TestRole:
 
 
 def test_public_api() -> None:
-    """The module exports the store, its records and roles."""
-    assert set(mod.__all__) == {"KEYS_FILE", "KeyRecord", "KeyStore", "Principal", "Role", "check_tenant"}
+    """The module exports the store, its records and roles, and the key helpers the shared key store reuses."""
+    assert set(mod.__all__) == {
+        "KEYS_FILE", "KeyBackend", "KeyRecord", "KeyStore", "Principal", "Role", "check_tenant", "matches",
+        "new_key", "now_stamp", "token_hash", "token_id",
+    }  # fmt: skip

@@ -90,4 +90,11 @@ class TestTenantLimits:
 
 def test_public_api() -> None:
     """The module exports the limits, the bucket and the metrics."""
-    assert set(mod.__all__) == {"LimitConfig", "LimitExceeded", "TenantLimits", "TenantMetrics", "TokenBucket"}
+    assert set(mod.__all__) == {
+        "Buckets",
+        "LimitConfig",
+        "LimitExceeded",
+        "TenantLimits",
+        "TenantMetrics",
+        "TokenBucket",
+    }

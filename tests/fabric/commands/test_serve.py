@@ -89,3 +89,122 @@ class TestBindCheck:
         """--rate, --burst and --max-concurrent default to the seed's 100/s per tenant."""
         args = build_parser().parse_args(["serve"])
         assert (args.rate, args.burst, args.max_concurrent, args.insecure) == (100.0, 200, 32, False)
+
+
+class TestTwoServeProcesses:
+    """Two real ``fabric serve`` processes on one PostgreSQL database (``FABRIC_STATE_URL``) and one home."""
+
+    @staticmethod
+    def _env(state_url: str, **extra: str) -> dict[str, str]:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "FABRIC_STATE_URL": state_url, **extra}
+        env |= {"FABRIC__lanes__vector__enabled": "false", "FABRIC__ingest__sync_max_entries": "0"}
+        for name in ("FABRIC_HOME", "FABRIC_CRASH_AT", "FABRIC_CURSOR_SECRET"):
+            if name not in extra:
+                env.pop(name, None)
+        return env
+
+    async def _start(self, home: Path, env: dict[str, str]) -> tuple[asyncio.subprocess.Process, str]:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        args = ["-m", "fabric.cli", "--home", str(home), "serve", "--port", str(port)]
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, *args, cwd=str(ROOT), env=env, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        banner = (await proc.stdout.readline()).decode()
+        assert "serving on" in banner, banner
+        return proc, f"http://127.0.0.1:{port}"
+
+    @staticmethod
+    def _cli(home: Path, env: dict[str, str], *argv: str) -> str:
+        import subprocess
+
+        done = subprocess.run(
+            [sys.executable, "-m", "fabric.cli", "--home", str(home), *argv], cwd=str(ROOT), env=env,
+            capture_output=True, text=True, check=True, timeout=120,
+        )  # fmt: skip
+        return done.stdout
+
+    async def test_kill_a_mid_task_b_finishes_it_and_state_is_shared(self, tmp_path: Path, state_url: str) -> None:
+        """Keys made by the CLI hold on both; a cursor from A pages on B; a key revoked by the CLI is refused by B;
+        A killed (SIGKILL at its first store write) mid-task: B repairs, runs it again (attempt 2), it succeeds."""
+        import aiohttp
+
+        home, env = tmp_path / "home", self._env(state_url)
+        for role, name in (("writer", "w.key"), ("reader", "r.key")):
+            self._cli(
+                home, env, "keys", "create", "--tenant", "acme", "--role", role, "--token-file", str(tmp_path / name)
+            )
+        writer = {"Authorization": "Bearer " + (tmp_path / "w.key").read_text()}
+        reader = {"Authorization": "Bearer " + (tmp_path / "r.key").read_text()}
+        a, url_a = await self._start(home, self._env(state_url, FABRIC_CRASH_AT="write.sqlite_fts"))
+        b, url_b = await self._start(home, self._env(state_url, FABRIC__ingest__replica_poll_s="3600"))
+        try:
+            async with aiohttp.ClientSession() as http:
+
+                async def finished(task_id: str) -> dict[str, object]:
+                    for _ in range(3000):
+                        async with http.get(f"{url_b}/v1/ingest/{task_id}", headers=writer) as r:
+                            body: dict[str, object] = await r.json()
+                        if body["status"] in ("succeeded", "failed"):
+                            return body
+                        await asyncio.sleep(0.02)
+                    raise AssertionError(body)
+
+                words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+                small = [
+                    {"id": f"s-{i}", "text": f"Canary releases shift {w} traffic {w} {w}."} for i, w in enumerate(words)
+                ]
+                async with http.post(f"{url_b}/v1/ingest", json={"entries": small}, headers=writer) as r:
+                    assert r.status == 202, await r.text()
+                    first = await finished(str((await r.json())["task_id"]))
+                assert first["status"] == "succeeded", first
+                query = {"query": "canary releases traffic", "top_k": 2, "lanes": ["keyword"]}
+                async with http.post(f"{url_a}/v1/search", json=query, headers=reader) as r:
+                    page = await r.json()
+                async with http.post(
+                    f"{url_b}/v1/search", json={**query, "cursor": page["next_cursor"]}, headers=reader
+                ) as r:
+                    assert r.status == 200, await r.text()
+                    assert {i["id"] for i in (await r.json())["items"]}.isdisjoint({i["id"] for i in page["items"]})
+
+                big = [{"id": f"b-{i}", "text": f"Blue-green deploys switch release {i} at once."} for i in range(200)]
+                async with http.post(f"{url_a}/v1/ingest", json={"entries": big}, headers=writer) as r:
+                    assert r.status == 202, await r.text()
+                    task_id = str((await r.json())["task_id"])
+                assert await asyncio.wait_for(a.wait(), 120) == -9  # A died at its first store write
+                async with http.get(f"{url_b}/v1/ingest/{task_id}", headers=writer) as r:
+                    assert (await r.json())["status"] == "running"  # as A left it
+                wake = [{"id": "w-1", "text": "wake up"}]  # a submission wakes B's worker (it polls hourly here)
+                async with http.post(f"{url_b}/v1/ingest", json={"entries": wake}, headers=writer) as r:
+                    assert r.status == 202
+                    woke = str((await r.json())["task_id"])
+                done = await finished(task_id)
+                assert (await finished(woke))["status"] == "succeeded"
+                assert (done["status"], done["attempts"]) == ("succeeded", 2), done
+                report = done["report"]
+                assert isinstance(report, dict)
+                assert report["docs"] == 200
+                check = json.loads(
+                    self._cli(home / "tenants" / "acme", env, "check", "--json")
+                )  # after the takeover: stores agree
+                assert (check["agree"], check["pending"]) == (True, 0), check
+                assert check["ledger"] == check["stores"]["sqlite_fts"]["count"] == 6 + 200 + 1, check
+
+                key_id = (tmp_path / "r.key").read_text().split("_")[1]
+                assert "revoked" in self._cli(home, env, "keys", "revoke", key_id)
+                statuses = []
+                for _ in range(100):  # B's guard caches a verified key for 5 s
+                    async with http.get(f"{url_b}/v1/ingest/{task_id}", headers=reader) as r:
+                        statuses.append(r.status)
+                    if r.status == 401:
+                        break
+                    await asyncio.sleep(0.1)
+                assert statuses[-1] == 401
+        finally:
+            for proc in (a, b):
+                if proc.returncode is None:
+                    proc.terminate()
+                await proc.wait()

@@ -107,5 +107,6 @@ class TestHistory:
 def test_public_api() -> None:
     """The module exports the store, the task record types and its constants."""
     assert set(mod.__all__) == {
-        "DEFAULT_TENANT", "STAGES", "TASKS_FILE", "IngestTask", "StageProgress", "TaskStatus", "TaskStore",
+        "COLUMNS", "DEFAULT_TENANT", "STAGES", "TASKS_FILE", "IngestTask", "StageProgress", "TaskBackend", "TaskStatus",
+        "TaskStore", "row_task", "task_row",
     }  # fmt: skip

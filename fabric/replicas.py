@@ -1,0 +1,167 @@
+"""What the service builds its state from: this process alone (embedded SQLite and files under the home), or a
+replica among several behind one address, sharing a PostgreSQL database (``FABRIC_STATE_URL``, ``docs/replicas.md``).
+
+A :class:`Replica` holds this process's pools over the shared database and hands the service:
+
+- the key store (:class:`fabric.state.keys.SharedKeyStore`): keys created or revoked through any replica, or the
+  CLI, hold for all;
+- the rate buckets (:class:`fabric.state.shared.SharedBuckets`): a tenant's ``rate`` is its total;
+- each tenant's task queue (:class:`fabric.ingest.shared_tasks.SharedIngestTasks`);
+- the cursor secret of each tenant (``FABRIC_CURSOR_SECRET`` when set, else one stored in the database).
+
+The service's helpers that depend on the choice live here too: :func:`store_runner`, :func:`default_guard`,
+:func:`ingest_tasks` and :func:`tenant_tasks`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from fabric.auth import Guard
+from fabric.cursor_secret import CURSOR_SECRET_ENV
+from fabric.engine import Engine
+from fabric.ingest.pipeline import IngestReport, Progress, ingest
+from fabric.ingest.shared_tasks import SharedIngestTasks, replica_name
+from fabric.ingest.submission import resolve_root
+from fabric.ingest.tasks import IngestTasks
+from fabric.ingest.writers import build_writers
+from fabric.keys import KeyBackend, KeyStore
+from fabric.limits import LimitConfig, TenantLimits, TenantMetrics
+from fabric.service_data import observed_runner
+from fabric.state.keys import SharedKeyStore
+from fabric.state.postgres import SharedState
+from fabric.state.shared import SharedBuckets, shared_secret
+from fabric.tenants import DEFAULT_TENANT
+
+__all__ = ["Replica", "default_guard", "ingest_tasks", "key_store", "store_runner", "tenant_tasks"]
+
+
+class Replica:
+    """This process's share of the replicas' database.
+
+    Args:
+        url: ``FABRIC_STATE_URL``.
+
+    Raises:
+        ConfigError: not a PostgreSQL URL.
+    """
+
+    def __init__(self, url: str) -> None:
+        self.state = SharedState(url)
+        self.owner = replica_name()
+        """This process's name on the tasks it runs."""
+        self.keys = SharedKeyStore(self.state.sync)
+        self.buckets = SharedBuckets(self.state.aio)
+
+    @classmethod
+    def of(cls, engine: Engine) -> Replica | None:
+        """The replica of the engine's settings (None without ``FABRIC_STATE_URL``)."""
+        return cls(engine.settings.state_url) if engine.settings.state_url else None
+
+    async def open(self) -> None:
+        """Open the pools and create the schema (idempotent).
+
+        Raises:
+            ConfigError: the database cannot be reached.
+        """
+        await self.state.open()
+
+    async def aclose(self) -> None:
+        """Close the pools."""
+        await self.state.aclose()
+
+    def secret_for(self, tenant: str) -> Callable[[], Awaitable[bytes]]:
+        """The cursor secret source of ``tenant``'s engine (``FABRIC_CURSOR_SECRET`` wins when set)."""
+
+        async def source() -> bytes:
+            env = os.environ.get(CURSOR_SECRET_ENV)
+            if env:
+                return env.encode("utf-8")
+            return await shared_secret(self.state.aio, f"cursor:{tenant}")
+
+        return source
+
+    def tasks(self, engine: Engine, tenant: str, *, registry: bool = False) -> SharedIngestTasks:
+        """``tenant``'s shared task queue writing into ``engine``'s stores (the engine's secret comes from here too)."""
+        engine.secret_source = self.secret_for(tenant)
+        settings = engine.settings
+
+        async def repair() -> object:
+            from fabric.homegate import repair_stores
+
+            if engine.resources is None:
+                raise RuntimeError(f"the engine of tenant {tenant} is not open")
+            return await repair_stores(engine.settings, engine.resources)
+
+        return SharedIngestTasks(
+            settings.ingest, home=settings.home, runner=observed_runner(store_runner(engine), engine),
+            root=resolve_root(settings.ingest), state=self.state, tenant=tenant, owner=self.owner, repair=repair,
+            registry=engine.metrics.registry if registry else None,
+        )  # fmt: skip
+
+
+def key_store(home: Path, replica: Replica | None) -> KeyBackend:
+    """The replicas' key store, else ``<home>/keys.sqlite``."""
+    return replica.keys if replica is not None else KeyStore(home)
+
+
+def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Awaitable[IngestReport]]:
+    """Runs the pipeline into the stores the engine's lanes read, with the engine's embedder.
+
+    The writers share the engine's resources: in local mode the Qdrant store and the vector lane use one
+    client, and the SQLite stores are read through WAL, so a search sees each written batch as it commits.
+    """
+
+    async def run(path: Path, fmt: str | None, progress: Progress) -> IngestReport:
+        resources = engine.resources
+        if resources is None:
+            raise RuntimeError("the engine is not open")
+        writers = build_writers(engine.settings, resources)
+        try:
+            return await ingest(
+                path, home=resources.home, writers=writers, embedder=resources.embedder, fmt=fmt, progress=progress,
+                private_sources=engine.settings.embeddings.private_sources,
+            )  # fmt: skip
+        finally:
+            for writer in writers:
+                await writer.aclose()
+
+    return run
+
+
+def default_guard(engine: Engine, limits: LimitConfig | None = None, replica: Replica | None = None) -> Guard:
+    """The guard of the engine's home (keys in ``<home>/keys.sqlite``, buckets in memory), or of the replicas
+    (keys and buckets in their database); per-tenant limits and metrics."""
+    buckets = replica.buckets if replica is not None else None
+    return Guard(
+        key_store(engine.settings.home, replica),
+        TenantLimits(limits or LimitConfig(), shared=buckets),
+        TenantMetrics(engine.metrics.registry),
+    )
+
+
+def ingest_tasks(engine: Engine, replica: Replica | None = None) -> IngestTasks:
+    """The ``default`` tenant's task queue writing into the engine's stores (not started).
+
+    Raises:
+        ConfigError: ``ingest.allowed_root`` is set but is not a folder.
+    """
+    if replica is not None:
+        return replica.tasks(engine, DEFAULT_TENANT, registry=True)
+    ingest_cfg = engine.settings.ingest
+    return IngestTasks(
+        ingest_cfg,
+        home=engine.settings.home,
+        runner=observed_runner(store_runner(engine), engine),
+        root=resolve_root(ingest_cfg),
+        registry=engine.metrics.registry,
+    )
+
+
+def tenant_tasks(replica: Replica | None) -> Callable[[Engine, str], IngestTasks] | None:
+    """How :class:`fabric.tenant_engines.TenantEngines` builds another tenant's queue (None: its default)."""
+    if replica is None:
+        return None
+    return lambda engine, tenant: replica.tasks(engine, tenant)
