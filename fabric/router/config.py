@@ -50,6 +50,11 @@ class RouterConfig:
     """Rule 2 phrases (case-insensitive substrings)."""
     relational_pattern: str = r"\bhow\s+(?:does|do|did|would|will|can)\s+.+?\s+affects?\b"
     """Rule 2 regex for "how does X affect Y" (case-insensitive)."""
+    probe_alone: bool = False
+    """Dense answers from the vector probe alone when the probe is confident (:attr:`probe_alone_margin`); the
+    other Dense lanes then wait for the decision instead of starting with the probe."""
+    probe_alone_margin: float = 0.15
+    """The probe is confident when its top score beats the second by at least this (cosine)."""
     delta: float = 0.05
     """Oracle margin δ of §5."""
     epsilon: float = 1e-6
@@ -78,7 +83,7 @@ def validate_router_config(cfg: RouterConfig, lanes: Mapping[str, object], src: 
         )
     if cfg.probe_k < 2:
         raise ConfigError(f"must be >= 2, got {cfg.probe_k}", source=src, key="router.probe_k")
-    for name in ("delta", "epsilon"):
+    for name in ("delta", "epsilon", "probe_alone_margin"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"must be >= 0, got {getattr(cfg, name)}", source=src, key=f"router.{name}")
     _regex(cfg.temporal_pattern, src, "router.temporal_pattern")

@@ -40,9 +40,12 @@ from fabric.router.strategies import STRATEGY_ORDER, RouteRecord, Strategy
 if TYPE_CHECKING:
     from fabric.router.classifier import RouterClassifier
 
-__all__ = ["Probe", "RoutedPlan", "Router", "filter_years"]
+__all__ = ["PROBE_ALONE", "Probe", "RoutedPlan", "Router", "filter_years"]
 
 log = structlog.get_logger(__name__)
+
+PROBE_ALONE = "probe_confident"
+"""Rule name of a Dense answered from the probe alone (``[router] probe_alone``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,13 +159,28 @@ class Router:
             probs = classifier.probabilities(probe.query_vector, probe.signals.vector())
             best = max(STRATEGY_ORDER, key=lambda s: (probs[s], -STRATEGY_ORDER.index(s)))
             reason = f"classifier: p({best.value}) = {probs[best]:.3f}"
-            return Decision(strategy=best, rule="late_fusion_mlp", reason=reason), "classifier", probe, probs
+            chosen = self._alone(Decision(strategy=best, rule="late_fusion_mlp", reason=reason), probe)
+            return chosen, "classifier", probe, probs
         decided = decide_signals(probe.signals, self.config)
-        return decided, "heuristic", probe, None
+        return self._alone(decided, probe), "heuristic", probe, None
+
+    def _alone(self, decided: Decision, probe: Probe) -> Decision:
+        """Dense from the probe alone when ``probe_alone`` is on and the probe's top score stands out."""
+        scores = [h.score for h in probe.outcome.hits[:2]]
+        if not self.config.probe_alone or decided.strategy is not Strategy.DENSE or len(scores) < 2:
+            return decided
+        margin = scores[0] - scores[1]
+        if margin < self.config.probe_alone_margin:
+            return decided
+        reason = f"confident probe (top score {margin:.3f} above the next >= {self.config.probe_alone_margin}): Dense"
+        return Decision(strategy=Strategy.DENSE, rule=PROBE_ALONE, reason=reason + " from the probe alone")
 
     def _common(self, available: Mapping[str, PlannedLane]) -> list[PlannedLane]:
-        """Planned lanes that every strategy runs (besides the probe lane): no decision can drop them."""
+        """Planned lanes that every strategy runs (besides the probe lane): no decision can drop them (with
+        ``probe_alone``, Dense may be the probe alone, so none)."""
         sets = [set(getattr(self.config.strategies, s.value)) for s in STRATEGY_ORDER]
+        if self.config.probe_alone:
+            sets.append({self.config.probe_lane})
         common = set.intersection(*sets) - {self.config.probe_lane}
         return [p for name, p in available.items() if name in common and p.stage == 1]
 
@@ -175,15 +193,34 @@ class Router:
         *,
         also: Sequence[PlannedLane] = (),
     ) -> Probe | None:
-        """Run the probe lane (with ``also`` alongside) and compute its signals; None when it is not planned."""
+        """Run the probe lane (with ``also`` alongside) and compute its signals; None when it is not planned.
+
+        The signals are computed as soon as the probe lane answers, while the lanes of ``also`` still run (they are
+        slower than the vector lane as a rule), so that the decision costs no time on top of them."""
         planned = available.get(self.config.probe_lane)
         if planned is None:
             return None
-        stats = RunStats()
-        ran = await self.executor.run([planned, *also], request, deadline=deadline, stats=stats)
-        outcome, others = ran.pop(planned.name), ran
+        stats = RunStats()  # one waiting window over both runs
+        pending = (
+            asyncio.ensure_future(self.executor.run(list(also), request, deadline=deadline, stats=stats))
+            if also
+            else None
+        )
+        try:
+            outcome = (await self.executor.run([planned], request, deadline=deadline, stats=stats))[planned.name]
+            signals, query_vector = await self._signals(outcome, request, embedder)
+            others = dict(await pending) if pending is not None else {}
+        finally:
+            if pending is not None and not pending.done():
+                pending.cancel()
+        return Probe(outcome=outcome, signals=signals, query_vector=query_vector, wait_ms=stats.wait_ms, others=others)
+
+    async def _signals(
+        self, outcome: LaneOutcome, request: LaneRequest, embedder: Embedder | None
+    ) -> tuple[ProbeSignals | None, list[float] | None]:
+        """The probe's signals and the query vector (None, None when the probe failed)."""
         if outcome.status is not LaneStatus.SUCCESS:
-            return Probe(outcome=outcome, signals=None, query_vector=None, wait_ms=stats.wait_ms, others=others)
+            return None, None
         top = outcome.hits[: self.config.probe_k]
         query_vector: list[float] | None = None
         docs: list[list[float]] = []
@@ -194,8 +231,7 @@ class Router:
                 query_vector, docs = vectors[0], vectors[1:]
             except Exception as exc:  # the distance signal is then 1.0; routing goes on
                 log.warning("router_probe_embed_failed", error=f"{type(exc).__name__}: {exc}")
-        signals = compute_signals([h.score for h in top], query_vector, docs)
-        return Probe(outcome=outcome, signals=signals, query_vector=query_vector, wait_ms=stats.wait_ms, others=others)
+        return compute_signals([h.score for h in top], query_vector, docs), query_vector
 
     def _classifier(self) -> RouterClassifier | None:
         if self.classifier is None and self._classifier_error is None:
@@ -229,6 +265,8 @@ class Router:
         probs: Mapping[Strategy, float] | None,
     ) -> RoutedPlan:
         lanes, note = self._lanes_of(decision.strategy, available)
+        if decision.rule == PROBE_ALONE:
+            lanes, note = [available[self.config.probe_lane]], ""
         names = {p.name for p in lanes}
         years = preflight.years if not preflight.bypassed else None
         lane_request = unfiltered

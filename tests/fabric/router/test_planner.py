@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -267,3 +268,69 @@ async def test_common_lanes_start_with_the_probe(tmp_path: Path) -> None:
     assert calls(fakes) == {"keyword": 2, "vector": 1, "graph": 0}  # keyword again, with the year filter
     assert fakes["keyword"].requests[1].constraints.query_years == (2020, 2020)
     assert res.route["lane_calls"] == 3
+
+
+class _GateEmbedder(_Embedder):
+    """Opens ``gate`` when the probe's signals are computed (the keyword lane below waits for it)."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.loop = asyncio.get_running_loop()
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        self.loop.call_soon_threadsafe(self.gate.set)
+        return super().embed(texts)
+
+
+class _GatedKeyword(Recording):
+    """A keyword lane that answers only after ``gate`` opens."""
+
+    def __init__(self, gate: asyncio.Event) -> None:
+        super().__init__(name="keyword", hits=5)
+        self.gate = gate
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        await self.gate.wait()
+        return await super().search(request)
+
+
+async def test_signals_are_computed_while_the_common_lanes_run(tmp_path: Path) -> None:
+    """The probe's signals do not wait for the lanes started with it: here the keyword lane answers only once the
+    signals are being computed, and it still succeeds (it would be cut at its budget if they waited for it)."""
+    embedder = _GateEmbedder()
+    fakes = lanes(vec_hits(PEAKED))
+    fakes["keyword"] = _GatedKeyword(embedder.gate)
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=RouterConfig())
+    async with Engine(settings, lanes=fakes, resources=LaneResources(embedder=embedder)) as engine:
+        res = await engine.search(parse_request({"query": "vitamin d levels", "route": "auto"}, settings))
+    assert res.lanes["keyword"].status.value == "success"
+    assert (res.route["strategy"], res.route["lane_calls"]) == ("dense", 2)
+
+
+PROBE_ALONE = RouterConfig(probe_alone=True, probe_alone_margin=0.15)
+"""The shipped strategies (Dense = keyword + vector) with Dense from the probe alone when it is confident."""
+
+
+async def test_probe_alone_answers_a_confident_probe_from_the_vector_lane(tmp_path: Path) -> None:
+    """A probe whose top score stands out (0.9 vs 0.4): Dense is the probe alone, the keyword lane never runs."""
+    fakes = lanes(vec_hits(PEAKED))
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=PROBE_ALONE)
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "vitamin d levels", "route": "auto"}, settings))
+    assert calls(fakes) == {"keyword": 0, "vector": 1, "graph": 0}
+    r = res.route
+    assert (r["strategy"], r["rule"], r["lanes"], r["lane_calls"]) == ("dense", "probe_confident", ["vector"], 1)
+    assert "0.500" in r["reason"]
+    assert [it.id for it in res.items][:2] == ["v0", "v1"]
+
+
+async def test_probe_alone_adds_keyword_after_an_unsure_probe(tmp_path: Path) -> None:
+    """Top two scores close together: the keyword lane runs after the probe (not with it), once."""
+    close = [0.9, 0.85, 0.4, 0.38, 0.37, 0.36, 0.35, 0.34, 0.33, 0.32]
+    fakes = lanes(vec_hits(close))
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=PROBE_ALONE)
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "vitamin d levels", "route": "auto"}, settings))
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 0}
+    assert (res.route["strategy"], res.route["rule"], res.route["lane_calls"]) == ("dense", "fallback", 2)
+    assert set(res.lanes) == {"keyword", "vector"}
