@@ -13,11 +13,12 @@ def env(**kw: str) -> dict[str, str]:
     return {f"FABRIC__router__{k}": v for k, v in kw.items()}
 
 
-def test_project_file_holds_the_seed_thresholds() -> None:
-    """config/router.toml: skewness 0.5, max score 0.65, δ 0.05, top-10 probe; heuristic decides auto; Dense is
-    keyword + vector (measured: docs/router.md)."""
+def test_project_file_holds_the_tuned_thresholds() -> None:
+    """config/router.toml: skewness 0.5, max score 1.01 (tuned: rule 3 never fires), δ 0.05, top-10 probe, no
+    probe-alone Dense; heuristic decides auto; Dense is keyword + vector (measured: docs/router.md)."""
     cfg = load_settings(env={}).router
-    assert (cfg.skew_max, cfg.max_score_min, cfg.delta, cfg.probe_k) == (0.5, 0.65, 0.05, 10)
+    assert (cfg.skew_max, cfg.max_score_min, cfg.delta, cfg.probe_k) == (0.5, 1.01, 0.05, 10)
+    assert (cfg.probe_alone, cfg.probe_alone_margin) == (False, 0.15)
     assert cfg.auto == "heuristic"
     assert cfg.strategies == StrategyLanes(
         dense=("keyword", "vector"), temporal=("keyword", "vector"), graph=("keyword", "vector", "graph")
@@ -36,6 +37,7 @@ def test_env_override() -> None:
         ({"auto": '"magic"'}, "router.auto"),
         ({"probe_k": "1"}, "router.probe_k"),
         ({"delta": "-0.1"}, "router.delta"),
+        ({"probe_alone_margin": "-0.1"}, "router.probe_alone_margin"),
         ({"temporal_pattern": '"(unclosed"'}, "router.temporal_pattern"),
         ({"probe_lane": '"nope"'}, "router.probe_lane"),
         ({"strategies__graph": '["vector", "ghost"]'}, "router.strategies"),
