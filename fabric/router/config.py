@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from fabric.errors import ConfigError
+from fabric.router.strategies import ROUTES
 
 __all__ = ["AUTO_CHOOSERS", "RouterConfig", "StrategyLanes", "validate_router_config"]
 
@@ -32,6 +33,8 @@ class StrategyLanes:
 class RouterConfig:
     """Router settings (seed 004)."""
 
+    default_route: str = "all"
+    """The route of a request that names none: ``all``, ``auto`` or a strategy name."""
     auto: str = "heuristic"
     """Who decides ``route = "auto"``: ``heuristic`` or ``classifier`` (needs a trained artifact)."""
     probe_lane: str = "vector"
@@ -82,6 +85,10 @@ def validate_router_config(cfg: RouterConfig, lanes: Mapping[str, object], src: 
     if cfg.auto not in AUTO_CHOOSERS:
         raise ConfigError(
             f"unknown value {cfg.auto!r}; valid: {', '.join(AUTO_CHOOSERS)}", source=src, key="router.auto"
+        )
+    if cfg.default_route not in ROUTES:
+        raise ConfigError(
+            f"unknown value {cfg.default_route!r}; valid: {', '.join(ROUTES)}", source=src, key="router.default_route"
         )
     if cfg.probe_k < 2:
         raise ConfigError(f"must be >= 2, got {cfg.probe_k}", source=src, key="router.probe_k")

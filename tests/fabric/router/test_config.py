@@ -7,6 +7,7 @@ import pytest
 from fabric.config import load_settings
 from fabric.errors import ConfigError
 from fabric.router.config import RouterConfig, StrategyLanes, validate_router_config
+from fabric.validation import parse_request
 
 
 def env(**kw: str) -> dict[str, str]:
@@ -26,6 +27,13 @@ def test_project_file_holds_the_tuned_thresholds() -> None:
     assert cfg == RouterConfig()  # the file states the defaults, nothing hidden
 
 
+def test_default_route_applies_to_requests_without_one() -> None:
+    """``default_route`` is the route of a request that names none; a request's own route still wins."""
+    settings = load_settings(env=env(default_route='"auto"'))
+    assert parse_request({"query": "x"}, settings).route == "auto"
+    assert parse_request({"query": "x", "route": "all"}, settings).route == "all"
+
+
 def test_env_override() -> None:
     """Thresholds are tunable without code."""
     assert load_settings(env=env(skew_max="0.8")).router.skew_max == 0.8
@@ -38,6 +46,7 @@ def test_env_override() -> None:
         ({"probe_k": "1"}, "router.probe_k"),
         ({"delta": "-0.1"}, "router.delta"),
         ({"probe_alone_margin": "-0.1"}, "router.probe_alone_margin"),
+        ({"default_route": '"fastest"'}, "router.default_route"),
         ({"temporal_pattern": '"(unclosed"'}, "router.temporal_pattern"),
         ({"probe_lane": '"nope"'}, "router.probe_lane"),
         ({"strategies__graph": '["vector", "ghost"]'}, "router.strategies"),
