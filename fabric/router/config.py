@@ -25,7 +25,8 @@ class StrategyLanes:
     """Lanes each strategy runs (names of ``lanes.toml``); lanes not planned for a query are left out."""
 
     dense: tuple[str, ...] = ("keyword", "vector")
-    temporal: tuple[str, ...] = ("keyword", "vector")
+    temporal: tuple[str, ...] = ("keyword", "vector", "graph")
+    """With the query's year range; a Temporal query without one runs Dense's lanes."""
     graph: tuple[str, ...] = ("keyword", "vector", "graph")
 
 
@@ -60,6 +61,9 @@ class RouterConfig:
     other Dense lanes then wait for the decision instead of starting with the probe."""
     probe_alone_margin: float = 0.15
     """The probe is confident when its top score beats the second by at least this (cosine)."""
+    graph_weight: float | None = 0.35
+    """Fusion weight of the lanes the Graph strategy adds to Dense's (the graph lane) when Graph runs; None keeps
+    the lane's configured weight (a request's own ``weights`` always win)."""
     delta: float = 0.05
     """Oracle margin δ of §5."""
     epsilon: float = 1e-6
@@ -92,6 +96,8 @@ def validate_router_config(cfg: RouterConfig, lanes: Mapping[str, object], src: 
         )
     if cfg.probe_k < 2:
         raise ConfigError(f"must be >= 2, got {cfg.probe_k}", source=src, key="router.probe_k")
+    if cfg.graph_weight is not None and cfg.graph_weight < 0:
+        raise ConfigError(f"must be >= 0, got {cfg.graph_weight}", source=src, key="router.graph_weight")
     for name in ("delta", "epsilon", "probe_alone_margin"):
         if getattr(cfg, name) < 0:
             raise ConfigError(f"must be >= 0, got {getattr(cfg, name)}", source=src, key=f"router.{name}")

@@ -252,6 +252,14 @@ class Router:
             return lanes, ""
         return list(available.values()), f"; no lane of {strategy.value} is planned, so every planned lane runs"
 
+    def _graph_weighted(self, lanes: list[PlannedLane], request: SearchRequest) -> list[PlannedLane]:
+        """Graph's lanes with ``graph_weight`` on those it adds to Dense (unless the request weighs them)."""
+        weight = self.config.graph_weight
+        if weight is None:
+            return lanes
+        added = set(self.config.strategies.graph) - set(self.config.strategies.dense) - set(request.weights or {})
+        return [dataclasses.replace(p, weight=weight) if p.name in added else p for p in lanes]
+
     def _build(
         self,
         decision: Decision,
@@ -264,11 +272,14 @@ class Router:
         probe: Probe | None,
         probs: Mapping[Strategy, float] | None,
     ) -> RoutedPlan:
-        lanes, note = self._lanes_of(decision.strategy, available)
+        years = preflight.years if not preflight.bypassed else None
+        no_years = decision.strategy is Strategy.TEMPORAL and years is None
+        lanes, note = self._lanes_of(Strategy.DENSE if no_years else decision.strategy, available)
         if decision.rule == PROBE_ALONE:
             lanes, note = [available[self.config.probe_lane]], ""
+        elif decision.strategy is Strategy.GRAPH:
+            lanes = self._graph_weighted(lanes, request)
         names = {p.name for p in lanes}
-        years = preflight.years if not preflight.bypassed else None
         lane_request = unfiltered
         done: dict[str, LaneOutcome] = {}
         extra: dict[str, Any] = {}
@@ -283,7 +294,7 @@ class Router:
                 else:
                     extra["deep_fill"] = True  # too few in the probe: the lane runs again with the native filter
         elif decision.strategy is Strategy.TEMPORAL:
-            note += "; no year range in the query, so no filter"
+            note += "; no year range in the query, so no filter: Dense's lanes"
             if reused and probe is not None:
                 done[probe.outcome.lane] = probe.outcome
         elif reused and probe is not None:

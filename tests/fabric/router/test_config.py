@@ -22,8 +22,9 @@ def test_project_file_holds_the_tuned_thresholds() -> None:
     assert (cfg.probe_alone, cfg.probe_alone_margin) == (False, 0.15)
     assert cfg.auto == "heuristic"
     assert cfg.strategies == StrategyLanes(
-        dense=("keyword", "vector"), temporal=("keyword", "vector"), graph=("keyword", "vector", "graph")
+        dense=("keyword", "vector"), temporal=("keyword", "vector", "graph"), graph=("keyword", "vector", "graph")
     )
+    assert (cfg.graph_weight, cfg.default_route) == (0.35, "all")
     assert cfg == RouterConfig()  # the file states the defaults, nothing hidden
 
 
@@ -47,6 +48,7 @@ def test_env_override() -> None:
         ({"delta": "-0.1"}, "router.delta"),
         ({"probe_alone_margin": "-0.1"}, "router.probe_alone_margin"),
         ({"default_route": '"fastest"'}, "router.default_route"),
+        ({"graph_weight": "-1"}, "router.graph_weight"),
         ({"temporal_pattern": '"(unclosed"'}, "router.temporal_pattern"),
         ({"probe_lane": '"nope"'}, "router.probe_lane"),
         ({"strategies__graph": '["vector", "ghost"]'}, "router.strategies"),

@@ -269,9 +269,10 @@ async def test_common_lanes_start_with_the_probe(tmp_path: Path) -> None:
     async with with_classifier(tmp_path, fakes, "temporal", RouterConfig()) as engine:
         req = parse_request({"query": "rail policy in 2020", "route": "auto", "top_k": 5}, engine.settings)
         res = await engine.search(req)
-    assert calls(fakes) == {"keyword": 2, "vector": 1, "graph": 0}  # keyword again, with the year filter
+    # keyword again, with the year filter; the shipped Temporal adds the graph lane for a year range
+    assert calls(fakes) == {"keyword": 2, "vector": 1, "graph": 1}
     assert fakes["keyword"].requests[1].constraints.query_years == (2020, 2020)
-    assert res.route["lane_calls"] == 3
+    assert res.route["lane_calls"] == 4
 
 
 class _GateEmbedder(_Embedder):
@@ -338,3 +339,41 @@ async def test_probe_alone_adds_keyword_after_an_unsure_probe(tmp_path: Path) ->
     assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 0}
     assert (res.route["strategy"], res.route["rule"], res.route["lane_calls"]) == ("dense", "fallback", 2)
     assert set(res.lanes) == {"keyword", "vector"}
+
+
+async def test_temporal_without_years_runs_denses_lanes(tmp_path: Path) -> None:
+    """ "timeline of ..." is Temporal by rule 1 but has no year range: no filter, and Dense's lanes (not the graph
+    lane the shipped Temporal adds for a year range)."""
+    fakes = lanes(vec_hits(PEAKED))
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=RouterConfig())
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "timeline of rail", "route": "auto"}, settings))
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 0}
+    assert (res.route["strategy"], res.route["year_filter"]) == ("temporal", None)
+    assert "Dense's lanes" in res.route["reason"]
+
+    fakes = lanes(vec_hits(PEAKED))
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "rail policy in 2020", "route": "auto"}, settings))
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 1}
+    assert res.route["year_filter"] == [2020, 2020]
+
+
+async def test_graph_strategy_weighs_the_graph_lane(tmp_path: Path) -> None:
+    """Graph runs the graph lane at ``graph_weight``; the federation keeps the configured weight, and a request's
+    own weight wins."""
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=RouterConfig(graph_weight=0.35))
+    query = "connection between Kestrel Motors and Orbis Rail"
+    async with Engine(settings, lanes=lanes(vec_hits(PEAKED))) as engine:
+        routed = await engine.search(parse_request({"query": query, "route": "auto"}, settings))
+        federation = await engine.search(parse_request({"query": query}, settings))
+        own = await engine.search(
+            parse_request({"query": query, "route": "graph", "weights": {"graph": 2.0}}, settings)
+        )
+    assert (routed.route["strategy"], routed.lanes["graph"].weight, routed.lanes["keyword"].weight) == (
+        "graph",
+        0.35,
+        1.0,
+    )
+    assert federation.lanes["graph"].weight == 1.0
+    assert own.lanes["graph"].weight == 2.0
