@@ -36,6 +36,7 @@ from fabric.router.config import RouterConfig
 from fabric.router.heuristic import Decision, decide_signals, decide_text
 from fabric.router.signals import ProbeSignals, compute_signals
 from fabric.router.strategies import STRATEGY_ORDER, RouteRecord, Strategy
+from fabric.source_filter import STORE_KINDS
 
 if TYPE_CHECKING:
     from fabric.router.classifier import RouterClassifier
@@ -176,13 +177,21 @@ class Router:
         return Decision(strategy=Strategy.DENSE, rule=PROBE_ALONE, reason=reason + " from the probe alone")
 
     def _common(self, available: Mapping[str, PlannedLane]) -> list[PlannedLane]:
-        """Planned lanes that every strategy runs (besides the probe lane): no decision can drop them (with
-        ``probe_alone``, Dense may be the probe alone, so none)."""
+        """Planned lanes that every strategy runs (besides the probe lane), and those that are not store lanes (web,
+        news, ...): no decision can drop them (with ``probe_alone``, Dense may be the probe alone: no store lane)."""
         sets = [set(getattr(self.config.strategies, s.value)) for s in STRATEGY_ORDER]
         if self.config.probe_alone:
             sets.append({self.config.probe_lane})
         common = set.intersection(*sets) - {self.config.probe_lane}
-        return [p for name, p in available.items() if name in common and p.stage == 1]
+        return [p for name, p in available.items() if (name in common or self._outside(name)) and p.stage == 1]
+
+    def _outside(self, name: str) -> bool:
+        """Whether lane ``name`` is outside the router's choice: a lane that is not a store lane (one that could not
+        be built: a lane no strategy names)."""
+        lane = self.executor.lanes.get(name)
+        if lane is None:
+            return all(name not in getattr(self.config.strategies, s.value) for s in STRATEGY_ORDER)
+        return lane.kind not in STORE_KINDS
 
     async def run_probe(
         self,
@@ -246,10 +255,12 @@ class Router:
         return self.classifier
 
     def _lanes_of(self, strategy: Strategy, available: Mapping[str, PlannedLane]) -> tuple[list[PlannedLane], str]:
+        """The strategy's planned lanes, plus the planned lanes that are not store lanes (web, news, ...: the router
+        chooses among the store lanes only, so they run as planned)."""
         wanted: tuple[str, ...] = getattr(self.config.strategies, strategy.value)
         lanes = [available[n] for n in wanted if n in available]
         if lanes:
-            return lanes, ""
+            return lanes + [p for n, p in available.items() if n not in wanted and self._outside(n)], ""
         return list(available.values()), f"; no lane of {strategy.value} is planned, so every planned lane runs"
 
     def _graph_weighted(self, lanes: list[PlannedLane], request: SearchRequest) -> list[PlannedLane]:
@@ -276,7 +287,7 @@ class Router:
         no_years = decision.strategy is Strategy.TEMPORAL and years is None
         lanes, note = self._lanes_of(Strategy.DENSE if no_years else decision.strategy, available)
         if decision.rule == PROBE_ALONE:
-            lanes, note = [available[self.config.probe_lane]], ""
+            lanes = [p for p in lanes if p.name not in self.config.strategies.dense or p.name == self.config.probe_lane]
         elif decision.strategy is Strategy.GRAPH:
             lanes = self._graph_weighted(lanes, request)
         names = {p.name for p in lanes}

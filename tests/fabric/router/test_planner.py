@@ -61,10 +61,11 @@ def lanes(vector: list[Hit]) -> dict[str, Recording]:
 
 VECTOR_ONLY = RouterConfig(
     max_score_min=0.65,
+    graph_weight=None,
     strategies=StrategyLanes(dense=("vector",), temporal=("vector",), graph=("vector", "graph")),
 )
 """Strategies on the vector lane alone, so each test sees exactly which lane the plan adds; rule 3 at the seed's
-initial thresholds (the shipped ones are tuned so that it never fires)."""
+initial thresholds (the shipped ones are tuned so that it never fires); lanes at their configured weights."""
 
 
 def settings_for(tmp_path: Path, router: RouterConfig = VECTOR_ONLY) -> Settings:
@@ -377,3 +378,17 @@ async def test_graph_strategy_weighs_the_graph_lane(tmp_path: Path) -> None:
     )
     assert federation.lanes["graph"].weight == 1.0
     assert own.lanes["graph"].weight == 2.0
+
+
+async def test_lanes_no_strategy_names_run_as_planned(tmp_path: Path) -> None:
+    """A planned web lane is outside the router's choice: it starts with the probe and runs whatever the strategy."""
+    fakes = {**lanes(vec_hits(PEAKED)), "web": Recording(name="web", kind=LaneKind.WEB, hits=3)}
+    settings = dataclasses.replace(
+        make_settings(tmp_path, {**LANES, "web": {"kind": LaneKind.WEB}}), router=RouterConfig()
+    )
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "vitamin d levels", "route": "auto"}, settings))
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 0, "web": 1}
+    assert (res.route["strategy"], res.route["lanes"], res.route["lane_calls"]) == (
+        "dense", ["keyword", "vector", "web"], 3,
+    )  # fmt: skip
