@@ -15,8 +15,9 @@ fallback). Provider penalties decide admission (suspended / half-open probe) and
 suspended lanes run their configured fallback inside their own remaining budget (:mod:`fabric.fallbacks`).
 After every successful call of a web-kind lane the executor writes the answer to the web response cache
 (:class:`~fabric.webcache.WebCache`), which the ``web_cache`` fallback lane reads: web lanes only call and parse.
-The ``sources`` constraint is applied to every call's hits here, after the cache write
-(:mod:`fabric.source_filter`). Retries (:mod:`fabric.retries`) happen only on ``LaneUnavailable``, only while
+The ``sources`` constraint is applied to every call's hits here, after the cache write, the lane having been
+asked for more hits (bounded) to make up for the ones it drops (:mod:`fabric.source_filter`). Retries
+(:mod:`fabric.retries`) happen only on ``LaneUnavailable``, only while
 budget is left and only within the provider's retry budget; ``except Exception`` appears only in
 :meth:`LaneExecutor._call`.
 
@@ -47,7 +48,7 @@ from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, m
 from fabric.penalties import ProviderPenalties
 from fabric.retries import search_with_retries
 from fabric.sanitize import sanitize_hits
-from fabric.source_filter import restrict_sources
+from fabric.source_filter import restrict_sources, widen_request
 from fabric.webcache import WEB_CACHE_PROVIDER, WebCache
 from lanes.base import Lane
 
@@ -281,7 +282,7 @@ class LaneExecutor:
             return LaneStatus.SUSPENDED, admission.reason
         clock = CallClock() if is_lane_pool(loop) else None
         t0 = loop.time()
-        call = await self._call(lane, request, cut_at, clock)
+        call = await self._call(lane, widen_request(request, lane.kind), cut_at, clock)
         stats.mark(t_wait, loop.time())
         latency_ms = (loop.time() - t0) * 1000.0
         charged_ms = clock.charged_ms(latency_ms) if clock is not None else latency_ms
@@ -289,7 +290,8 @@ class LaneExecutor:
             self.penalties.record_success(provider, charged_ms)
             if self.web_cache is not None and lane.kind is LaneKind.WEB and provider != WEB_CACHE_PROVIDER:
                 self.web_cache.remember(request.query, provider, call.hits)
-            return restrict_sources(call.hits, lane.kind, request.constraints.source_filter), None
+            kept = restrict_sources(call.hits, lane.kind, request.constraints.source_filter)
+            return (kept if kept is call.hits else kept[: request.top_k]), None
         if call.timed_out:
             if charged_ms < _CHARGED_SHARE * latency_ms:  # mostly waiting in this process: not the store's fault
                 return LaneStatus.TIMEOUT, self._uncharged(provider, latency_ms, charged_ms)

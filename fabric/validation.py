@@ -20,7 +20,7 @@ from typing import Any
 from fabric.config import Settings
 from fabric.errors import QueryError, UnprocessableQueryError
 from fabric.models import Constraints, FusionMode, LaneKind, Mode, SearchRequest
-from fabric.router.strategies import ROUTE_ALL, ROUTES
+from fabric.router.strategies import ROUTES
 
 __all__ = ["KNOWN_KEYS", "MAX_BUDGET_MS", "MAX_WEIGHT", "parse_request"]
 
@@ -260,5 +260,5 @@ def parse_request(data: Mapping[str, Any], settings: Settings) -> SearchRequest:
         lanes=_lanes(data.get("lanes"), settings),
         weights=_weights(data.get("weights"), settings),
         preflight=True if data.get("preflight") is None else _bool(data["preflight"], "preflight"),
-        route=ROUTE_ALL if data.get("route") is None else _choice(data["route"], "route", ROUTES),
+        route=settings.router.default_route if data.get("route") is None else _choice(data["route"], "route", ROUTES),
     )

@@ -192,18 +192,29 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def _threshold_report(files: list[Path], settings: Any) -> dict[str, Any]:
-    """The heuristic's thresholds replayed on the dev split of the label files: the configured pair and the best."""
+    """The heuristic's thresholds chosen on the fit split of the label files (rows outside the dev split) and
+    replayed on the held-out dev split, per dataset and overall, next to the configured pair."""
     from fabric.router.classifier import dev_split
     from fabric.router.tuning import replay_heuristic, threshold_grid
 
     rows = [json.loads(line) for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    fit = [r for r in rows if not dev_split(str(r["key"]))]
     dev = [r for r in rows if dev_split(str(r["key"]))]
     cfg = settings.router
+    grid = threshold_grid(fit, cfg)
+    chosen = dataclasses.replace(cfg, skew_max=grid[0]["skew_max"], max_score_min=grid[0]["max_score_min"])
+    held_out: dict[str, Any] = {}
+    for name in sorted({str(r.get("dataset", "")) for r in dev}):
+        part = [r for r in dev if r.get("dataset") == name]
+        held_out[name] = {"configured": replay_heuristic(part, cfg), "chosen": replay_heuristic(part, chosen)}
     return {
+        "fit_queries": len(fit),
         "dev_queries": len(dev),
-        "configured": {"skew_max": cfg.skew_max, "max_score_min": cfg.max_score_min, **replay_heuristic(dev, cfg)},
-        "best": threshold_grid(dev, cfg)[:5],
-    }
+        "configured": {"skew_max": cfg.skew_max, "max_score_min": cfg.max_score_min, **replay_heuristic(fit, cfg)},
+        "best_on_fit": grid[:5],
+        "held_out": {"all": {"configured": replay_heuristic(dev, cfg), "chosen": replay_heuristic(dev, chosen)},
+                     **held_out},
+    }  # fmt: skip
 
 
 def run_eval(args: argparse.Namespace) -> int:

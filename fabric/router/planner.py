@@ -36,13 +36,17 @@ from fabric.router.config import RouterConfig
 from fabric.router.heuristic import Decision, decide_signals, decide_text
 from fabric.router.signals import ProbeSignals, compute_signals
 from fabric.router.strategies import STRATEGY_ORDER, RouteRecord, Strategy
+from fabric.source_filter import STORE_KINDS
 
 if TYPE_CHECKING:
     from fabric.router.classifier import RouterClassifier
 
-__all__ = ["Probe", "RoutedPlan", "Router", "filter_years"]
+__all__ = ["PROBE_ALONE", "Probe", "RoutedPlan", "Router", "filter_years"]
 
 log = structlog.get_logger(__name__)
+
+PROBE_ALONE = "probe_confident"
+"""Rule name of a Dense answered from the probe alone (``[router] probe_alone``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,15 +160,38 @@ class Router:
             probs = classifier.probabilities(probe.query_vector, probe.signals.vector())
             best = max(STRATEGY_ORDER, key=lambda s: (probs[s], -STRATEGY_ORDER.index(s)))
             reason = f"classifier: p({best.value}) = {probs[best]:.3f}"
-            return Decision(strategy=best, rule="late_fusion_mlp", reason=reason), "classifier", probe, probs
+            chosen = self._alone(Decision(strategy=best, rule="late_fusion_mlp", reason=reason), probe)
+            return chosen, "classifier", probe, probs
         decided = decide_signals(probe.signals, self.config)
-        return decided, "heuristic", probe, None
+        return self._alone(decided, probe), "heuristic", probe, None
+
+    def _alone(self, decided: Decision, probe: Probe) -> Decision:
+        """Dense from the probe alone when ``probe_alone`` is on and the probe's top score stands out."""
+        scores = [h.score for h in probe.outcome.hits[:2]]
+        if not self.config.probe_alone or decided.strategy is not Strategy.DENSE or len(scores) < 2:
+            return decided
+        margin = scores[0] - scores[1]
+        if margin < self.config.probe_alone_margin:
+            return decided
+        reason = f"confident probe (top score {margin:.3f} above the next >= {self.config.probe_alone_margin}): Dense"
+        return Decision(strategy=Strategy.DENSE, rule=PROBE_ALONE, reason=reason + " from the probe alone")
 
     def _common(self, available: Mapping[str, PlannedLane]) -> list[PlannedLane]:
-        """Planned lanes that every strategy runs (besides the probe lane): no decision can drop them."""
+        """Planned lanes that every strategy runs (besides the probe lane), and those that are not store lanes (web,
+        news, ...): no decision can drop them (with ``probe_alone``, Dense may be the probe alone: no store lane)."""
         sets = [set(getattr(self.config.strategies, s.value)) for s in STRATEGY_ORDER]
+        if self.config.probe_alone:
+            sets.append({self.config.probe_lane})
         common = set.intersection(*sets) - {self.config.probe_lane}
-        return [p for name, p in available.items() if name in common and p.stage == 1]
+        return [p for name, p in available.items() if (name in common or self._outside(name)) and p.stage == 1]
+
+    def _outside(self, name: str) -> bool:
+        """Whether lane ``name`` is outside the router's choice: a lane that is not a store lane (one that could not
+        be built: a lane no strategy names)."""
+        lane = self.executor.lanes.get(name)
+        if lane is None:
+            return all(name not in getattr(self.config.strategies, s.value) for s in STRATEGY_ORDER)
+        return lane.kind not in STORE_KINDS
 
     async def run_probe(
         self,
@@ -175,15 +202,34 @@ class Router:
         *,
         also: Sequence[PlannedLane] = (),
     ) -> Probe | None:
-        """Run the probe lane (with ``also`` alongside) and compute its signals; None when it is not planned."""
+        """Run the probe lane (with ``also`` alongside) and compute its signals; None when it is not planned.
+
+        The signals are computed as soon as the probe lane answers, while the lanes of ``also`` still run (they are
+        slower than the vector lane as a rule), so that the decision costs no time on top of them."""
         planned = available.get(self.config.probe_lane)
         if planned is None:
             return None
-        stats = RunStats()
-        ran = await self.executor.run([planned, *also], request, deadline=deadline, stats=stats)
-        outcome, others = ran.pop(planned.name), ran
+        stats = RunStats()  # one waiting window over both runs
+        pending = (
+            asyncio.ensure_future(self.executor.run(list(also), request, deadline=deadline, stats=stats))
+            if also
+            else None
+        )
+        try:
+            outcome = (await self.executor.run([planned], request, deadline=deadline, stats=stats))[planned.name]
+            signals, query_vector = await self._signals(outcome, request, embedder)
+            others = dict(await pending) if pending is not None else {}
+        finally:
+            if pending is not None and not pending.done():
+                pending.cancel()
+        return Probe(outcome=outcome, signals=signals, query_vector=query_vector, wait_ms=stats.wait_ms, others=others)
+
+    async def _signals(
+        self, outcome: LaneOutcome, request: LaneRequest, embedder: Embedder | None
+    ) -> tuple[ProbeSignals | None, list[float] | None]:
+        """The probe's signals and the query vector (None, None when the probe failed)."""
         if outcome.status is not LaneStatus.SUCCESS:
-            return Probe(outcome=outcome, signals=None, query_vector=None, wait_ms=stats.wait_ms, others=others)
+            return None, None
         top = outcome.hits[: self.config.probe_k]
         query_vector: list[float] | None = None
         docs: list[list[float]] = []
@@ -194,8 +240,7 @@ class Router:
                 query_vector, docs = vectors[0], vectors[1:]
             except Exception as exc:  # the distance signal is then 1.0; routing goes on
                 log.warning("router_probe_embed_failed", error=f"{type(exc).__name__}: {exc}")
-        signals = compute_signals([h.score for h in top], query_vector, docs)
-        return Probe(outcome=outcome, signals=signals, query_vector=query_vector, wait_ms=stats.wait_ms, others=others)
+        return compute_signals([h.score for h in top], query_vector, docs), query_vector
 
     def _classifier(self) -> RouterClassifier | None:
         if self.classifier is None and self._classifier_error is None:
@@ -210,11 +255,21 @@ class Router:
         return self.classifier
 
     def _lanes_of(self, strategy: Strategy, available: Mapping[str, PlannedLane]) -> tuple[list[PlannedLane], str]:
+        """The strategy's planned lanes, plus the planned lanes that are not store lanes (web, news, ...: the router
+        chooses among the store lanes only, so they run as planned)."""
         wanted: tuple[str, ...] = getattr(self.config.strategies, strategy.value)
         lanes = [available[n] for n in wanted if n in available]
         if lanes:
-            return lanes, ""
+            return lanes + [p for n, p in available.items() if n not in wanted and self._outside(n)], ""
         return list(available.values()), f"; no lane of {strategy.value} is planned, so every planned lane runs"
+
+    def _graph_weighted(self, lanes: list[PlannedLane], request: SearchRequest) -> list[PlannedLane]:
+        """Graph's lanes with ``graph_weight`` on those it adds to Dense (unless the request weighs them)."""
+        weight = self.config.graph_weight
+        if weight is None:
+            return lanes
+        added = set(self.config.strategies.graph) - set(self.config.strategies.dense) - set(request.weights or {})
+        return [dataclasses.replace(p, weight=weight) if p.name in added else p for p in lanes]
 
     def _build(
         self,
@@ -228,9 +283,14 @@ class Router:
         probe: Probe | None,
         probs: Mapping[Strategy, float] | None,
     ) -> RoutedPlan:
-        lanes, note = self._lanes_of(decision.strategy, available)
-        names = {p.name for p in lanes}
         years = preflight.years if not preflight.bypassed else None
+        no_years = decision.strategy is Strategy.TEMPORAL and years is None
+        lanes, note = self._lanes_of(Strategy.DENSE if no_years else decision.strategy, available)
+        if decision.rule == PROBE_ALONE:
+            lanes = [p for p in lanes if p.name not in self.config.strategies.dense or p.name == self.config.probe_lane]
+        elif decision.strategy is Strategy.GRAPH:
+            lanes = self._graph_weighted(lanes, request)
+        names = {p.name for p in lanes}
         lane_request = unfiltered
         done: dict[str, LaneOutcome] = {}
         extra: dict[str, Any] = {}
@@ -245,7 +305,7 @@ class Router:
                 else:
                     extra["deep_fill"] = True  # too few in the probe: the lane runs again with the native filter
         elif decision.strategy is Strategy.TEMPORAL:
-            note += "; no year range in the query, so no filter"
+            note += "; no year range in the query, so no filter: Dense's lanes"
             if reused and probe is not None:
                 done[probe.outcome.lane] = probe.outcome
         elif reused and probe is not None:

@@ -6,10 +6,14 @@ entity, each edge carrying the ``chunk_id`` that evidences it) and ``mentions`` 
 Every ``_key`` is deterministic (:func:`fabric.writers.chunk_key` / UUIDv5 of the names), and inserts use
 ``overwrite_mode="replace"``, so repeating an ingest cannot duplicate anything.
 
-Entities come from the chunk when it carries them (``entities``: names; ``relations``: ``(head, type, tail)``
-triples), otherwise from :func:`extract_entities` (capitalised phrases and acronyms), related by co-occurrence
-in a sentence. The driver is synchronous: the async methods run it in a worker thread, with the request timeout
-overridden and its retries off. The database is created when missing (through ``_system``, so the configured
+Entities and relations are exactly what the SQLite graph stores (:func:`lanes.graph.chunk_graph.chunk_extraction`):
+the lane's extractor (by default :class:`~lanes.graph.extract.RuleExtractor`: entities, ``co_occurs`` edges and the
+directed verb-pattern triples of :mod:`lanes.graph.extract_relations`) plus the triples supplied at ingest (the
+JSONL ``triples`` field), normalised with the lane's alias table (``options.aliases`` / ``options.aliases_file``).
+A chunk written again first loses its old edges, so a changed text or triple list leaves no stale edge.
+
+The driver is synchronous: the async methods run it in a worker thread, with the request timeout overridden and
+its retries off. The database is created when missing (through ``_system``, so the configured
 user needs that right; the compose stack uses ``root``). The lane and the writer share :class:`ArangoOptions` (one
 parser of the options), :func:`connect` (the driver set-up) and :func:`map_arango_error` (one error mapping; the
 writer reports a mapped error as an :class:`~fabric.errors.IngestError`).
@@ -23,7 +27,6 @@ AQL cursor over the ``chunks`` collection returning each document's ``chunk_id``
 from __future__ import annotations
 
 import asyncio
-import re
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +39,8 @@ from fabric.writers import ID_NAMESPACE, chunk_key, chunk_record
 from fabric.writers.model import Chunk, Triple
 from lanes._options import LaneOptions
 from lanes.base import LaneResources, LaneSpec
+from lanes.graph.chunk_graph import chunk_extraction, load_aliases
+from lanes.graph.extract import EntityExtractor, RuleExtractor
 
 __all__ = [
     "COLLECTIONS",
@@ -43,15 +48,12 @@ __all__ = [
     "ArangoOptions",
     "connect",
     "entity_key",
-    "extract_entities",
     "map_arango_error",
 ]
 
 COLLECTIONS: dict[str, bool] = {"chunks": False, "entities": False, "relations": True, "mentions": True}
 """Collection name → is it an edge collection."""
 
-_ENTITY = re.compile(r"\b(?:[A-Z][\w-]*[A-Za-z0-9](?:\s+[A-Z][\w-]*[A-Za-z0-9]){0,2}|[A-Z]{2,}[0-9]*)\b")
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _MAX_DATABASE = 64
 """Longest database name ArangoDB accepts under its traditional naming rules."""
 _DELETE_MENTIONS = "FOR m IN @@c FILTER m._to IN @t REMOVE m IN @@c"
@@ -59,35 +61,6 @@ _DELETE_RELATIONS = "FOR r IN @@c FILTER r.chunk_key IN @k REMOVE r IN @@c"
 _LIST_IDS = "FOR c IN @@c RETURN c.chunk_id"
 _TRIPLES = (
     "FOR r IN @@c FILTER r.chunk_key IN @k RETURN {chunk_id: r.chunk_id, head: r.head, type: r.type, tail: r.tail}"
-)
-_STOP = frozenset(
-    {
-        "the",
-        "a",
-        "an",
-        "this",
-        "these",
-        "those",
-        "we",
-        "in",
-        "on",
-        "it",
-        "our",
-        "of",
-        "for",
-        "to",
-        "and",
-        "then",
-        "however",
-        "here",
-        "there",
-        "when",
-        "while",
-        "after",
-        "before",
-        "its",
-        "their",
-    }
 )
 
 
@@ -174,40 +147,20 @@ def entity_key(name_norm: str) -> str:
     return uuid.uuid5(ID_NAMESPACE, "entity\x1f" + name_norm).hex
 
 
-def _norm(name: str) -> str:
-    return " ".join(re.findall(r"\w+", name.casefold()))
-
-
-def extract_entities(text: str) -> list[tuple[str, int]]:
-    """Capitalised phrases (up to 3 words) and acronyms, normalised, with the sentence index they occur in."""
-    out: list[tuple[str, int]] = []
-    for i, sentence in enumerate(_SENTENCE.split(text)):
-        for match in _ENTITY.finditer(sentence):
-            words = _norm(match.group(0)).split()
-            while words and words[0] in _STOP:
-                words.pop(0)
-            norm = " ".join(words)
-            if len(norm) > 1:
-                out.append((norm, i))
-    return out
-
-
-def _graph_of(chunk: Any, text: str) -> tuple[set[str], set[tuple[str, str, str]]]:
-    names = getattr(chunk, "entities", None) if not isinstance(chunk, dict) else chunk.get("entities")
-    triples = getattr(chunk, "relations", None) if not isinstance(chunk, dict) else chunk.get("relations")
-    if names or triples:
-        ents = {_norm(n) for n in names or ()}
-        rels = {(_norm(h), str(t), _norm(tl)) for h, t, tl in triples or ()}
-        return ents | {h for h, _, _ in rels} | {t for _, _, t in rels}, rels
-    found = extract_entities(text)
-    by_sentence: dict[int, list[str]] = {}
-    for name, idx in found:
-        by_sentence.setdefault(idx, []).append(name)
-    rels = set()
-    for names_in in by_sentence.values():
-        uniq = sorted(set(names_in))
-        rels |= {(a, "co_occurs", b) for i, a in enumerate(uniq) for b in uniq[i + 1 :]}
-    return {n for n, _ in found}, rels
+def _relation(head: str, kind: str, tail: str, key: str, chunk_id: str) -> tuple[str, dict[str, str]]:
+    """The ``relations`` edge document of one triple evidenced by the chunk ``key``, by its deterministic key."""
+    rk = uuid.uuid5(ID_NAMESPACE, f"rel\x1f{head}\x1f{kind}\x1f{tail}\x1f{key}").hex
+    doc = {
+        "_key": rk,
+        "_from": f"entities/{entity_key(head)}",
+        "_to": f"entities/{entity_key(tail)}",
+        "type": kind,
+        "head": head,
+        "tail": tail,
+        "chunk_id": chunk_id,
+        "chunk_key": key,
+    }
+    return rk, doc
 
 
 class ArangoGraphWriter:
@@ -218,11 +171,21 @@ class ArangoGraphWriter:
     id_batch = 1000
     """Chunk ids per cursor batch when listing them (:meth:`ids`)."""
 
-    def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
+    def __init__(self, spec: LaneSpec, resources: LaneResources, extractor: EntityExtractor | None = None) -> None:
+        self.spec = spec
         self.opts = ArangoOptions.parse(spec, resources.tenant)
         self.url = self.opts.url
+        self.extractor = extractor
+        self._aliases: dict[str, str] = {}
         self._db: Any = None
         self._client: Any = None
+
+    def _extractor(self) -> EntityExtractor:
+        """The extractor, built with the alias table on first use (the file is read then, not at construction)."""
+        if self.extractor is None:
+            self._aliases = load_aliases(self.spec)
+            self.extractor = RuleExtractor(self._aliases)
+        return self.extractor
 
     def _connect(self) -> Any:
         if self._db is None:
@@ -241,15 +204,19 @@ class ArangoGraphWriter:
 
     def _upsert(self, chunks: Sequence[Any]) -> int:
         db = self._connect()
-        docs, entities, relations, mentions = [], {}, {}, {}
+        extractor = self._extractor()
+        docs: list[dict[str, Any]] = []
+        entities: dict[str, dict[str, str]] = {}
+        relations: dict[str, dict[str, str]] = {}
+        mentions: dict[str, dict[str, str]] = {}
         for chunk in chunks:
             rec = chunk_record(chunk)
             key = rec.pop("key")
             docs.append({"_key": key, **rec})
-            names, rels = _graph_of(chunk, f"{rec['title']}. {rec['text']}")
-            for name in names:
+            ex = chunk_extraction(chunk, extractor, self._aliases)
+            for name, label in ex.entities.items():
                 ek = entity_key(name)
-                entities[ek] = {"_key": ek, "name_norm": name}
+                entities[ek] = {"_key": ek, "name_norm": name, "label": label}
                 mk = uuid.uuid5(ID_NAMESPACE, f"mention\x1f{ek}\x1f{key}").hex
                 mentions[mk] = {
                     "_key": mk,
@@ -257,18 +224,10 @@ class ArangoGraphWriter:
                     "_to": f"chunks/{key}",
                     "chunk_id": rec["chunk_id"],
                 }
-            for head, kind, tail in rels:
-                rk = uuid.uuid5(ID_NAMESPACE, f"rel\x1f{head}\x1f{kind}\x1f{tail}\x1f{key}").hex
-                relations[rk] = {
-                    "_key": rk,
-                    "_from": f"entities/{entity_key(head)}",
-                    "_to": f"entities/{entity_key(tail)}",
-                    "type": kind,
-                    "head": head,
-                    "tail": tail,
-                    "chunk_id": rec["chunk_id"],
-                    "chunk_key": key,
-                }
+            for head, kind, tail in ex.relations:
+                if head in ex.entities and tail in ex.entities:
+                    relations.update([_relation(head, kind, tail, key, rec["chunk_id"])])
+        self._forget_edges(db, [d["_key"] for d in docs])
         for name, rows in (
             ("chunks", docs),
             ("entities", list(entities.values())),
@@ -279,12 +238,17 @@ class ArangoGraphWriter:
                 db.collection(name).insert_many(rows, overwrite_mode="replace", silent=True)
         return len(docs)
 
+    @staticmethod
+    def _forget_edges(db: Any, keys: list[str]) -> None:
+        """Remove the mention and relation edges of the chunks with these keys."""
+        if keys:
+            db.aql.execute(_DELETE_MENTIONS, bind_vars={"@c": "mentions", "t": [f"chunks/{k}" for k in keys]})
+            db.aql.execute(_DELETE_RELATIONS, bind_vars={"@c": "relations", "k": keys})
+
     def _delete(self, ids: Sequence[str]) -> int:
         db = self._connect()
         bind_keys = [chunk_key(i) for i in ids]
-        targets = [f"chunks/{k}" for k in bind_keys]
-        db.aql.execute(_DELETE_MENTIONS, bind_vars={"@c": "mentions", "t": targets})
-        db.aql.execute(_DELETE_RELATIONS, bind_vars={"@c": "relations", "k": bind_keys})
+        self._forget_edges(db, bind_keys)
         db.collection("chunks").delete_many([{"_key": k} for k in bind_keys], silent=True)
         return len(bind_keys)
 

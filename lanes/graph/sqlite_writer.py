@@ -16,18 +16,15 @@ or JSON object ``{alias = canonical}``), read when the store or lane opens, neve
 
 from __future__ import annotations
 
-import json
 import sqlite3
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
-from fabric.errors import ConfigError
 from fabric.tenants import store_path
 from fabric.writers.model import Chunk, Triple
 from lanes.base import LaneResources, LaneSpec
-from lanes.graph.extract import EntityExtractor, Extraction, RuleExtractor, normalize_entity
-from lanes.graph.extract_relations import supplied_triples
+from lanes.graph.chunk_graph import chunk_extraction, load_aliases
+from lanes.graph.extract import EntityExtractor, RuleExtractor
 from lanes.graph.sqlite_bulk import write_extractions
 from lanes.sqlite_common import CHUNK_COLUMNS, CHUNKS_DDL, SqliteDb, chunk_row
 
@@ -66,42 +63,6 @@ def graph_path(spec: LaneSpec, resources: LaneResources) -> Path:
     """Where the graph database lives: ``options.path`` or ``<home>/graph.sqlite`` (per tenant:
     :func:`fabric.tenants.store_path`)."""
     return store_path(spec.options.get("path"), resources.home / "graph.sqlite", resources.tenant)
-
-
-def load_aliases(spec: LaneSpec) -> dict[str, str]:
-    """The alias table from ``options.aliases`` and ``options.aliases_file``.
-
-    Raises:
-        ConfigError: the file is missing or not a table of strings.
-    """
-    table: dict[str, str] = {}
-    file = spec.options.get("aliases_file")
-    if file:
-        path = Path(str(file))
-        try:
-            raw = path.read_bytes()
-            data = json.loads(raw) if path.suffix == ".json" else tomllib.loads(raw.decode())
-        except (OSError, ValueError) as exc:
-            raise ConfigError(
-                f"cannot read aliases file: {exc}", key=f"lanes.{spec.name}.options.aliases_file"
-            ) from None
-        table.update(data)
-    table.update(spec.options.get("aliases") or {})
-    if not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
-        raise ConfigError("aliases must map strings to strings", key=f"lanes.{spec.name}.options.aliases")
-    return table
-
-
-def chunk_extraction(chunk: Chunk, extractor: EntityExtractor, aliases: dict[str, str]) -> Extraction:
-    """What the graph stores for ``chunk``: the extractor's entities and triples, plus the triples supplied at
-    ingest (``metadata["triples"]``), normalised with the same alias table."""
-    ex = extractor.extract(f"{chunk.title}\n{chunk.text}")
-    raw = chunk.metadata.get("triples")
-    if not raw:
-        return ex
-    table = extractor.aliases if isinstance(extractor, RuleExtractor) else aliases
-    entities, triples = supplied_triples(raw, lambda name: normalize_entity(name, table))
-    return Extraction(entities={**entities, **ex.entities}, relations=list(dict.fromkeys([*ex.relations, *triples])))
 
 
 def _write(

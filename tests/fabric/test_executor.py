@@ -8,10 +8,11 @@ import threading
 import pytest
 
 from fabric.config import PenaltyConfig
+from fabric.constraints import SOURCE_FILTERS
 from fabric.errors import LaneRejected, LaneUnavailable
 from fabric.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.metrics import EngineMetrics
-from fabric.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus
+from fabric.models import BoundConstraints, Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, SourceKind
 from fabric.penalties import ProviderPenalties
 from fabric.webcache import WebCache
 from lanes.base import BaseLane, LaneResources, LaneSpec
@@ -363,6 +364,48 @@ class TestWebCache:
         lanes = {"web": FakeLane(name="web", kind=LaneKind.WEB, hits=1)}
         out = await run(LaneExecutor(lanes), plan("web"))
         assert out["web"].status is LaneStatus.SUCCESS
+
+
+class RecordingLane(FakeLane):
+    """A fake lane that remembers the ``top_k`` it was asked for."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(**kw)
+        self.asked: list[int] = []
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        self.asked.append(request.top_k)
+        return await super().search(request)
+
+
+class TestSourcesOverFetch:
+    async def test_filtered_hits_are_made_up_from_deeper(self) -> None:
+        """Under ``sources = academic`` a store lane whose every other hit is dropped is asked for 3 × top_k and
+        still fills top_k with kept hits, re-ranked 1..top_k."""
+        hits = [
+            Hit(
+                id=f"h{i}",
+                rank=i + 1,
+                score=1.0 / (i + 1),
+                source_kind=SourceKind.OPERATOR if i % 2 else SourceKind.IMPORT,
+            )
+            for i in range(30)
+        ]
+        lane = RecordingLane(name="vec", kind=LaneKind.VECTOR, hits=hits)
+        request = LaneRequest(
+            query="q", top_k=5, constraints=BoundConstraints(source_filter=SOURCE_FILTERS["academic"])
+        )
+        loop = asyncio.get_running_loop()
+        out = await LaneExecutor({"vec": lane}).run(plan("vec"), request, deadline=loop.time() + 5.0)
+        assert lane.asked == [15]
+        assert [(h.id, h.rank) for h in out["vec"].hits] == [(f"h{2 * i}", i + 1) for i in range(5)]
+
+    async def test_without_a_filter_the_lane_is_asked_as_planned(self) -> None:
+        """No ``sources`` filter: top_k unchanged and the lane's answer untouched."""
+        lane = RecordingLane(name="vec", kind=LaneKind.VECTOR, hits=30)
+        out = await run(LaneExecutor({"vec": lane}), plan("vec"))
+        assert lane.asked == [REQ.top_k]
+        assert len(out["vec"].hits) == REQ.top_k
 
 
 class ThreadLane(BaseLane):

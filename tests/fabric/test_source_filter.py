@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from fabric.constraints import SOURCE_FILTERS
-from fabric.models import Hit, LaneKind, SourceKind
-from fabric.source_filter import domain_matches, keeps, restrict_sources
+from fabric.models import BoundConstraints, Hit, LaneKind, LaneRequest, SourceKind
+from fabric.source_filter import domain_matches, keeps, restrict_sources, widen_request
 
 ACADEMIC = SOURCE_FILTERS["academic"]
 NEWS = SOURCE_FILTERS["news"]
@@ -55,3 +55,20 @@ class TestRestrictSources:
         hits = [hit("a", 1, "x.com"), hit("b", 2, "mit.edu"), hit("c", 3, "y.com"), hit("d", 4, "ox.ac.uk")]
         out = restrict_sources(hits, LaneKind.WEB, ACADEMIC)
         assert [(h.id, h.rank) for h in out] == [("b", 1), ("d", 2)]
+
+
+class TestWidenRequest:
+    def test_filtered_lane_asked_for_more_bounded(self) -> None:
+        """Under a filter a lane is asked for top_k × 3, at most 100, and never for fewer than it asked."""
+        academic = BoundConstraints(source_filter=ACADEMIC)
+        assert widen_request(LaneRequest(query="q", top_k=10, constraints=academic), LaneKind.VECTOR).top_k == 30
+        assert widen_request(LaneRequest(query="q", top_k=50, constraints=academic), LaneKind.WEB).top_k == 100
+        assert widen_request(LaneRequest(query="q", top_k=120, constraints=academic), LaneKind.WEB).top_k == 120
+
+    def test_unfiltered_and_kept_whole_lanes_unchanged(self) -> None:
+        """No filter, or a lane kind the filter keeps whole (news feeds for news): the request itself."""
+        plain = LaneRequest(query="q", top_k=10)
+        assert widen_request(plain, LaneKind.KEYWORD) is plain
+        news = LaneRequest(query="q", top_k=10, constraints=BoundConstraints(source_filter=NEWS))
+        assert widen_request(news, LaneKind.NEWS) is news
+        assert widen_request(news, LaneKind.WEB).top_k == 30

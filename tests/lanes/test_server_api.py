@@ -27,7 +27,6 @@ class TestPublicApi:
             "ArangoOptions",
             "connect",
             "entity_key",
-            "extract_entities",
             "map_arango_error",
         }
 

@@ -34,6 +34,10 @@ def test_label_train_eval_on_the_routing_set(home: Path, capsys: pytest.CaptureF
     report = json.loads(capsys.readouterr().out)
     assert report["train_size"] + report["dev_size"] == 12
     assert (home / "router" / "classifier.pt").is_file()
+    thresholds = report["heuristic_thresholds"]
+    assert thresholds["fit_queries"] + thresholds["dev_queries"] == 12
+    assert {"configured", "chosen"} <= set(thresholds["held_out"]["all"])
+    assert {"skew_max", "max_score_min", "ndcg_at_10"} <= set(thresholds["best_on_fit"][0])
 
     labels = home / "router" / "labels" / "routing.jsonl"
     labels.unlink()

@@ -7,22 +7,32 @@ import pytest
 from fabric.config import load_settings
 from fabric.errors import ConfigError
 from fabric.router.config import RouterConfig, StrategyLanes, validate_router_config
+from fabric.validation import parse_request
 
 
 def env(**kw: str) -> dict[str, str]:
     return {f"FABRIC__router__{k}": v for k, v in kw.items()}
 
 
-def test_project_file_holds_the_seed_thresholds() -> None:
-    """config/router.toml: skewness 0.5, max score 0.65, δ 0.05, top-10 probe; heuristic decides auto; Dense is
-    keyword + vector (measured: docs/router.md)."""
+def test_project_file_holds_the_tuned_thresholds() -> None:
+    """config/router.toml: skewness 0.5, max score 1.01 (tuned: rule 3 never fires), δ 0.05, top-10 probe, no
+    probe-alone Dense; heuristic decides auto; Dense is keyword + vector (measured: docs/router.md)."""
     cfg = load_settings(env={}).router
-    assert (cfg.skew_max, cfg.max_score_min, cfg.delta, cfg.probe_k) == (0.5, 0.65, 0.05, 10)
+    assert (cfg.skew_max, cfg.max_score_min, cfg.delta, cfg.probe_k) == (0.5, 1.01, 0.05, 10)
+    assert (cfg.probe_alone, cfg.probe_alone_margin) == (False, 0.15)
     assert cfg.auto == "heuristic"
     assert cfg.strategies == StrategyLanes(
-        dense=("keyword", "vector"), temporal=("keyword", "vector"), graph=("keyword", "vector", "graph")
+        dense=("keyword", "vector"), temporal=("keyword", "vector", "graph"), graph=("keyword", "vector", "graph")
     )
+    assert (cfg.graph_weight, cfg.default_route) == (0.35, "all")
     assert cfg == RouterConfig()  # the file states the defaults, nothing hidden
+
+
+def test_default_route_applies_to_requests_without_one() -> None:
+    """``default_route`` is the route of a request that names none; a request's own route still wins."""
+    settings = load_settings(env=env(default_route='"auto"'))
+    assert parse_request({"query": "x"}, settings).route == "auto"
+    assert parse_request({"query": "x", "route": "all"}, settings).route == "all"
 
 
 def test_env_override() -> None:
@@ -36,6 +46,9 @@ def test_env_override() -> None:
         ({"auto": '"magic"'}, "router.auto"),
         ({"probe_k": "1"}, "router.probe_k"),
         ({"delta": "-0.1"}, "router.delta"),
+        ({"probe_alone_margin": "-0.1"}, "router.probe_alone_margin"),
+        ({"default_route": '"fastest"'}, "router.default_route"),
+        ({"graph_weight": "-1"}, "router.graph_weight"),
         ({"temporal_pattern": '"(unclosed"'}, "router.temporal_pattern"),
         ({"probe_lane": '"nope"'}, "router.probe_lane"),
         ({"strategies__graph": '["vector", "ghost"]'}, "router.strategies"),

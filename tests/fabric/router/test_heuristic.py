@@ -11,7 +11,8 @@ from fabric.router.heuristic import decide, decide_signals, decide_text
 from fabric.router.signals import ProbeSignals
 from fabric.router.strategies import Strategy
 
-CFG = RouterConfig()
+CFG = RouterConfig(max_score_min=0.65)
+"""The seed's initial thresholds (the shipped max_score_min is tuned: rule 3 never fires)."""
 
 
 def sig(skew: float, top: float) -> ProbeSignals:

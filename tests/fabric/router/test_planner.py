@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,13 @@ def lanes(vector: list[Hit]) -> dict[str, Recording]:
     }
 
 
-VECTOR_ONLY = RouterConfig(strategies=StrategyLanes(dense=("vector",), temporal=("vector",), graph=("vector", "graph")))
-"""Strategies on the vector lane alone, so each test sees exactly which lane the plan adds."""
+VECTOR_ONLY = RouterConfig(
+    max_score_min=0.65,
+    graph_weight=None,
+    strategies=StrategyLanes(dense=("vector",), temporal=("vector",), graph=("vector", "graph")),
+)
+"""Strategies on the vector lane alone, so each test sees exactly which lane the plan adds; rule 3 at the seed's
+initial thresholds (the shipped ones are tuned so that it never fires); lanes at their configured weights."""
 
 
 def settings_for(tmp_path: Path, router: RouterConfig = VECTOR_ONLY) -> Settings:
@@ -264,6 +270,125 @@ async def test_common_lanes_start_with_the_probe(tmp_path: Path) -> None:
     async with with_classifier(tmp_path, fakes, "temporal", RouterConfig()) as engine:
         req = parse_request({"query": "rail policy in 2020", "route": "auto", "top_k": 5}, engine.settings)
         res = await engine.search(req)
-    assert calls(fakes) == {"keyword": 2, "vector": 1, "graph": 0}  # keyword again, with the year filter
+    # keyword again, with the year filter; the shipped Temporal adds the graph lane for a year range
+    assert calls(fakes) == {"keyword": 2, "vector": 1, "graph": 1}
     assert fakes["keyword"].requests[1].constraints.query_years == (2020, 2020)
-    assert res.route["lane_calls"] == 3
+    assert res.route["lane_calls"] == 4
+
+
+class _GateEmbedder(_Embedder):
+    """Opens ``gate`` when the probe's signals are computed (the keyword lane below waits for it)."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.loop = asyncio.get_running_loop()
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        self.loop.call_soon_threadsafe(self.gate.set)
+        return super().embed(texts)
+
+
+class _GatedKeyword(Recording):
+    """A keyword lane that answers only after ``gate`` opens."""
+
+    def __init__(self, gate: asyncio.Event) -> None:
+        super().__init__(name="keyword", hits=5)
+        self.gate = gate
+
+    async def search(self, request: LaneRequest) -> list[Hit]:
+        await self.gate.wait()
+        return await super().search(request)
+
+
+async def test_signals_are_computed_while_the_common_lanes_run(tmp_path: Path) -> None:
+    """The probe's signals do not wait for the lanes started with it: here the keyword lane answers only once the
+    signals are being computed, and it still succeeds (it would be cut at its budget if they waited for it)."""
+    embedder = _GateEmbedder()
+    fakes = lanes(vec_hits(PEAKED))
+    fakes["keyword"] = _GatedKeyword(embedder.gate)
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=RouterConfig())
+    async with Engine(settings, lanes=fakes, resources=LaneResources(embedder=embedder)) as engine:
+        res = await engine.search(parse_request({"query": "vitamin d levels", "route": "auto"}, settings))
+    assert res.lanes["keyword"].status.value == "success"
+    assert (res.route["strategy"], res.route["lane_calls"]) == ("dense", 2)
+
+
+PROBE_ALONE = RouterConfig(probe_alone=True, probe_alone_margin=0.15)
+"""The shipped strategies (Dense = keyword + vector) with Dense from the probe alone when it is confident."""
+
+
+async def test_probe_alone_answers_a_confident_probe_from_the_vector_lane(tmp_path: Path) -> None:
+    """A probe whose top score stands out (0.9 vs 0.4): Dense is the probe alone, the keyword lane never runs."""
+    fakes = lanes(vec_hits(PEAKED))
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=PROBE_ALONE)
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "vitamin d levels", "route": "auto"}, settings))
+    assert calls(fakes) == {"keyword": 0, "vector": 1, "graph": 0}
+    r = res.route
+    assert (r["strategy"], r["rule"], r["lanes"], r["lane_calls"]) == ("dense", "probe_confident", ["vector"], 1)
+    assert "0.500" in r["reason"]
+    assert [it.id for it in res.items][:2] == ["v0", "v1"]
+
+
+async def test_probe_alone_adds_keyword_after_an_unsure_probe(tmp_path: Path) -> None:
+    """Top two scores close together: the keyword lane runs after the probe (not with it), once."""
+    close = [0.9, 0.85, 0.4, 0.38, 0.37, 0.36, 0.35, 0.34, 0.33, 0.32]
+    fakes = lanes(vec_hits(close))
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=PROBE_ALONE)
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "vitamin d levels", "route": "auto"}, settings))
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 0}
+    assert (res.route["strategy"], res.route["rule"], res.route["lane_calls"]) == ("dense", "fallback", 2)
+    assert set(res.lanes) == {"keyword", "vector"}
+
+
+async def test_temporal_without_years_runs_denses_lanes(tmp_path: Path) -> None:
+    """ "timeline of ..." is Temporal by rule 1 but has no year range: no filter, and Dense's lanes (not the graph
+    lane the shipped Temporal adds for a year range)."""
+    fakes = lanes(vec_hits(PEAKED))
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=RouterConfig())
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "timeline of rail", "route": "auto"}, settings))
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 0}
+    assert (res.route["strategy"], res.route["year_filter"]) == ("temporal", None)
+    assert "Dense's lanes" in res.route["reason"]
+
+    fakes = lanes(vec_hits(PEAKED))
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "rail policy in 2020", "route": "auto"}, settings))
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 1}
+    assert res.route["year_filter"] == [2020, 2020]
+
+
+async def test_graph_strategy_weighs_the_graph_lane(tmp_path: Path) -> None:
+    """Graph runs the graph lane at ``graph_weight``; the federation keeps the configured weight, and a request's
+    own weight wins."""
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=RouterConfig(graph_weight=0.35))
+    query = "connection between Kestrel Motors and Orbis Rail"
+    async with Engine(settings, lanes=lanes(vec_hits(PEAKED))) as engine:
+        routed = await engine.search(parse_request({"query": query, "route": "auto"}, settings))
+        federation = await engine.search(parse_request({"query": query}, settings))
+        own = await engine.search(
+            parse_request({"query": query, "route": "graph", "weights": {"graph": 2.0}}, settings)
+        )
+    assert (routed.route["strategy"], routed.lanes["graph"].weight, routed.lanes["keyword"].weight) == (
+        "graph",
+        0.35,
+        1.0,
+    )
+    assert federation.lanes["graph"].weight == 1.0
+    assert own.lanes["graph"].weight == 2.0
+
+
+async def test_lanes_no_strategy_names_run_as_planned(tmp_path: Path) -> None:
+    """A planned web lane is outside the router's choice: it starts with the probe and runs whatever the strategy."""
+    fakes = {**lanes(vec_hits(PEAKED)), "web": Recording(name="web", kind=LaneKind.WEB, hits=3)}
+    settings = dataclasses.replace(
+        make_settings(tmp_path, {**LANES, "web": {"kind": LaneKind.WEB}}), router=RouterConfig()
+    )
+    async with Engine(settings, lanes=fakes) as engine:
+        res = await engine.search(parse_request({"query": "vitamin d levels", "route": "auto"}, settings))
+    assert calls(fakes) == {"keyword": 1, "vector": 1, "graph": 0, "web": 1}
+    assert (res.route["strategy"], res.route["lanes"], res.route["lane_calls"]) == (
+        "dense", ["keyword", "vector", "web"], 3,
+    )  # fmt: skip

@@ -15,7 +15,7 @@ from fabric.models import BoundConstraints, LaneKind, LaneRequest
 from fabric.tenants import tenant_home
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.arango import SEARCH_AQL, ArangoGraphLane, query_terms
-from lanes.graph.arango_writer import ArangoGraphWriter, extract_entities
+from lanes.graph.arango_writer import ArangoGraphWriter
 from tests.lanes.graph.fake_arango import FakeArango
 from tests.support.http import serve
 from tests.support.tenants import own_ids, plain, search_as_each, write_as_each
@@ -65,14 +65,6 @@ class TestHelpers:
     def test_query_terms_are_ngrams(self) -> None:
         """Terms are the normalised 1- to 3-grams."""
         assert query_terms("Type 2 Diabetes") == ["2", "2 diabetes", "diabetes", "type", "type 2", "type 2 diabetes"]
-
-    def test_extract_entities(self) -> None:
-        """Capitalised phrases and acronyms are entities, tagged with their sentence."""
-        assert extract_entities("Insulin binds the IR. Then Glucose Transporter moves.") == [
-            ("insulin", 0),
-            ("ir", 0),
-            ("glucose transporter", 1),
-        ]
 
 
 class TestArangoGraphLane:

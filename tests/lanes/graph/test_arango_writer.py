@@ -13,9 +13,23 @@ from fabric.writers import chunk_key
 from fabric.writers.model import ListableStore
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.arango import ArangoGraphLane
+from lanes.graph.chunk_graph import chunk_extraction
+from lanes.graph.extract import RuleExtractor
 from tests.lanes.graph.fake_arango import FakeArango
 from tests.lanes.graph.test_arango import CHUNKS, _ingest
+from tests.support.embedded import chunk
 from tests.support.http import serve
+
+
+def _writer(port: int, **opts: object) -> mod.ArangoGraphWriter:
+    options = {"url": f"http://127.0.0.1:{port}", "write_timeout_s": 5, **opts}
+    return mod.ArangoGraphWriter(
+        LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango", options=options), LaneResources()
+    )
+
+
+def _edges(fake: FakeArango) -> set[tuple[str, str, str]]:
+    return {(r["head"], r["type"], r["tail"]) for r in fake.collections["relations"]["docs"].values()}
 
 
 class TestArangoGraphWriter:
@@ -98,6 +112,55 @@ class TestListIds:
             await writer.aclose()
 
 
+class TestSameGraphAsSqlite:
+    async def test_verb_and_supplied_triples_stored(self) -> None:
+        """The rule extractor's verb triples and the JSONL ``triples`` (aliased) become relation edges, exactly the
+        extraction the SQLite graph writer stores."""
+        doc = chunk(
+            "v1",
+            "Vitamin D reduces Fracture Risk in older adults.",
+            title="Bones",
+            metadata={"triples": [["Alpha Corp", "acquired", "Beta Labs"], ["ACME", "supplies", "Alpha Corp"]]},
+        )
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            writer = _writer(srv.port, aliases={"acme": "acme industries"})
+            await writer.upsert([doc])
+            stored = await writer.triples(["v1"])
+            await writer.aclose()
+        expected = chunk_extraction(doc, RuleExtractor({"acme": "acme industries"}), {})
+        assert _edges(fake) == set(expected.relations)
+        assert {("vitamin d", "reduce", "fracture risk"), ("alpha corp", "acquired", "beta labs")} <= _edges(fake)
+        assert ("acme industries", "supplies", "alpha corp") in _edges(fake)
+        assert stored == {"v1": set(expected.relations)}
+        names = {e["name_norm"]: e["label"] for e in fake.collections["entities"]["docs"].values()}
+        assert names["beta labs"] == "Beta Labs"
+
+    async def test_directed_edge_runs_head_to_tail(self) -> None:
+        """A passive sentence gives the edge from the agent: ``X is inhibited by Y`` is ``Y --inhibit--> X``."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            writer = _writer(srv.port)
+            await writer.upsert([chunk("p1", "Tumour Growth is inhibited by Compound K.")])
+            await writer.aclose()
+        (edge,) = [r for r in fake.collections["relations"]["docs"].values() if r["type"] == "inhibit"]
+        assert (edge["head"], edge["tail"]) == ("compound k", "tumour growth")
+        assert (edge["_from"], edge["_to"]) == (
+            f"entities/{mod.entity_key('compound k')}",
+            f"entities/{mod.entity_key('tumour growth')}",
+        )
+
+    async def test_rewrite_drops_stale_edges(self) -> None:
+        """A chunk written again with other triples keeps no edge of the old version."""
+        fake = FakeArango()
+        async with serve(fake.app()) as srv:
+            writer = _writer(srv.port)
+            await writer.upsert([chunk("r1", "Plain text.", metadata={"triples": [["Alpha", "owns", "Beta"]]})])
+            await writer.upsert([chunk("r1", "Plain text.", metadata={"triples": [["Alpha", "sold", "Beta"]]})])
+            await writer.aclose()
+        assert _edges(fake) == {("alpha", "sold", "beta")}
+
+
 class TestSharedPieces:
     def test_options_parsed_once_for_lane_and_writer(self) -> None:
         """Defaults of the shared options, and a bad value naming its key."""
@@ -140,6 +203,5 @@ def test_public_api() -> None:
         "ArangoOptions",
         "connect",
         "entity_key",
-        "extract_entities",
         "map_arango_error",
     }
