@@ -84,8 +84,12 @@ class Guard:
         *,
         cache_seconds: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
+        open_allowed: bool = True,
     ) -> None:
         self.keys = keys
+        self.open_allowed = open_allowed
+        """Whether an empty key store opens the service; ``fabric serve`` sets False on a non-loopback address
+        without ``--insecure``, so revoking the last key while serving locks the service instead of opening it."""
         self.limits = limits
         self.metrics = metrics
         self._ttl = cache_seconds
@@ -107,7 +111,11 @@ class Guard:
             AuthError: 401 when the key is missing, malformed, unknown or revoked (outside open mode).
         """
         if await self.open_mode():
-            return Principal(OPEN_TENANT, Role.ADMIN)
+            if self.open_allowed:
+                return Principal(OPEN_TENANT, Role.ADMIN)
+            raise AuthError(
+                401, "authorization", "no active API key: this address refuses open mode; create one with fabric keys"
+            )
         if not header:
             raise AuthError(401, "authorization", "missing API key: send Authorization: Bearer <key>")
         scheme, _, token = header.strip().partition(" ")

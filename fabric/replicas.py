@@ -131,14 +131,18 @@ def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Await
     return run
 
 
-def default_guard(engine: Engine, limits: LimitConfig | None = None, replica: Replica | None = None) -> Guard:
+def default_guard(
+    engine: Engine, limits: LimitConfig | None = None, replica: Replica | None = None, *, open_allowed: bool = True
+) -> Guard:
     """The guard of the engine's home (keys in ``<home>/keys.sqlite``, buckets in memory), or of the replicas
-    (keys and buckets in their database); per-tenant limits and metrics."""
+    (keys and buckets in their database); per-tenant limits and metrics. ``open_allowed``: see
+    :attr:`fabric.auth.Guard.open_allowed`."""
     buckets = replica.buckets if replica is not None else None
     return Guard(
         key_store(engine.settings.home, replica),
         TenantLimits(limits or LimitConfig(), shared=buckets),
         TenantMetrics(engine.metrics.registry),
+        open_allowed=open_allowed,
     )
 
 

@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         "MCP at /mcp, /healthz, /readyz, /metrics; the API: /openapi.json)"
     )
     engine = Engine(settings)
-    guard = default_guard(engine, tenant_limits, replica)
+    guard = default_guard(engine, tenant_limits, replica, open_allowed=is_loopback(args.host) or bool(args.insecure))
     app = create_app(engine, guard=guard, host=args.host, admission=admission, replica=replica)
     limits = ServerLimits(
         header_timeout_s=args.header_timeout_s, body_timeout_s=args.body_timeout_s, max_connections=args.max_connections

@@ -38,18 +38,22 @@ def _engine(home: Path) -> Engine:
     return Engine(settings, lanes=lanes, resources=LaneResources(home=home))
 
 
-def _guard(engine: Engine, clock: Clock, limits: LimitConfig | None = None) -> Guard:
+def _guard(engine: Engine, clock: Clock, limits: LimitConfig | None = None, *, open_allowed: bool = True) -> Guard:
     return Guard(
         KeyStore(engine.settings.home),
         TenantLimits(limits or LimitConfig(), clock=clock),
         TenantMetrics(engine.metrics.registry),
         clock=clock,
+        open_allowed=open_allowed,
     )
 
 
-async def _client(home: Path, clock: Clock, limits: LimitConfig | None = None) -> TestClient:
+async def _client(
+    home: Path, clock: Clock, limits: LimitConfig | None = None, *, open_allowed: bool = True
+) -> TestClient:
     engine = _engine(home)
-    client = TestClient(TestServer(create_app(engine, guard=_guard(engine, clock, limits)), host="127.0.0.1"))
+    guard = _guard(engine, clock, limits, open_allowed=open_allowed)
+    client = TestClient(TestServer(create_app(engine, guard=guard), host="127.0.0.1"))
     await client.start_server()
     return client
 
@@ -147,6 +151,24 @@ class TestOpenMode:
             KeyStore(tmp_path).create("acme", Role.READER)
             clock.now += 6
             assert (await client.get("/metrics")).status == 401
+        finally:
+            await client.close()
+
+    async def test_revoking_the_last_key_locks_a_closed_address(self, tmp_path: Path) -> None:
+        """Where open mode is not allowed (a non-loopback bind), revoking every key refuses requests with 401
+        instead of opening the service as tenant default with the admin role."""
+        clock = Clock()
+        store = KeyStore(tmp_path)
+        record, token = store.create("acme", Role.ADMIN)
+        client = await _client(tmp_path, clock, open_allowed=False)
+        try:
+            assert (await client.post("/v1/search", json=SEARCH, headers=_auth(token))).status == 200
+            assert store.revoke(record.key_id)
+            clock.now += 6
+            resp = await client.post("/v1/search", json=SEARCH)
+            assert resp.status == 401
+            assert "refuses open mode" in (await resp.json())["error"]["message"]
+            assert (await client.post("/v1/search", json=SEARCH, headers=_auth(token))).status == 401
         finally:
             await client.close()
 
