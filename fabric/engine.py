@@ -231,7 +231,8 @@ class Engine:
         multiplier = BUDGET_MULTIPLIERS.get(request.constraints.cost or "medium", 1.0)
         deadline = asyncio.get_running_loop().time() + total_budget_ms(mode, request.budget_ms, multiplier) / 1000.0
         names = self._plan_names(request)
-        fp = request_fingerprint(request, names, self.settings.fusion.mode) if request.cursor else ""
+        # Taken from the lanes asked for, before a router narrows them, so every page of a query has one fingerprint.
+        fp = request_fingerprint(request, names, self.settings.fusion.mode)
         return QueryPlan(
             lanes=plan_lanes(
                 names, {n: self._lane_config(n) for n in names}, mode, multiplier, self.lanes, request.weights

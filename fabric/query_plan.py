@@ -56,7 +56,8 @@ class QueryPlan:
     offset: int = 0
     """First item of the page (from the cursor)."""
     fingerprint: str = ""
-    """The request's fingerprint when a cursor was given (the next cursor reuses it), else empty."""
+    """The request's cursor fingerprint over the lanes planned before routing (every cursor of the query carries it);
+    empty in a plan built without one (the result then computes it from the plan's lanes)."""
 
     @property
     def names(self) -> list[str]:

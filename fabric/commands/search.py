@@ -42,7 +42,9 @@ def register(sub: Any) -> None:
     p.add_argument("--fusion", help="rrf | append_fill | score_minmax | score_dbsf | score_zscore")
     p.add_argument("--limit", help="items per page: seed 001's name for --top-k (give one)")
     p.add_argument("--weights", help="per-request lane weights, e.g. semantic=2,graph=0.5 (lanes or components)")
-    p.add_argument("--route", help="all (default) | auto | dense | temporal | graph (docs/router.md)")
+    p.add_argument(
+        "--route", help="auto (default: [router] default_route) | all | dense | temporal | graph (docs/router.md)"
+    )
     p.add_argument(
         "--constraint",
         action="append",

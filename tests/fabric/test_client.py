@@ -27,7 +27,8 @@ async def test_search_is_typed_and_matches_the_engine(service_url: str, fabric_h
     assert first.score_total == round(direct.items[0].score_total, 6)
     assert sum(first.contributions.values()) == pytest.approx(first.score_total, abs=1e-5)
     assert first.text == direct.items[0].hit.text
-    assert page.lane_status() == {"keyword": "success", "vector": "success", "graph": "success"}
+    assert page.lane_status() == {name: out.status.value for name, out in direct.lanes.items()}
+    assert page.lane_status()["vector"] == "success"  # the default route (auto) runs Dense: keyword + vector
     assert page.lanes["vector"]["weight"] == 2.0
 
 

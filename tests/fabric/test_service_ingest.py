@@ -384,7 +384,9 @@ class TestIngestDoesNotStallSearches:
         task_id = (await resp.json())["task_id"]
         seen: list[tuple[str, int]] = []  # (task status, units done over all stages) when a search was answered
         while True:
-            answer = await client.post("/v1/search", json={"query": "blue-green deploys release", "top_k": 3})
+            # every store is searched while it is written: the federation, not a routed subset
+            search = {"query": "blue-green deploys release", "top_k": 3, "route": "all"}
+            answer = await client.post("/v1/search", json=search)
             body = await answer.json()
             assert answer.status == 200, body
             assert set(body["lanes"]) == {"keyword", "vector", "graph"}

@@ -62,7 +62,9 @@ class TestServerBackendsEndToEnd:
             resources = await open_resources(settings, embedder=False)
             try:
                 async with Engine(settings, resources=resources) as engine:
-                    result = await engine.search(parse_request({"query": "BM25 ranking", "budget_ms": 3000}, settings))
+                    result = await engine.search(
+                        parse_request({"query": "BM25 ranking", "budget_ms": 3000, "route": "all"}, settings)
+                    )
             finally:
                 await close_resources(resources)
         assert (result.lanes["keyword"].status.value, result.lanes["graph"].status.value) == ("success", "success")

@@ -28,7 +28,8 @@ def test_pipeline_in_process_matches_engine(fabric_home: Path) -> None:
     assert isinstance(docs[0], Document)
     assert docs[0].content == "Use blue-green deploys for zero-downtime releases."
     assert docs[0].score == docs[0].meta["score_total"]
-    assert set(docs[0].meta["lane_status"]) == {"keyword", "vector", "graph"}
+    assert set(docs[0].meta["lane_status"].values()) == {"success"}  # the default route's lanes, each answered
+    assert {"keyword", "vector"} <= set(docs[0].meta["lane_status"])
 
 
 async def test_async_pipeline_in_process(fabric_home: Path) -> None:

@@ -30,7 +30,9 @@ def test_invoke_in_process_matches_engine(fabric_home: Path) -> None:
     assert isinstance(doc, Document)
     assert doc.page_content == "Use blue-green deploys for zero-downtime releases."
     assert LEDGER | {"lanes", "ranks", "lane_status"} <= set(doc.metadata)
-    assert doc.metadata["lane_status"] == {"keyword": "success", "vector": "success", "graph": "success"}
+    # the lanes the default route planned (auto: Dense is keyword + vector), each answered
+    assert set(doc.metadata["lane_status"].values()) == {"success"}
+    assert {"keyword", "vector"} <= set(doc.metadata["lane_status"])
     assert "keyword" in doc.metadata["lanes"]
 
 

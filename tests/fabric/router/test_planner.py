@@ -392,3 +392,21 @@ async def test_lanes_no_strategy_names_run_as_planned(tmp_path: Path) -> None:
     assert (res.route["strategy"], res.route["lanes"], res.route["lane_calls"]) == (
         "dense", ["keyword", "vector", "web"], 3,
     )  # fmt: skip
+
+
+async def test_auto_route_pages_with_its_cursor(tmp_path: Path) -> None:
+    """A cursor minted under ``auto`` pages on: its fingerprint is taken over the lanes asked for, before the router
+    narrows them (the narrowed plan's lanes gave page 1 another fingerprint than page 2, an "invalid cursor")."""
+    settings = settings_for(tmp_path, RouterConfig())  # the shipped strategies: Dense is keyword + vector
+    fakes = lanes(vec_hits(PEAKED))
+    body = {"query": "vitamin d levels", "route": "auto", "limit": 4}
+    async with Engine(settings, lanes=fakes) as engine:
+        first = await engine.search(parse_request(body, settings))
+        second = await engine.search(parse_request({**body, "cursor": first.next_cursor}, settings))
+        with pytest.raises(QueryError, match="invalid cursor"):  # still bound to the route asked for
+            await engine.search(parse_request({**body, "route": "all", "cursor": first.next_cursor}, settings))
+    assert first.route["strategy"] == second.route["strategy"] == "dense"
+    assert first.next_cursor
+    assert len(second.items) == 4
+    assert not {i.id for i in first.items} & {i.id for i in second.items}
+    assert first.total == second.total
