@@ -244,8 +244,8 @@ class IngestTasks:
 
     @property
     def idle(self) -> bool:
-        """No task is queued or running."""
-        return self._running is None and self._queue.empty()
+        """No task is queued or running (a task whose status is final counts as done while its record is saved)."""
+        return (self._running is None or self._running.finished) and self._queue.empty()
 
     def counts(self) -> dict[str, int]:
         """Kept task records by status."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -87,6 +88,27 @@ class TestLifecycle:
         assert first.finished_at is not None
         assert second.started_at is not None
         assert first.finished_at <= second.started_at
+
+    async def test_idle_once_the_running_task_reads_finished(
+        self, tasks: IngestTasks, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A client that saw its task succeed finds the queue idle (its next small submission is answered inline),
+        even while the worker still saves the finished record (a 202 there was a race the service tests hit)."""
+        entered, release = threading.Event(), threading.Event()
+        evict = tasks.store.evict
+
+        def slow_evict(keep: int) -> None:
+            entered.set()
+            release.wait(10)
+            evict(keep)
+
+        monkeypatch.setattr(tasks.store, "evict", slow_evict)
+        task, _ = await tasks.submit(_sub())
+        assert await asyncio.to_thread(entered.wait, 10)
+        assert (task.status, task.done.is_set()) == (TaskStatus.SUCCEEDED, False)
+        assert tasks.idle
+        release.set()
+        await task.done.wait()
 
     async def test_spool_holds_the_entries_until_the_task_ends(
         self, tasks: IngestTasks, runner: ScriptedRunner
