@@ -53,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lanes-alone", action="store_true", help="also time each lane alone at concurrency 1")
     parser.add_argument("--repeat-queries", action="store_true", help="send query texts as they are (cache hits)")
     parser.add_argument("--serve-args", default="", help='extra fabric serve options, e.g. "--max-active 4"')
+    parser.add_argument("--route", help="route of the timed queries (default: [router] default_route, as served)")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -88,7 +89,7 @@ def _encoding_floor(settings: Any, texts: list[str]) -> tuple[float, float]:
 
 
 async def _timed(
-    settings: Any, items: list[tuple[str, str, dict[str, int]]], lanes: tuple[str, ...] | None
+    settings: Any, items: list[tuple[str, str, dict[str, int]]], lanes: tuple[str, ...] | None, route: str = "all"
 ) -> list[Any]:
     """Each query once through a fresh engine over ``settings`` (its own query cache): (ms, result) pairs."""
     from fabric.engine import Engine
@@ -98,7 +99,7 @@ async def _timed(
     async with Engine(settings) as engine:
         for _, text, _ in items:
             t0 = time.perf_counter()
-            res = await engine.search(SearchRequest(query=text, top_k=10, lanes=lanes))
+            res = await engine.search(SearchRequest(query=text, top_k=10, lanes=lanes, route=route))
             out.append(((time.perf_counter() - t0) * 1000, res))
     return out
 
@@ -124,12 +125,13 @@ def _overlap(runs: list[Any]) -> dict[str, Any]:
 
 
 async def _search(
-    settings: Any, items: list[tuple[str, str, dict[str, int]]], cache_root: Path, alone: bool
+    settings: Any, items: list[tuple[str, str, dict[str, int]]], cache_root: Path, alone: bool, route: str
 ) -> dict[str, Any]:
-    """Concurrency 1, every query encoded inside the timed call (an empty query cache per engine)."""
+    """Concurrency 1, every query encoded inside the timed call (an empty query cache per engine), on ``route``;
+    each lane alone runs unrouted."""
     from fabric.eval.metrics import query_metrics
 
-    runs = await _timed(dataclasses.replace(settings, cache_dir=cache_root / "fused"), items, None)
+    runs = await _timed(dataclasses.replace(settings, cache_dir=cache_root / "fused"), items, None, route)
     ndcg, empty = [], 0
     for (_, _, rels), (_, res) in zip(items, runs, strict=True):
         ranking = [it.hit.id or it.id for it in res.items]
@@ -137,12 +139,12 @@ async def _search(
         ndcg.append(query_metrics(ranking, rels)["ndcg_at_10"])
     times = [ms for ms, _ in runs]
     out: dict[str, Any] = {
-        "c1_p50_ms": _pct(times, 0.5), "c1_p95_ms": _pct(times, 0.95),
+        "route": route, "c1_p50_ms": _pct(times, 0.5), "c1_p95_ms": _pct(times, 0.95),
         "ndcg_at_10_passages": round(sum(ndcg) / max(1, len(ndcg)), 4), "empty_answers": empty, **_overlap(runs),
     }  # fmt: skip
     if alone:  # each lane on its own, query encoding included where the lane encodes
         out["c1_alone_p50_ms"] = {}
-        for name in sorted(runs[0][1].lanes) if runs else []:
+        for name in sorted({n for _, res in runs for n in res.lanes}):
             alone_runs = await _timed(dataclasses.replace(settings, cache_dir=cache_root / name), items, (name,))
             out["c1_alone_p50_ms"][name] = _pct([ms for ms, _ in alone_runs], 0.5)
     return out
@@ -214,7 +216,8 @@ async def _bench(settings: Any, work: Path, args: argparse.Namespace) -> dict[st
     out["vector_backend"] = next((lc.backend for lc in settings.enabled_lanes() if lc.name == "vector"), None)
     items = _queries(root, args.split, args.queries)
     out["queries"] = len(items)
-    out.update(await _search(settings, items, work / "query-cache", args.lanes_alone))
+    route = getattr(args, "route", None) or settings.router.default_route
+    out.update(await _search(settings, items, work / "query-cache", args.lanes_alone, route))
     if settings.embeddings.backend == "minilm":
         out["encode_p50_ms"], out["encode_p95_ms"] = await asyncio.to_thread(
             _encoding_floor, settings, [t for _, t, _ in items]

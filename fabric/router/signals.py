@@ -29,21 +29,33 @@ class ProbeSignals:
     min: float
     mean: float
     skew: float
-    dist: float
-    """1 − cos(query, centroid of the retrieved embeddings); 1.0 when nothing was retrieved."""
+    dist: float | None
+    """1 − cos(query, centroid of the retrieved embeddings); 1.0 when nothing was retrieved; None when it was not
+    computed (the heuristic reads only the scores, so routing does not embed the probe's hits for it)."""
 
     def vector(self) -> list[float]:
-        """``[max, min, mean, skew, dist]``."""
+        """``[max, min, mean, skew, dist]`` (the classifier's input: the distance must have been computed).
+
+        Raises:
+            ValueError: the distance was not computed.
+        """
+        if self.dist is None:
+            raise ValueError("the probe's semantic distance was not computed")
         return [self.max, self.min, self.mean, self.skew, self.dist]
 
-    def to_dict(self) -> dict[str, float]:
-        """Name → value."""
-        return dict(zip(SIGNAL_NAMES, self.vector(), strict=True))
+    def to_dict(self) -> dict[str, float | None]:
+        """Name → value (``dist`` None when not computed)."""
+        return dict(zip(SIGNAL_NAMES, [self.max, self.min, self.mean, self.skew, self.dist], strict=True))
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, float]) -> ProbeSignals:
+    def from_mapping(cls, data: Mapping[str, float | None]) -> ProbeSignals:
         """Inverse of :meth:`to_dict`."""
-        return cls(**{name: float(data[name]) for name in SIGNAL_NAMES})
+        scores = [data[name] for name in SIGNAL_NAMES[:4]]
+        if any(v is None for v in scores):
+            raise ValueError(f"signals without a score statistic: {dict(data)}")
+        hi, lo, mean, skew = (float(v) for v in scores if v is not None)
+        dist = data["dist"]
+        return cls(max=hi, min=lo, mean=mean, skew=skew, dist=None if dist is None else float(dist))
 
 
 def skewness(scores: Sequence[float]) -> float:

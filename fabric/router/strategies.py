@@ -58,7 +58,7 @@ class RouteRecord:
     """Lanes of the plan."""
     lane_calls: int = 0
     """Lane invocations spent on the query (the probe included; a reused probe is counted once)."""
-    signals: Mapping[str, float] | None = None
+    signals: Mapping[str, float | None] | None = None
     """The probe's five signals when a probe ran."""
     probabilities: Mapping[str, float] | None = None
     """Classifier class probabilities, when the classifier chose."""
@@ -77,7 +77,11 @@ class RouteRecord:
             "reason": self.reason,
             "lanes": list(self.lanes),
             "lane_calls": self.lane_calls,
-            "signals": {k: round(v, 6) for k, v in self.signals.items()} if self.signals is not None else None,
+            "signals": (
+                {k: None if v is None else round(v, 6) for k, v in self.signals.items()}
+                if self.signals is not None
+                else None
+            ),
             "probabilities": (
                 {k: round(v, 6) for k, v in self.probabilities.items()} if self.probabilities is not None else None
             ),

@@ -34,6 +34,7 @@ def test_bench_ingests_passages_and_times_search(
     assert set(out["ingest_seconds"]) >= {"load", "chunk", "embed", "write"}
     assert out["write_s"] == out["ingest_seconds"]["write"]
     assert out["c1_p95_ms"] >= out["c1_p50_ms"] > 0
+    assert out["route"] == "auto"  # the configured default route, as fabric serve answers a request without one
     assert out["ndcg_at_10_passages"] > 0
     assert out["empty_answers"] == 0
     assert "encode_p50_ms" not in out  # no model without embeddings
@@ -50,6 +51,24 @@ def test_bench_ingests_passages_and_times_search(
         assert rate["p99_ms"] >= rate["p95_ms"] >= rate["p50_ms"] > 0
         assert set(rate["not_closed_after"]) <= {"vector"}  # embeddings off: only the vector lane fails
         assert {"cpu_ms_per_query", "rss_mb", "rps_achieved"} <= set(rate)
+
+
+def test_route_option_times_the_route_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--route all`` times the whole federation over an existing home (no ingest, no load)."""
+    monkeypatch.setenv("FABRIC__embeddings__backend", "none")
+    monkeypatch.setenv("FABRIC_CACHE_DIR", str(tmp_path / "cache"))
+    src = tmp_path / "src"
+    (src / "qrels").mkdir(parents=True)
+    (src / "corpus.jsonl").write_text(json.dumps({"_id": "d1", "title": "Locks", "text": "Folder locks."}) + "\n")
+    (src / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "folder locks"}) + "\n")
+    (src / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    args = ["bench", "scale", "--dataset", str(src), "--plain", "--no-load", "--json", "--route", "all"]
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["route"] == "all"
+    assert set(out["c1_lane_p50_ms"]) == {"keyword", "vector", "graph"}  # every lane planned (vector fails: no model)
 
 
 def test_public_api() -> None:

@@ -102,7 +102,7 @@ async def test_auto_peaked_probe_is_dense_and_reuses_the_probe(tmp_path: Path) -
     )  # fmt: skip
     assert r["signals"]["max"] == 0.9
     assert r["signals"]["skew"] > 0.5
-    assert r["signals"]["dist"] == 1.0  # fake lanes: no embedder
+    assert r["signals"]["dist"] is None  # the heuristic does not compute the distance
     assert list(res.lanes) == ["vector"]
     assert [it.id for it in res.items][:3] == ["v0", "v1", "v2"]
 
@@ -301,16 +301,46 @@ class _GatedKeyword(Recording):
 
 
 async def test_signals_are_computed_while_the_common_lanes_run(tmp_path: Path) -> None:
-    """The probe's signals do not wait for the lanes started with it: here the keyword lane answers only once the
-    signals are being computed, and it still succeeds (it would be cut at its budget if they waited for it)."""
+    """The probe's signals do not wait for the lanes started with it: here (the classifier, whose signals embed the
+    query and the probe's hits) the keyword lane answers only once the signals are being computed, and it still
+    succeeds (it would be cut at its budget if they waited for it)."""
     embedder = _GateEmbedder()
     fakes = lanes(vec_hits(PEAKED))
     fakes["keyword"] = _GatedKeyword(embedder.gate)
     settings = dataclasses.replace(make_settings(tmp_path, LANES), router=RouterConfig())
     async with Engine(settings, lanes=fakes, resources=LaneResources(embedder=embedder)) as engine:
+        engine.router.chooser = "classifier"
+        engine.router.classifier = _Always("dense")  # type: ignore[assignment]
         res = await engine.search(parse_request({"query": "vitamin d levels", "route": "auto"}, settings))
     assert res.lanes["keyword"].status.value == "success"
-    assert (res.route["strategy"], res.route["lane_calls"]) == ("dense", 2)
+    assert (res.route["strategy"], res.route["chooser"], res.route["lane_calls"]) == ("dense", "classifier", 2)
+    assert res.route["signals"]["dist"] is not None
+
+
+class _CountingEmbedder(_Embedder):
+    """Counts the texts it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        self.texts += list(texts)
+        return super().embed(texts)
+
+
+async def test_heuristic_embeds_nothing(tmp_path: Path) -> None:
+    """The heuristic reads the probe's scores only: routing embeds neither the query nor the probe's ten hits (a
+    model run per hit when the content-hash cache lacks them: ~600 ms a SciFact query, measured), and the record
+    says the distance was not computed."""
+    embedder = _CountingEmbedder()
+    fakes = lanes(vec_hits(PEAKED))
+    settings = dataclasses.replace(make_settings(tmp_path, LANES), router=RouterConfig())
+    async with Engine(settings, lanes=fakes, resources=LaneResources(embedder=embedder)) as engine:
+        res = await engine.search(parse_request({"query": "vitamin d levels", "route": "auto"}, settings))
+    assert (res.route["strategy"], res.route["chooser"]) == ("dense", "heuristic")
+    assert embedder.texts == []
+    assert res.route["signals"]["dist"] is None
+    assert res.route["signals"]["max"] == 0.9
 
 
 PROBE_ALONE = RouterConfig(probe_alone=True, probe_alone_margin=0.15)

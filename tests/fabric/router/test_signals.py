@@ -73,6 +73,17 @@ class TestComputeSignals:
         assert list(s.to_dict()) == list(SIGNAL_NAMES)
         assert ProbeSignals.from_mapping(s.to_dict()) == s
 
+    def test_distance_not_computed(self) -> None:
+        """The heuristic's signals carry no distance: they round-trip as null, and the classifier's vector refuses
+        them rather than feed it a made-up value."""
+        s = ProbeSignals(max=0.9, min=0.3, mean=0.6, skew=0.1, dist=None)
+        assert s.to_dict()["dist"] is None
+        assert ProbeSignals.from_mapping(s.to_dict()) == s
+        with pytest.raises(ValueError, match="distance was not computed"):
+            s.vector()
+        with pytest.raises(ValueError, match="score statistic"):
+            ProbeSignals.from_mapping({**s.to_dict(), "max": None})
+
     def test_empty_probe(self) -> None:
         """No hits: zeros and the largest distance."""
         assert compute_signals([], [1.0], []).vector() == [0.0, 0.0, 0.0, 0.0, 1.0]
