@@ -11,21 +11,27 @@ import bench.scale as mod
 from fabric.cli import main
 
 
-def test_bench_ingests_passages_and_times_search(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The bench builds the passages, ingests them (stage times), runs judged queries and reports percentiles."""
+def _scifact_like(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, docs: list[dict[str, str]], query: str) -> Path:
+    """A BEIR folder of ``docs`` and one query judging d1 relevant; embeddings off, a cache of the test's own."""
     monkeypatch.setenv("FABRIC__embeddings__backend", "none")
     monkeypatch.setenv("FABRIC_CACHE_DIR", str(tmp_path / "cache"))
     src = tmp_path / "src"
     (src / "qrels").mkdir(parents=True)
+    (src / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (src / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": query}) + "\n")
+    (src / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    return src
+
+
+def test_bench_ingests_passages_and_times_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The bench builds the passages, ingests them (stage times), runs judged queries and reports percentiles."""
     docs = [
         {"_id": "d1", "title": "Folder locks", "text": "Qdrant local mode locks its folder. A second process fails."},
         {"_id": "d2", "title": "Ranking", "text": "SQLite FTS5 ranks with BM25. It is fast."},
     ]
-    (src / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    (src / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "qdrant folder lock"}) + "\n")
-    (src / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    src = _scifact_like(tmp_path, monkeypatch, docs, "qdrant folder lock")
     keep = tmp_path / "work"
     load = ["--rates", "4,8", "--seconds", "1", "--warmup-s", "0.5"]
     assert main(["bench", "scale", "--dataset", str(src), "--keep", str(keep), "--json", *load]) == 0
@@ -56,14 +62,10 @@ def test_bench_ingests_passages_and_times_search(
 def test_route_option_times_the_route_asked_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``--route all`` times the whole federation over an existing home (no ingest, no load)."""
-    monkeypatch.setenv("FABRIC__embeddings__backend", "none")
-    monkeypatch.setenv("FABRIC_CACHE_DIR", str(tmp_path / "cache"))
-    src = tmp_path / "src"
-    (src / "qrels").mkdir(parents=True)
-    (src / "corpus.jsonl").write_text(json.dumps({"_id": "d1", "title": "Locks", "text": "Folder locks."}) + "\n")
-    (src / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "folder locks"}) + "\n")
-    (src / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    """``--route all`` times the whole federation (the documents as they are, no load)."""
+    src = _scifact_like(
+        tmp_path, monkeypatch, [{"_id": "d1", "title": "Locks", "text": "Folder locks."}], "folder locks"
+    )
     args = ["bench", "scale", "--dataset", str(src), "--plain", "--no-load", "--json", "--route", "all"]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
