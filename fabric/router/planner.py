@@ -243,7 +243,7 @@ class Router:
             return dataclasses.replace(compute_signals([h.score for h in top], None, []), dist=None), None
         query_vector: list[float] | None = None
         docs: list[list[float]] = []
-        if embedder is not None and top:
+        if top:
             try:
                 texts = [request.query, *(f"{h.title} {h.text}".strip() for h in top)]
                 vectors = await asyncio.to_thread(embedder.embed, texts)
