@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from fabric import __version__
+from fabric.blas import limit_blas_threads
 from fabric.commands import COMMANDS
 from fabric.errors import FabricError
 from fabric.logs import configure_logging
@@ -50,6 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     configure_logging(level="DEBUG" if args.verbose else "WARNING")
+    limit_blas_threads()  # the process is the CLI's: numerical work runs one thread per call (fabric.blas)
     try:
         code: int = args.func(args)
     except FabricError as exc:

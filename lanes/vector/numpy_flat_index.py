@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from fabric.blas import blas_single_threaded
 from lanes.vector.numpy_flat_writer import YEAR_WORDS, connect, year_range_bits
 
 __all__ = ["FlatIndex", "Snapshot", "VectorFilter"]
@@ -166,11 +167,9 @@ class FlatIndex:
         q = np.asarray(query, dtype=np.float32)
         if q.shape != (snap.matrix.shape[1],):
             raise ValueError(f"query has dimension {q.shape[-1]}, the store {snap.matrix.shape[1]}")
-        # einsum, not BLAS: one thread per search (a multi-threaded gemv thrashes when queries run in parallel,
-        # 20 ms instead of 0.1 ms at 5K rows on this 2-core machine under load); a selective filter scores only
-        # the rows it keeps
+        # a selective filter scores only the rows it keeps
         rows = snap.matrix[idx] if idx.size * 8 < snap.n else snap.matrix[: snap.n]
-        scores = np.einsum("ij,j->i", rows, q)
+        scores = _scores(rows, q)
         if rows.shape[0] != idx.size:
             scores = scores[idx]
         if k < idx.size:
@@ -197,3 +196,11 @@ class FlatIndex:
             conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+
+
+def _scores(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``rows · q``, one thread per search: BLAS's gemv when BLAS runs on one thread (the CLI's processes,
+    :mod:`fabric.blas`), else ``einsum`` (a multi-threaded gemv thrashes when queries run in parallel: 20 ms
+    instead of 0.1 ms at 5K rows on a 2-core machine under load)."""
+    scores: np.ndarray = rows @ q if blas_single_threaded() else np.einsum("ij,j->i", rows, q)
+    return scores

@@ -40,6 +40,11 @@ async def write_vectors(home: Path, matrix: np.ndarray, **kw: object) -> Path:
 
 
 class TestExactSearch:
+    @pytest.fixture(params=["gemv", "einsum"], autouse=True)
+    def product(self, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Both scoring paths: BLAS's gemv (the CLI runs BLAS on one thread) and einsum (a multi-threaded BLAS)."""
+        monkeypatch.setattr(mod, "blas_single_threaded", lambda: request.param == "gemv")
+
     async def test_top_k_equals_brute_force(self, tmp_path: Path) -> None:
         """The top 10 of 500 random rows are the reference argsort's, scores included."""
         m = unit_rows(500, 32, seed=1)
