@@ -199,8 +199,7 @@ class FlatIndex:
 
 
 def _scores(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``rows · q``, one thread per search: BLAS's gemv when BLAS runs on one thread (the CLI's processes,
-    :mod:`fabric.blas`), else ``einsum`` (a multi-threaded gemv thrashes when queries run in parallel: 20 ms
-    instead of 0.1 ms at 5K rows on a 2-core machine under load)."""
+    """``rows · q`` on one thread: BLAS's gemv where :mod:`fabric.blas` limited BLAS to one thread (the CLI's
+    processes), else ``einsum`` (why: that module's docstring)."""
     scores: np.ndarray = rows @ q if blas_single_threaded() else np.einsum("ij,j->i", rows, q)
     return scores

@@ -39,12 +39,6 @@ def test_limit_sets_one_thread_and_the_check_follows(restored: None) -> None:
     assert np.allclose(np.einsum("ij,j->i", m, q), threaded, atol=1e-5)
 
 
-def test_check_is_false_until_limited(restored: None) -> None:
-    """Before the limit (an application embedding the engine keeps its own BLAS setting) the check is false."""
-    mod._limited = False
-    assert not mod.blas_single_threaded()
-
-
 def test_cli_limits_blas(restored: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Any fabric command runs with BLAS on one thread (the process is the CLI's)."""
     threadpool_limits(limits=2, user_api="blas")
