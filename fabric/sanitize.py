@@ -64,9 +64,29 @@ _TEXT_DROP = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _STR_FIELDS = ("id", "title", "url", "domain", "source_ref", "doc_id", "url_key", "title_key")
 
 
+_TEXT_OK_BYTES = bytes(b for b in range(256) if not (b <= 0x08 or b in (0x0B, 0x0C) or 0x0E <= b <= 0x1F or b == 0x7F))
+"""Every byte of clean UTF-8 text but the C0 controls and DEL that :data:`_BAD_TEXT` matches."""
+_C1_UTF8 = re.compile(rb"\xc2[\x80-\x9f]")
+"""A C1 control (U+0080–U+009F) in UTF-8."""
+
+
+def _text_is_clean(value: str) -> bool:
+    """Whether :data:`_BAD_TEXT` finds nothing in ``value``, at C speed on the UTF-8 bytes.
+
+    Lone surrogates fail the encoding; deleting every allowed byte leaves the C0 controls and DEL; a C1 control
+    is ``C2 80``–``C2 9F`` (only searched for when the text is not ASCII). On a 1.8 KB abstract about 1 µs
+    instead of the character-class regex's 10 µs, paid by every hit of every lane.
+    """
+    try:
+        raw = value.encode()
+    except UnicodeEncodeError:
+        return False
+    return not raw.translate(None, _TEXT_OK_BYTES) and (value.isascii() or _C1_UTF8.search(raw) is None)
+
+
 def clean_text(value: str, limit: int) -> str:
     """Multi-line text: lone surrogates → U+FFFD, control characters removed (tab/newline kept), cut to ``limit``."""
-    if _BAD_TEXT.search(value) is not None:
+    if not _text_is_clean(value):
         value = _TEXT_DROP.sub("", _SURROGATE.sub("\ufffd", value))
     return value if len(value) <= limit else value[:limit]
 
@@ -98,7 +118,7 @@ def _meta_value(value: Any, depth: int) -> Any:
 
 def _scalar_clean(v: Any) -> bool:
     if isinstance(v, str):
-        return len(v) <= _META_STR and _BAD_TEXT.search(v) is None
+        return len(v) <= _META_STR and _text_is_clean(v)
     if isinstance(v, float):
         return math.isfinite(v)
     return v is None or isinstance(v, bool | int)

@@ -264,3 +264,15 @@ class TestFuzz:
         assert math.isfinite(fixed.score)
         json.dumps(dict(fixed.metadata), allow_nan=False).encode("utf-8")
         assert sanitize_hit(fixed) is fixed
+
+    @given(st.text(alphabet=st.characters(codec=None, min_codepoint=0, max_codepoint=0x10FFFF), max_size=80))
+    def test_fast_text_check_agrees_with_the_pattern(self, text: str) -> None:
+        """The byte-level check of text fields finds exactly what the character-class pattern finds."""
+        assert mod._text_is_clean(text) is (mod._BAD_TEXT.search(text) is None)
+
+    @pytest.mark.parametrize(
+        "text", ["ascii\twith\ttabs\r\nand lines", "±5 µg at 37 °C", "a\x85b", "a\x9fb", "\x7f", "\ud800", "é\x00"]
+    )
+    def test_fast_text_check_on_edges(self, text: str) -> None:
+        """Near-miss bytes (C2 B1 of '±' beside C2 85 of NEL), DEL, a lone surrogate and NUL after non-ASCII."""
+        assert mod._text_is_clean(text) is (mod._BAD_TEXT.search(text) is None)
