@@ -1,9 +1,10 @@
 """Vector lane over Qdrant (provider ``qdrant``): cosine similarity of MiniLM (or endpoint) embeddings.
 
 Local mode on disk by default (``<home>/qdrant``), a Qdrant server when ``options.url`` is set; see
-:mod:`lanes.vector.qdrant_writer` for the shared client cache and point layout. The query is embedded with the
-injected ``resources.embedder`` in a worker thread; without an embedder the lane raises
-:class:`~fabric.errors.LaneUnavailable` and the executor falls back to the keyword lane.
+:mod:`lanes.vector.qdrant_writer` for the shared client cache and point layout. The query is encoded with the
+injected ``resources.embedder`` through :func:`fabric.embeddings.encode_query` (micro-batched, off the loop);
+without an embedder the lane raises :class:`~fabric.errors.LaneUnavailable` and the executor falls back to the
+keyword lane.
 
 Filters: ``trust`` (lane option) and the date range run inside Qdrant — a chunk passes when a year it mentions
 (``years``, which includes its publication year) falls in the range's years (seed 004 year filter), so the ANN
@@ -28,6 +29,7 @@ import dataclasses
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from fabric.embeddings import encode_query
 from fabric.errors import LaneUnavailable
 from fabric.models import BoundConstraints, Hit, LaneRequest
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
@@ -94,7 +96,7 @@ class QdrantVectorLane(BaseLane):
             raise LaneUnavailable("no embedder configured or available", lane=self.name, provider=self.provider)
         if request.top_k <= 0 or not request.query.strip():
             return []
-        vector = (await asyncio.to_thread(embedder.embed, [request.query]))[0]
+        vector = await encode_query(embedder, request.query)
         await self.open()
         assert self._client is not None
         client = self._client[1]
