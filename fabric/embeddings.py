@@ -36,7 +36,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,6 +190,8 @@ class CachedEmbedder:
         self.cache = cache
         self.name = inner.name
         self.cache_name: str = getattr(inner, "cache_name", inner.name)
+        self.query_cache_name: str = getattr(inner, "query_cache_name", self.cache_name)
+        """Names query vectors in the cache: the documents' name unless another model encodes queries."""
         self.remote = bool(getattr(inner, "remote", False))
         self.in_process = bool(getattr(inner, "in_process", False))
         self.dim = inner.dim
@@ -205,13 +207,25 @@ class CachedEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed ``texts``, reading and filling the cache."""
-        keys = [cache_key(self.cache_name, t) for t in texts]
+        return self._cached(texts, self.cache_name, self.inner.embed)
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed queries with the inner model's query path (its ``embed_queries``, else ``embed``), cached apart
+        from documents when another model encodes them."""
+        if self.query_cache_name == self.cache_name:
+            return self.embed(texts)
+        return self._cached(texts, self.query_cache_name, getattr(self.inner, "embed_queries", self.inner.embed))
+
+    def _cached(
+        self, texts: Sequence[str], name: str, compute: Callable[[Sequence[str]], list[list[float]]]
+    ) -> list[list[float]]:
+        keys = [cache_key(name, t) for t in texts]
         found = self.cache.get_many(list(dict.fromkeys(keys)))
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         self.hits += len(keys) - sum(1 for k in keys if k not in found)
         if missing:
             by_key = dict(zip(keys, texts, strict=True))
-            vecs = self.inner.embed([by_key[k] for k in missing])
+            vecs = compute([by_key[k] for k in missing])
             self.cache.put_many(list(zip(missing, vecs, strict=True)))
             found.update(zip(missing, vecs, strict=True))
             self.misses += len(missing)
@@ -265,6 +279,8 @@ class QueryBatcher:
 
     def __init__(self, embedder: Embedder, *, window_s: float = 0.0, max_batch: int = 32) -> None:
         self.embedder = embedder
+        self._embed: Callable[[Sequence[str]], list[list[float]]] = getattr(embedder, "embed_queries", embedder.embed)
+        """The embedder's query path (:meth:`CachedEmbedder.embed_queries`), else its ``embed``."""
         self.in_process = bool(getattr(embedder, "in_process", False))
         """A model computed by this process (its batches are a shared local resource, not a lane's work)."""
         self.window_s = window_s
@@ -304,7 +320,7 @@ class QueryBatcher:
             t_model = time.monotonic()
             try:
                 with running_for(clocks):
-                    vectors = await asyncio.to_thread(self.embedder.embed, [p.text for p in live])
+                    vectors = await asyncio.to_thread(self._embed, [p.text for p in live])
             except Exception as exc:  # every waiter gets the embedder's error
                 for p in live:
                     if not p.future.done():

