@@ -23,11 +23,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import ParamSpec, TypeVar
 
 __all__ = [
@@ -107,13 +108,43 @@ def _ran(start: float, end: float, runq0: float | None, runq1: float | None) -> 
     return max(0.0, end - start - max(0.0, starved))
 
 
+class _StatFile:
+    """This thread's ``/proc/thread-self/schedstat``, opened once and re-read with ``pread`` (closed with it)."""
+
+    __slots__ = ("fd",)
+
+    def __init__(self) -> None:
+        self.fd: int | None = None
+        with suppress(OSError):
+            self.fd = os.open("/proc/thread-self/schedstat", os.O_RDONLY)
+
+    def __del__(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+
+
+_THIS_THREAD = threading.local()
+
+
 def run_queue_s(tid: int | None = None) -> float | None:
     """Seconds the thread ``tid`` (default: the calling thread) has waited for a core since it started: the
-    second field of Linux's ``schedstat``; None where it cannot be read."""
-    path = "/proc/thread-self/schedstat" if tid is None else f"/proc/self/task/{tid}/schedstat"
+    second field of Linux's ``schedstat``; None where it cannot be read.
+
+    The calling thread's file stays open (read twice per lane job: an open and a close cost 15 µs, a ``pread``
+    1 µs); another thread's is opened for the one read.
+    """
     try:
-        with open(path, encoding="ascii") as f:
-            return int(f.read().split()[1]) / 1e9
+        if tid is None:
+            stat = getattr(_THIS_THREAD, "stat", None)
+            if stat is None:
+                stat = _THIS_THREAD.stat = _StatFile()
+            if stat.fd is None:
+                return None
+            raw = os.pread(stat.fd, 128, 0).decode("ascii")
+        else:
+            with open(f"/proc/self/task/{tid}/schedstat", encoding="ascii") as f:
+                raw = f.read()
+        return int(raw.split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
         return None
 

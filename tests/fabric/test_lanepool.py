@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
+
+import pytest
 
 import fabric.lanepool as mod
 from fabric.lanepool import CallClock, LanePool, context_for, current_clocks, is_lane_pool, note_pending, running_for
@@ -53,6 +56,28 @@ class TestCallClock:
 
         value = mod.run_queue_s()
         assert value is None if not sys.platform.startswith("linux") else value >= 0.0
+
+    def test_run_queue_is_read_per_thread(self) -> None:
+        """Each thread reads its own counter (its file is kept open); another thread's is read by its id."""
+        if not sys.platform.startswith("linux"):
+            pytest.skip("schedstat is Linux's")
+        here = [mod.run_queue_s(), mod.run_queue_s()]
+        seen: list[tuple[float | None, float | None]] = []
+
+        def other() -> None:
+            seen.append((mod.run_queue_s(), mod.run_queue_s(threading.get_native_id())))
+
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()
+        assert here[0] is not None
+        assert here[1] is not None
+        assert here[1] >= here[0]
+        ((mine, by_id),) = seen
+        assert mine is not None
+        assert by_id is not None
+        assert by_id >= mine
+        assert mod._THIS_THREAD.stat.fd is not None
 
 
 class TestLanePool:
