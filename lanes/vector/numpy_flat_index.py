@@ -7,8 +7,7 @@ a replaced or deleted row is switched off in a fresh copy of the ``alive`` mask,
 When a quarter of the rows are dead the arrays are rebuilt from the store.
 
 :meth:`FlatIndex.search` computes every allowed row's score (one matrix–vector product, no recall loss), takes
-the top ``k`` with ``argpartition`` and orders them by score, ties by id. Concurrent searches that score every row
-share one read of the matrix (:mod:`lanes.vector.scan_batch`).
+the top ``k`` with ``argpartition`` and orders them by score, ties by id.
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from fabric.blas import blas_single_threaded
 from lanes.vector.numpy_flat_writer import YEAR_WORDS, connect, year_range_bits
-from lanes.vector.scan_batch import ScanBatcher, scores
 
 __all__ = ["FlatIndex", "Snapshot", "VectorFilter"]
 
@@ -74,7 +73,6 @@ class FlatIndex:
         self.path = path
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
-        self.scans = ScanBatcher()
         self._matrix = self._alive = self._years = self._trust = self._domain = np.zeros(0)
         self._reset(0)
 
@@ -170,19 +168,17 @@ class FlatIndex:
         if q.shape != (snap.matrix.shape[1],):
             raise ValueError(f"query has dimension {q.shape[-1]}, the store {snap.matrix.shape[1]}")
         # a selective filter scores only the rows it keeps
-        if idx.size * 8 < snap.n:
-            scored = scores(snap.matrix[idx], q)
-        else:
-            scored = self.scans.scores(snap.matrix[: snap.n], q)
-            if idx.size != snap.n:
-                scored = scored[idx]
+        rows = snap.matrix[idx] if idx.size * 8 < snap.n else snap.matrix[: snap.n]
+        scores = _scores(rows, q)
+        if rows.shape[0] != idx.size:
+            scores = scores[idx]
         if k < idx.size:
-            top = np.argpartition(-scored, k - 1)[:k]
-            cand = np.flatnonzero(scored >= scored[top].min())  # every row tied with the k-th stays in the race
+            top = np.argpartition(-scores, k - 1)[:k]
+            cand = np.flatnonzero(scores >= scores[top].min())  # every row tied with the k-th stays in the race
         else:
             cand = np.arange(idx.size)
-        ranked = sorted(cand.tolist(), key=lambda j: (-float(scored[j]), snap.ids[idx[j]]))[:k]
-        return [(snap.ids[idx[j]], float(scored[j])) for j in ranked]
+        ranked = sorted(cand.tolist(), key=lambda j: (-float(scores[j]), snap.ids[idx[j]]))[:k]
+        return [(snap.ids[idx[j]], float(scores[j])) for j in ranked]
 
     def payloads(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Stored payloads of ``ids`` (ids deleted since the search are missing)."""
@@ -200,3 +196,10 @@ class FlatIndex:
             conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+
+
+def _scores(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``rows · q`` on one thread: BLAS's gemv where :mod:`fabric.blas` limited BLAS to one thread (the CLI's
+    processes), else ``einsum`` (why: that module's docstring)."""
+    scores: np.ndarray = rows @ q if blas_single_threaded() else np.einsum("ij,j->i", rows, q)
+    return scores

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import lanes.vector.numpy_flat_index as mod
-import lanes.vector.scan_batch as scan_batch
 from fabric.models import Trust
 from lanes.vector.numpy_flat_index import FlatIndex, VectorFilter
 from lanes.vector.numpy_flat_writer import TRUST_CODES
@@ -44,7 +43,7 @@ class TestExactSearch:
     @pytest.fixture(params=["gemv", "einsum"], autouse=True)
     def product(self, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
         """Both scoring paths: BLAS's gemv (the CLI runs BLAS on one thread) and einsum (a multi-threaded BLAS)."""
-        monkeypatch.setattr(scan_batch, "blas_single_threaded", lambda: request.param == "gemv")
+        monkeypatch.setattr(mod, "blas_single_threaded", lambda: request.param == "gemv")
 
     async def test_top_k_equals_brute_force(self, tmp_path: Path) -> None:
         """The top 10 of 500 random rows are the reference argsort's, scores included."""
