@@ -276,7 +276,12 @@ def make_lane_outcome(
 
 
 class Embedder(Protocol):
-    """Turns texts into unit-length vectors. Implementations live in :mod:`fabric.embeddings`."""
+    """Turns texts into unit-length vectors. Implementations live in :mod:`fabric.embeddings`.
+
+    An embedder may also have ``embed_queries(texts)``, which queries go through
+    (:func:`fabric.embeddings.encode_query`) when it encodes them with another model than documents
+    (``[embeddings] query_weights``); without it, queries are embedded as documents.
+    """
 
     name: str
     """Model identifier, part of cache keys and point ids."""
