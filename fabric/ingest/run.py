@@ -9,6 +9,7 @@ left it pending (:mod:`fabric.ingest.check`), runs :func:`fabric.ingest.pipeline
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import structlog
@@ -20,6 +21,7 @@ from fabric.ingest.check import check_stores, pending_rows
 from fabric.ingest.pipeline import IngestReport, Progress, ingest
 from fabric.ingest.writers import build_writers
 from fabric.tenants import DEFAULT_TENANT, tenant_home
+from fabric.writers.model import FinishingStore, StoreWriter
 from lanes.base import LaneResources
 
 __all__ = ["run_ingest"]
@@ -45,12 +47,28 @@ async def run_ingest(
         writers = build_writers(settings, resources)
         try:
             if await asyncio.to_thread(pending_rows, home):  # an earlier run was interrupted
-                report = await check_stores(home, writers, repair=True, vectors=embedder is not None)
-                log.warning("ingest_repaired_interrupted_run", agree=report.agree, **(report.repaired or {}))
-            return await ingest(
+                check = await check_stores(home, writers, repair=True, vectors=embedder is not None)
+                log.warning("ingest_repaired_interrupted_run", agree=check.agree, **(check.repaired or {}))
+            report = await ingest(
                 path, home=home, writers=writers, embedder=embedder, fmt=fmt, progress=progress,
                 private_sources=settings.embeddings.private_sources,
             )  # fmt: skip
+            await _finish(writers, report, progress or Progress())
+            return report
         finally:
             for writer in writers:
                 await writer.aclose()
+
+
+async def _finish(writers: list[StoreWriter], report: IngestReport, progress: Progress) -> None:
+    """Let the stores that have work after an ingest do it (the ``index`` stage: the vector store's graph)."""
+    t0 = time.perf_counter()
+    finishing = [w for w in writers if isinstance(w, FinishingStore)]
+    progress.stage("index", len(finishing))
+    for writer in finishing:
+        done = await writer.finish()
+        log.info("store_finished", store=writer.store, **done)
+        progress.advance("index", 1)
+    spent = time.perf_counter() - t0
+    report.seconds["index"] = spent
+    report.seconds["total"] = report.seconds.get("total", 0.0) + spent

@@ -22,6 +22,7 @@ from fabric.models import EMPTY_MAPPING, SourceKind, Trust
 
 __all__ = [
     "Chunk",
+    "FinishingStore",
     "ListableStore",
     "StoreWriter",
     "Triple",
@@ -153,6 +154,16 @@ class TripleReader(Protocol):
 
     async def triples(self, ids: Sequence[str]) -> dict[str, set[Triple]]:
         """The triples stored for each of these chunk ids (ids without any are absent)."""
+
+
+@runtime_checkable
+class FinishingStore(Protocol):
+    """A store writer with work to do once an ingest has written everything (the flat vector store builds its
+    search graph); ``fabric ingest`` times it as the ``index`` stage."""
+
+    async def finish(self) -> dict[str, Any]:
+        """Finish the store after an ingest; a JSON-ready summary of what was done."""
+        ...
 
 
 @runtime_checkable

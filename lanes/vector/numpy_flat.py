@@ -17,7 +17,11 @@ Options (``lanes.toml``)::
     [lanes.vector]
     kind = "vector"
     backend = "numpy_flat"
-    options = { path = ".fabric/vectors/all_minilm_l6_v2.sqlite", trust = "" }
+    options = { path = ".fabric/vectors/all_minilm_l6_v2.sqlite", trust = "", ann = true, ann_min_rows = 20000,
+                ann_ef = 300 }
+
+``ann`` turns on the HNSW accelerator of unfiltered searches (:mod:`lanes.vector.ann`) for stores of at least
+``ann_min_rows`` live rows; ``ann_ef`` is its search breadth.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from fabric.embeddings import encode_query
 from fabric.errors import LaneBadResponse, LaneUnavailable
 from fabric.models import BoundConstraints, Hit, LaneRequest
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
+from lanes.vector.ann import ann_config
 from lanes.vector.numpy_flat_index import FlatIndex, VectorFilter
 from lanes.vector.numpy_flat_writer import TRUST_CODES, FlatVectorWriter, store_path
 from lanes.vector.payload import payload_hit
@@ -59,12 +64,13 @@ class FlatVectorLane(BaseLane):
 
             raise ConfigError(f"unknown trust {trust!r}; valid: {', '.join(TRUST_CODES)}", key="options.trust")
         self.trust = trust
+        self.ann = ann_config(spec)
         self._index: FlatIndex | None = None
 
     def _index_of(self) -> FlatIndex:
         if self._index is None:
             model = self.resources.embedder.name if self.resources.embedder else "none"
-            self._index = FlatIndex(store_path(self.spec, self.resources, model))
+            self._index = FlatIndex(store_path(self.spec, self.resources, model), self.ann)
         return self._index
 
     async def open(self) -> None:

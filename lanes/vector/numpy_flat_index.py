@@ -7,7 +7,10 @@ a replaced or deleted row is switched off in a fresh copy of the ``alive`` mask,
 When a quarter of the rows are dead the arrays are rebuilt from the store.
 
 :meth:`FlatIndex.search` computes every allowed row's score (one matrix–vector product, no recall loss), takes
-the top ``k`` with ``argpartition`` and orders them by score, ties by id.
+the top ``k`` with ``argpartition`` and orders them by score, ties by id. Given an :class:`~lanes.vector.ann.AnnConfig`,
+an unfiltered search of a large store scores only the candidates of an HNSW graph (:mod:`lanes.vector.ann`) plus
+the rows appended since it was built; the index loads the saved graph, or rebuilds it in the background when it is
+missing or stale, and searches exactly until it is ready.
 """
 
 from __future__ import annotations
@@ -21,11 +24,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import structlog
 
 from fabric.blas import blas_single_threaded
+from lanes.vector.ann import AnnConfig, AnnGraph, build_graph, load_graph, save_graph
 from lanes.vector.numpy_flat_writer import YEAR_WORDS, connect, year_range_bits
 
-__all__ = ["FlatIndex", "Snapshot", "VectorFilter"]
+__all__ = ["FlatIndex", "Snapshot", "VectorFilter", "build_for_store"]
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +57,8 @@ class Snapshot:
     domain: np.ndarray
     ids: list[str]
     domains: list[str]
+    graph: AnnGraph | None = None
+    """The HNSW graph over a prefix of these rows, when one is ready (unfiltered searches use it)."""
 
     def mask(self, flt: VectorFilter) -> np.ndarray:
         """Rows that are alive and pass ``flt``."""
@@ -69,14 +78,21 @@ class Snapshot:
 class FlatIndex:
     """Reader of one flat store file; thread-safe (refreshes are serialised, searches are not)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, ann: AnnConfig | None = None) -> None:
         self.path = path
+        self.ann = ann if ann is not None and ann.enabled else None
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._matrix = self._alive = self._years = self._trust = self._domain = np.zeros(0)
+        self._layout = 0
+        self._graph: AnnGraph | None = None
+        self._loaded_layout = -1  # the layout whose saved graph was looked for
+        self._building = False
+        self._failed_layout = -1  # a build failed on this layout: not tried again until the rows move
         self._reset(0)
 
     def _reset(self, dim: int) -> None:
+        self._layout += 1  # row positions change: a graph over the old rows no longer applies
         self._gen = 0
         self._dim = dim
         self._n = 0
@@ -112,10 +128,54 @@ class FlatIndex:
             conn = self._connection()
             if conn is not None:
                 self._refresh(conn)
+            if self.ann is not None:
+                self._maintain_graph(self.ann)
+            graph = self._graph if self._graph is not None and self._graph.layout == self._layout else None
             return Snapshot(
                 self._n, self._matrix, self._alive.copy(), self._years, self._trust, self._domain,
-                self._ids, self._domains,
+                self._ids, self._domains, graph,
             )  # fmt: skip
+
+    def _maintain_graph(self, cfg: AnnConfig) -> None:
+        """Load the saved graph once per layout; rebuild in the background when it is missing or stale (lock held)."""
+        if self._n - self._dead < cfg.min_rows:
+            return
+        if self._loaded_layout != self._layout:
+            self._loaded_layout = self._layout
+            self._graph = load_graph(self.path, self._ids, self._dim, self._layout, cfg)
+        graph = self._graph
+        fresh = (
+            graph is not None
+            and graph.layout == self._layout
+            and (self._n - graph.n) + self._dead <= cfg.stale_fraction * graph.n
+        )
+        if fresh or self._building or self._failed_layout == self._layout:
+            return
+        self._building = True
+        n, layout = self._n, self._layout
+        matrix, ids = self._matrix[:n], self._ids[:n]  # rows below n are never written again
+        threading.Thread(
+            target=self._build, args=(matrix, ids, layout, cfg), name="fabric-ann-build", daemon=True
+        ).start()
+
+    def _build(self, matrix: np.ndarray, ids: list[str], layout: int, cfg: AnnConfig) -> None:
+        """Build a graph over ``matrix`` on one core, publish it if the layout still holds, and save it."""
+        try:
+            graph = build_graph(matrix, ids, layout, cfg, threads=1)
+            with self._lock:
+                current = layout == self._layout
+                if current:
+                    self._graph = graph
+            if current:
+                save_graph(graph, self.path, cfg)
+            log.info("ann_graph_built", store=str(self.path), rows=graph.n, published=current)
+        except Exception as exc:  # the exact search goes on; a new layout tries again
+            log.warning("ann_graph_build_failed", store=str(self.path), error=str(exc))
+            with self._lock:
+                self._failed_layout = layout
+        finally:
+            with self._lock:
+                self._building = False
 
     def _refresh(self, conn: sqlite3.Connection) -> None:
         conn.execute("BEGIN")  # one read transaction: the generation and its rows agree
@@ -156,17 +216,24 @@ class FlatIndex:
         self._pos.update(zip(ids, range(start, end), strict=True))
         self._n = end
 
-    def search(self, query: Sequence[float], k: int, flt: VectorFilter | None = None) -> list[tuple[str, float]]:
+    def search(
+        self, query: Sequence[float] | np.ndarray, k: int, flt: VectorFilter | None = None
+    ) -> list[tuple[str, float]]:
         """The ``k`` best ``(id, cosine)`` pairs among rows passing ``flt``, best first, ties by id."""
         snap = self.snapshot()
         if k <= 0 or snap.n == 0:
             return []
-        idx = np.flatnonzero(snap.mask(flt or VectorFilter()))
-        if idx.size == 0:
-            return []
         q = np.asarray(query, dtype=np.float32)
         if q.shape != (snap.matrix.shape[1],):
             raise ValueError(f"query has dimension {q.shape[-1]}, the store {snap.matrix.shape[1]}")
+        flt = flt or _UNFILTERED
+        idx = None
+        if snap.graph is not None and flt == _UNFILTERED:  # the graph's candidates, scored exactly below
+            idx = snap.graph.candidates(q, k, snap.alive, snap.n)
+        if idx is None:
+            idx = np.flatnonzero(snap.mask(flt))
+        if idx.size == 0:
+            return []
         # a selective filter scores only the rows it keeps
         rows = snap.matrix[idx] if idx.size * 8 < snap.n else snap.matrix[: snap.n]
         scores = _scores(rows, q)
@@ -196,6 +263,28 @@ class FlatIndex:
             conn, self._conn = self._conn, None
         if conn is not None:
             conn.close()
+
+
+_UNFILTERED = VectorFilter()
+
+
+def build_for_store(path: Path, cfg: AnnConfig, threads: int = 2) -> dict[str, Any]:
+    """Build and save the HNSW graph of the store at ``path`` when it has at least ``cfg.min_rows`` live rows and
+    its saved graph is missing or stale (``fabric ingest``, after writing): ``{"rows", "built"}``."""
+    index = FlatIndex(path)
+    try:
+        snap = index.snapshot()
+        live = int(np.count_nonzero(snap.alive[: snap.n]))
+        if not cfg.enabled or live < cfg.min_rows:
+            return {"rows": live, "built": False}
+        saved = load_graph(path, snap.ids, snap.matrix.shape[1], 0, cfg)
+        if saved is not None and snap.n - saved.n <= cfg.stale_fraction * saved.n:
+            return {"rows": live, "built": False}
+        graph = build_graph(snap.matrix[: snap.n], snap.ids, 0, cfg, threads=threads)
+        save_graph(graph, path, cfg)
+        return {"rows": live, "built": True}
+    finally:
+        index.close()
 
 
 def _scores(rows: np.ndarray, q: np.ndarray) -> np.ndarray:

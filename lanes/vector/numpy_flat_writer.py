@@ -29,6 +29,7 @@ from fabric.errors import IngestError
 from fabric.models import Trust
 from fabric.writers.model import Chunk
 from lanes.base import LaneResources, LaneSpec
+from lanes.vector.ann import ann_config
 from lanes.vector.payload import chunk_payload
 
 __all__ = [
@@ -113,6 +114,7 @@ class FlatVectorWriter:
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
         self.model = resources.embedder.name if resources.embedder else "none"
         self.path = store_path(spec, resources, self.model)
+        self.ann = ann_config(spec)
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
@@ -176,6 +178,15 @@ class FlatVectorWriter:
     async def delete(self, ids: Sequence[str]) -> None:
         """Delete the rows of ``ids`` (unknown ids are ignored)."""
         await asyncio.to_thread(self._delete, list(dict.fromkeys(ids)))
+
+    async def finish(self) -> dict[str, Any]:
+        """After an ingest: build and save the store's HNSW graph if it is large enough and the saved one is missing
+        or stale (:func:`~lanes.vector.numpy_flat_index.build_for_store`), so the first searches need no scan."""
+        from lanes.vector.numpy_flat_index import build_for_store
+
+        if not self.path.is_file():
+            return {"rows": 0, "built": False}
+        return await asyncio.to_thread(build_for_store, self.path, self.ann)
 
     def _ids(self) -> set[str]:
         conn = self._open()

@@ -143,4 +143,4 @@ class TestRefresh:
 
 def test_public_api() -> None:
     """The module exports the index, its snapshot and the filter."""
-    assert mod.__all__ == ["FlatIndex", "Snapshot", "VectorFilter"]
+    assert mod.__all__ == ["FlatIndex", "Snapshot", "VectorFilter", "build_for_store"]
