@@ -10,7 +10,11 @@ setup: $(STAMP)
 
 # torch first, pinned to the CPU build served from local disk (a plain `torch` pulls a multi-GB CUDA build).
 # The framework extras are installed too: tests/fabric/integrations runs against the pinned packages.
+# hnswlib has no wheel: pip compiles it, so a C++ compiler is installed first when missing (apt-get, as root).
 $(STAMP): pyproject.toml
+	@command -v g++ >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends g++; } || \
+	  { command -v g++ >/dev/null 2>&1 || echo "make setup: no g++: pip cannot build hnswlib; install a C++ compiler" >&2; }
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0

@@ -7,7 +7,9 @@ with a small Gaussian perturbation (renormalised) and the output says how many w
 queries, encoded once (cached). Every row gets a year (``1990 + i % 30``); the filtered search keeps six years
 (one row in five) and must still return its top 100 *among those rows*.
 
-Candidates (each skipped when its package is missing): ``numpy_flat`` (this project's store), ``lancedb``
+Candidates (each skipped when its package is missing): ``numpy_flat`` (this project's store, exact),
+``numpy_flat_ann`` (the same store with its HNSW accelerator, :mod:`lanes.vector.ann`: graph built as ``fabric
+ingest`` builds it, ``index_s``; unfiltered searches through it, filtered ones exact), ``lancedb``
 (pinned 0.40.0: flat, and with an IVF_HNSW_SQ index when ``--lance-index``), ``hnswlib`` (filter callback),
 ``usearch`` (no filter in its Python API: it over-fetches and post-filters), ``qdrant_local`` (``--qdrant``).
 """
@@ -38,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dataset", default="/work/shared/datasets/scifact", help="SciFact BEIR folder")
     p.add_argument("--sizes", default="5000,50000", help="store sizes, comma separated")
     p.add_argument("--queries", type=int, default=200, help="SciFact queries timed per size")
-    p.add_argument("--candidates", default="numpy_flat,lancedb,hnswlib,usearch", help="comma separated")
+    p.add_argument("--candidates", default="numpy_flat,numpy_flat_ann,lancedb,hnswlib,usearch", help="comma separated")
     p.add_argument("--qdrant", action="store_true", help="also Qdrant local mode (slow to write at 50K)")
     p.add_argument("--lance-index", action="store_true", help="also LanceDB with an IVF_HNSW_SQ index")
     p.add_argument("--ef", default="64,128,256", help="HNSW search breadth(s) tried for recall")
@@ -53,15 +55,16 @@ def _pct(xs: Sequence[float]) -> tuple[float, float]:
 def load_vectors(dataset: Path, size: int, seed: int = 7) -> tuple[np.ndarray, int]:
     """``size`` unit vectors: the cached real passage vectors, tiled and perturbed if too few; and the real count."""
     from bench.scale_corpus import passages_of
-    from fabric.embeddings import EmbeddingCache, cache_key
+    from fabric.embeddings import cache_key
 
-    cache = EmbeddingCache(Path(os.environ.get("FABRIC_CACHE_DIR", ".cache/fabric")), "all-MiniLM-L6-v2")
+    emb = _embedder()  # the engine's embedder: its cache, under the name its document vectors are cached as
+    cache, name = emb.cache, emb.cache_name
     keys = []
     with (dataset / "corpus.jsonl").open(encoding="utf-8") as fh:
         for line in fh:
             row = json.loads(line)
             for p in passages_of(str(row["_id"]), str(row.get("title") or ""), str(row.get("text") or "")):
-                keys.append(cache_key("all-MiniLM-L6-v2", f"{p.title} {p.text}".strip()))
+                keys.append(cache_key(name, f"{p.title} {p.text}".strip()))
     found = cache.get_many(keys)
     real = np.asarray([found[k] for k in keys if k in found][:size], dtype=np.float32)
     if len(real) == 0:
@@ -78,16 +81,20 @@ def query_texts(dataset: Path, n: int) -> list[str]:
     return [json.loads(x)["text"] for x in (dataset / "queries.jsonl").read_text().splitlines() if x.strip()][:n]
 
 
-def query_vectors(dataset: Path, n: int) -> np.ndarray:
-    """The first ``n`` SciFact queries, encoded with MiniLM (through the cache)."""
+def _embedder() -> Any:
+    """The default embedder of the engine behind its cache (``FABRIC_CACHE_DIR``); exits when MiniLM is missing."""
     from fabric.config import EmbeddingsConfig
     from fabric.embeddings import build_embedder
 
-    texts = query_texts(dataset, n)
     emb = build_embedder(EmbeddingsConfig(), Path(os.environ.get("FABRIC_CACHE_DIR", ".cache/fabric")))
     if emb is None:
         raise SystemExit("MiniLM is not available")
-    return np.asarray(emb.embed(texts), dtype=np.float32)
+    return emb
+
+
+def query_vectors(dataset: Path, n: int) -> np.ndarray:
+    """The first ``n`` SciFact queries, encoded as the engine encodes queries (its query path, through the cache)."""
+    return np.asarray(_embedder().embed_queries(query_texts(dataset, n)), dtype=np.float32)
 
 
 def _exact(m: np.ndarray, q: np.ndarray, allowed: np.ndarray | None = None) -> list[set[int]]:
@@ -129,12 +136,13 @@ def _encode_and_search(index: Any, texts: Sequence[str]) -> dict[str, float]:
 
 
 def _numpy_flat(
-    m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, texts: Sequence[str] = ()
+    m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, texts: Sequence[str] = (), *, ann: bool = False
 ) -> dict[str, Any]:
     from fabric.ingest.model import Chunk
     from fabric.models import LaneKind
     from lanes.base import LaneResources, LaneSpec
-    from lanes.vector.numpy_flat_index import FlatIndex, VectorFilter
+    from lanes.vector.ann import AnnConfig
+    from lanes.vector.numpy_flat_index import FlatIndex, VectorFilter, build_for_store
     from lanes.vector.numpy_flat_writer import FlatVectorWriter
 
     class _Named:  # the writer only reads the model name (for its file name)
@@ -157,15 +165,23 @@ def _numpy_flat(
     t0 = time.perf_counter()
     asyncio.run(write())
     write_s = time.perf_counter() - t0
-    index = FlatIndex(store.path)
+    cfg = AnnConfig(min_rows=1) if ann else None
+    t0 = time.perf_counter()
+    if cfg is not None:
+        build_for_store(store.path, cfg)
+    index_s = time.perf_counter() - t0
+    index = FlatIndex(store.path, cfg)
     t0 = time.perf_counter()
     index.snapshot()
     load_s = time.perf_counter() - t0
+    if cfg is not None and index.snapshot().graph is None:
+        raise RuntimeError("the accelerator's graph was not loaded")
     got, ts = _time(lambda q: [int(r) for r, _ in index.search(q.tolist(), K)], qs)
     flt = VectorFilter(year_from=YEARS[0], year_to=YEARS[1])
     fgot, fts = _time(lambda q: [int(r) for r, _ in index.search(q.tolist(), K, flt)], qs)
     extra = {f"with_encoding_{k}": v for k, v in _encode_and_search(index, texts).items()} if texts else {}
-    return {"write_s": round(write_s, 2), "load_s": round(load_s, 3), "results": got, "times": ts,
+    return {"write_s": round(write_s, 2), "index_s": round(index_s, 2), "load_s": round(load_s, 3), "results": got,
+            "times": ts,
             "filtered_results": fgot, "filtered_times": fts, **extra}  # fmt: skip
 
 
@@ -303,6 +319,9 @@ def _candidate(
     if name == "numpy_flat":
         texts = query_texts(Path(args.dataset), len(qs)) if args.with_encoding else ()
         return _numpy_flat(m, years, qs, tmp, texts)
+    if name == "numpy_flat_ann":
+        texts = query_texts(Path(args.dataset), len(qs)) if args.with_encoding else ()
+        return _numpy_flat(m, years, qs, tmp, texts, ann=True)
     if name == "lancedb":
         return _lancedb(m, years, qs, tmp, index=False)
     if name == "lancedb_ivf_hnsw_sq":
