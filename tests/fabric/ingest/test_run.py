@@ -55,6 +55,13 @@ class TestRunIngest:
         await run_ingest(settings(tmp_path), notes, None, progress)
         assert progress.stages[:2] == ["load", "chunk"]
         assert "write" in progress.stages
+        assert progress.stages[-1] == "index"  # the stores' work after writing (the vector store's graph)
+
+    async def test_reports_the_index_stage(self, tmp_path: Path, notes: Path) -> None:
+        """The stores' finishing work is timed as the ``index`` stage and counted in the total."""
+        report = await run_ingest(settings(tmp_path), notes, "markdown")
+        assert report.seconds["index"] >= 0
+        assert report.seconds["total"] >= report.seconds["index"]
 
     async def test_a_second_run_rewrites_nothing(self, tmp_path: Path, notes: Path) -> None:
         """The writers are closed after each run, so a second run reopens the stores and finds every chunk."""

@@ -42,6 +42,7 @@ def test_public_api() -> None:
     """The module exports the chunk, the writer protocols and the codec."""
     assert set(mod.__all__) == {
         "Chunk",
+        "FinishingStore",
         "ListableStore",
         "StoreWriter",
         "Triple",
@@ -67,3 +68,5 @@ def test_embedded_and_qdrant_writers_can_list_their_ids(tmp_path: Path) -> None:
         QdrantWriter(spec(LaneKind.VECTOR, "qdrant"), res),
     ]
     assert all(isinstance(w, mod.ListableStore) for w in writers)
+    # only the flat vector store has work after an ingest (its search graph)
+    assert [isinstance(w, mod.FinishingStore) for w in writers] == [False, True, False, False]
