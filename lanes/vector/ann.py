@@ -91,12 +91,16 @@ class AnnGraph:
 
     def candidates(self, query: np.ndarray, k: int, alive: np.ndarray, n_rows: int) -> np.ndarray | None:
         """Row positions to score exactly for the ``k`` best live rows: the graph's neighbours still alive, plus the
-        tail ``[self.n, n_rows)``; None when the graph holds too few rows to be asked for ``k``."""
+        tail ``[self.n, n_rows)``; None when the graph cannot be asked for ``k`` (too few rows, or hnswlib found
+        fewer)."""
         dead = self.n - int(np.count_nonzero(alive[: self.n]))
         fetch = k + (2 * k * dead) // max(self.n, 1) + (1 if dead else 0)
         if fetch > self.n:
             return None
-        labels, _ = self.index.knn_query(query, k=fetch, num_threads=1)
+        try:
+            labels, _ = self.index.knn_query(query, k=fetch, num_threads=1)
+        except RuntimeError:  # hnswlib found fewer than ``fetch`` neighbours: the exact search answers
+            return None
         found: np.ndarray = labels[0].astype(np.int64)
         found = found[alive[found]]
         if n_rows > self.n:

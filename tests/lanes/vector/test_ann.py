@@ -116,6 +116,24 @@ async def test_tail_rows_found_and_deleted_rows_dropped(tmp_path: Path) -> None:
     index.close()
 
 
+async def test_graph_search_error_falls_back_to_exact(tmp_path: Path) -> None:
+    """hnswlib raises RuntimeError when it finds fewer neighbours than asked: that search is answered exactly."""
+
+    class Short:  # hnswlib's error for a graph that cannot return k results
+        def knn_query(self, *args: object, **kw: object) -> None:
+            raise RuntimeError("Cannot return the results in a contiguous 2D array. Probably ef or M is too small")
+
+    rows = unit_rows(300, seed=12)
+    writer = await store_rows(tmp_path, rows)
+    await build_writer_graph(writer)
+    index = FlatIndex(writer.path, CFG)
+    graph = index.snapshot().graph
+    assert graph is not None
+    index._graph = replace(graph, index=Short())
+    assert agree(index.search(rows[3], 10), exact(index, rows[3], 10))
+    index.close()
+
+
 async def test_saved_graph_reused_only_for_its_rows(tmp_path: Path) -> None:
     """The digest ties a saved graph to its rows: another order of ids is refused."""
     writer = await store_rows(tmp_path, unit_rows(300, seed=7))
