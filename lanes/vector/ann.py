@@ -52,6 +52,10 @@ class AnnConfig:
     stale_fraction: float = 0.1
     """Rebuild when the rows appended or deleted since the build exceed this share of the graph."""
 
+    def fresh(self, graph_rows: int, rows: int, dead: int) -> bool:
+        """Whether a graph over ``graph_rows`` rows still serves ``rows`` rows of which ``dead`` are deleted."""
+        return (rows - graph_rows) + dead <= self.stale_fraction * graph_rows
+
 
 _DEFAULT = AnnConfig()
 

@@ -144,11 +144,7 @@ class FlatIndex:
             self._loaded_layout = self._layout
             self._graph = load_graph(self.path, self._ids, self._dim, self._layout, cfg)
         graph = self._graph
-        fresh = (
-            graph is not None
-            and graph.layout == self._layout
-            and (self._n - graph.n) + self._dead <= cfg.stale_fraction * graph.n
-        )
+        fresh = graph is not None and graph.layout == self._layout and cfg.fresh(graph.n, self._n, self._dead)
         if fresh or self._building or self._failed_layout == self._layout:
             return
         self._building = True
@@ -278,7 +274,7 @@ def build_for_store(path: Path, cfg: AnnConfig, threads: int = 2) -> dict[str, A
         if not cfg.enabled or live < cfg.min_rows:
             return {"rows": live, "built": False}
         saved = load_graph(path, snap.ids, snap.matrix.shape[1], 0, cfg)
-        if saved is not None and snap.n - saved.n <= cfg.stale_fraction * saved.n:
+        if saved is not None and cfg.fresh(saved.n, snap.n, 0):  # a fresh reader holds no deleted rows
             return {"rows": live, "built": False}
         graph = build_graph(snap.matrix[: snap.n], snap.ids, 0, cfg, threads=threads)
         save_graph(graph, path, cfg)

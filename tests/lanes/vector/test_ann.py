@@ -205,6 +205,15 @@ def test_options() -> None:
     assert err.value.key == "lanes.vector.options.ann_ef"
 
 
+def test_stale_after_a_tenth_of_the_graph_changed() -> None:
+    """Appended plus deleted rows up to a tenth of the graph keep it; one more makes it stale."""
+    cfg = AnnConfig()
+    assert cfg.fresh(1000, 1100, 0)
+    assert not cfg.fresh(1000, 1101, 0)
+    assert cfg.fresh(1000, 1050, 50)
+    assert not cfg.fresh(1000, 1000, 101)
+
+
 def test_digest_depends_on_order() -> None:
     assert ids_digest(["a", "b"]) != ids_digest(["b", "a"])
     assert ids_digest(["ab"]) != ids_digest(["a", "b"])
