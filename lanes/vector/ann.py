@@ -33,7 +33,7 @@ import structlog
 from lanes._options import LaneOptions
 from lanes.base import LaneSpec
 
-__all__ = ["AnnConfig", "AnnGraph", "ann_config", "build_graph", "ids_digest", "load_graph", "save_graph"]
+__all__ = ["AnnConfig", "AnnGraph", "ann_config", "build_graph", "ids_digest", "load_graph", "save_graph", "saved_rows"]
 
 log = structlog.get_logger(__name__)
 
@@ -91,7 +91,6 @@ class AnnGraph:
     n: int
     digest: str
     layout: int
-    ef_search: int
 
     def candidates(self, query: np.ndarray, k: int, alive: np.ndarray, n_rows: int) -> np.ndarray | None:
         """Row positions to score exactly for the ``k`` best live rows: the graph's neighbours still alive, plus the
@@ -123,7 +122,7 @@ def build_graph(matrix: np.ndarray, ids: Sequence[str], layout: int, cfg: AnnCon
     index.init_index(max_elements=max(n, 1), ef_construction=cfg.ef_construction, M=cfg.m)
     index.add_items(matrix, np.arange(n), num_threads=threads)
     index.set_ef(cfg.ef_search)
-    return AnnGraph(index, n, ids_digest(ids[:n]), layout, cfg.ef_search)
+    return AnnGraph(index, n, ids_digest(ids[:n]), layout)
 
 
 def _files(store: Path) -> tuple[Path, Path]:
@@ -142,26 +141,39 @@ def save_graph(graph: AnnGraph, store: Path, cfg: AnnConfig) -> None:
     os.replace(tmp_meta, meta)
 
 
-def load_graph(store: Path, ids: Sequence[str], dim: int, layout: int, cfg: AnnConfig) -> AnnGraph | None:
-    """The saved graph of ``store`` if it covers a prefix of ``ids`` (same digest, dimension and build
-    parameters), else None (missing, stale or unreadable: logged, never raised)."""
-    import hnswlib
-
-    data, meta = _files(store)
+def saved_rows(store: Path, ids: Sequence[str], dim: int, cfg: AnnConfig) -> int | None:
+    """How many rows the saved graph of ``store`` covers, if its description matches a prefix of ``ids`` (same
+    digest, dimension and build parameters); None when it is missing, stale or unreadable (logged, never raised).
+    Reads the description only."""
     try:
-        desc = json.loads(meta.read_text(encoding="utf-8"))
+        desc = json.loads(_files(store)[1].read_text(encoding="utf-8"))
         n = int(desc["n"])
         same = desc["m"] == cfg.m and desc["ef_construction"] == cfg.ef_construction and desc["dim"] == dim
-        if not same or n > len(ids) or desc["digest"] != ids_digest(ids[:n]):
-            return None
-        index = hnswlib.Index(space="ip", dim=dim)
-        index.load_index(str(data), max_elements=n)
-        if index.get_current_count() != n:
-            return None
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("ann_graph_unreadable", store=str(store), error=str(exc))
+        return None
+    if not same or n > len(ids) or desc["digest"] != ids_digest(ids[:n]):
+        return None
+    return n
+
+
+def load_graph(store: Path, ids: Sequence[str], dim: int, layout: int, cfg: AnnConfig) -> AnnGraph | None:
+    """The saved graph of ``store`` if :func:`saved_rows` accepts it and its file holds those rows, else None
+    (missing, stale or unreadable: logged, never raised)."""
+    import hnswlib
+
+    n = saved_rows(store, ids, dim, cfg)
+    if n is None:
+        return None
+    try:
+        index = hnswlib.Index(space="ip", dim=dim)
+        index.load_index(str(_files(store)[0]), max_elements=n)
+        if index.get_current_count() != n:
+            return None
+    except (OSError, RuntimeError) as exc:
         log.warning("ann_graph_unreadable", store=str(store), error=str(exc))
         return None
     index.set_ef(cfg.ef_search)
-    return AnnGraph(index, n, desc["digest"], layout, cfg.ef_search)
+    return AnnGraph(index, n, ids_digest(ids[:n]), layout)

@@ -27,7 +27,7 @@ import numpy as np
 import structlog
 
 from fabric.blas import blas_single_threaded
-from lanes.vector.ann import AnnConfig, AnnGraph, build_graph, load_graph, save_graph
+from lanes.vector.ann import AnnConfig, AnnGraph, build_graph, load_graph, save_graph, saved_rows
 from lanes.vector.numpy_flat_writer import YEAR_WORDS, connect, year_range_bits
 
 __all__ = ["FlatIndex", "Snapshot", "VectorFilter", "build_for_store"]
@@ -273,8 +273,8 @@ def build_for_store(path: Path, cfg: AnnConfig, threads: int = 2) -> dict[str, A
         live = int(np.count_nonzero(snap.alive[: snap.n]))
         if not cfg.enabled or live < cfg.min_rows:
             return {"rows": live, "built": False}
-        saved = load_graph(path, snap.ids, snap.matrix.shape[1], 0, cfg)
-        if saved is not None and cfg.fresh(saved.n, snap.n, 0):  # a fresh reader holds no deleted rows
+        saved = saved_rows(path, snap.ids, snap.matrix.shape[1], cfg)  # its description only
+        if saved is not None and cfg.fresh(saved, snap.n, 0):  # a fresh reader holds no deleted rows
             return {"rows": live, "built": False}
         graph = build_graph(snap.matrix[: snap.n], snap.ids, 0, cfg, threads=threads)
         save_graph(graph, path, cfg)

@@ -228,4 +228,5 @@ def test_public_api() -> None:
         "ids_digest",
         "load_graph",
         "save_graph",
+        "saved_rows",
     ]
