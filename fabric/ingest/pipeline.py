@@ -42,6 +42,7 @@ from fabric.ingest.loaders import finalize_all, load_source
 from fabric.ingest.model import Chunk, StoreWriter
 from fabric.models import Embedder
 from fabric.privacy import WITHHELD, is_private, is_remote
+from fabric.writers.model import PrefetchingStore
 
 __all__ = ["MAX_SHOWN_IDS", "IdConflictError", "IngestReport", "Progress", "ingest", "public_source"]
 
@@ -228,6 +229,8 @@ async def _write(
     try:
         await writer.open()
         for start in range(0, len(chunks), BATCH):
+            if isinstance(writer, PrefetchingStore):
+                writer.prefetch(chunks[start + BATCH : start + 2 * BATCH])
             await writer.upsert(chunks[start : start + BATCH])
             progress.advance("write", len(chunks[start : start + BATCH]))
             crash_point(f"write.{writer.store}")

@@ -24,6 +24,7 @@ __all__ = [
     "Chunk",
     "FinishingStore",
     "ListableStore",
+    "PrefetchingStore",
     "StoreWriter",
     "Triple",
     "TripleReader",
@@ -163,6 +164,16 @@ class FinishingStore(Protocol):
 
     async def finish(self) -> dict[str, Any]:
         """Finish the store after an ingest; a JSON-ready summary of what was done."""
+        ...
+
+
+@runtime_checkable
+class PrefetchingStore(Protocol):
+    """A store writer that can start on the next batch while it writes this one (the SQLite graph extracts its
+    entities in another process); the ingest names the next batch just before it writes the current one."""
+
+    def prefetch(self, chunks: Sequence[Chunk]) -> None:
+        """Start the work of a later :meth:`StoreWriter.upsert` of exactly ``chunks`` that writes nothing."""
         ...
 
 

@@ -110,6 +110,42 @@ class _Crashing(_Counting):
         raise self.exc
 
 
+class _Prefetching(_Counting):
+    """A writer that records the batches it is told of in advance and the ones it writes."""
+
+    def __init__(self, inner: StoreWriter) -> None:
+        super().__init__(inner)
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def prefetch(self, chunks: Sequence[Chunk]) -> None:
+        self.calls.append(("prefetch", [c.id for c in chunks]))
+
+    async def upsert(self, chunks: Sequence[Chunk]) -> None:
+        self.calls.append(("upsert", [c.id for c in chunks]))
+        await super().upsert(chunks)
+
+
+async def test_a_prefetching_store_hears_of_each_next_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before writing batch i the pipeline names batch i+1 (an empty one after the last)."""
+    import fabric.ingest.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "BATCH", 2)
+    d = tmp_path / "docs"
+    d.mkdir()
+    for i in range(5):
+        (d / f"n{i}.md").write_text(f"# Note {i}\n\nAbout Qdrant and topic {i}.\n")
+    home = tmp_path / "home"
+    writer = _Prefetching(SqliteGraphWriter(spec(LaneKind.GRAPH, "sqlite_graph"), resources(home, None)))
+    await _run(d, home, None, [writer])
+    written = [ids for kind, ids in writer.calls if kind == "upsert"]
+    assert [len(b) for b in written] == [2, 2, 1]
+    expected: list[tuple[str, list[str]]] = []
+    for i, batch in enumerate(written):
+        expected += [("prefetch", written[i + 1] if i + 1 < len(written) else []), ("upsert", batch)]
+    assert writer.calls == expected
+    assert _sqlite_ids(home / "graph.sqlite") == {i for b in written for i in b}
+
+
 class TestIdempotency:
     async def test_first_run_writes_every_store(self, docs: Path, tmp_path: Path) -> None:
         """Every chunk lands in the keyword, vector and graph stores."""

@@ -44,6 +44,7 @@ def test_public_api() -> None:
         "Chunk",
         "FinishingStore",
         "ListableStore",
+        "PrefetchingStore",
         "StoreWriter",
         "Triple",
         "TripleReader",
@@ -68,5 +69,6 @@ def test_embedded_and_qdrant_writers_can_list_their_ids(tmp_path: Path) -> None:
         QdrantWriter(spec(LaneKind.VECTOR, "qdrant"), res),
     ]
     assert all(isinstance(w, mod.ListableStore) for w in writers)
-    # only the flat vector store has work after an ingest (its search graph)
-    assert [isinstance(w, mod.FinishingStore) for w in writers] == [False, True, False, False]
+    # work after an ingest: the flat vector store's search graph, the SQLite graph's deferred indexes
+    assert [isinstance(w, mod.FinishingStore) for w in writers] == [False, True, True, False]
+    assert [isinstance(w, mod.PrefetchingStore) for w in writers] == [False, False, True, False]
