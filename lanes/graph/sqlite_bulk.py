@@ -3,11 +3,11 @@
 :func:`write_extractions` replaces three ``executemany`` calls and one ``SELECT`` per chunk (30,000 statements
 for 10,000 chunks) by one ``executemany`` per table for the whole batch:
 
-- the batch's names are looked up once (in slices of :data:`SLICE`), and only the new ones are inserted, in
-  their order of first appearance (chunk order, then each extraction's entity order): every new entity gets the
-  id it got chunk by chunk;
-- mentions and relations are deduplicated in Python and inserted in primary-key order, so the ``WITHOUT ROWID``
-  B-trees are written left to right rather than at random.
+- the batch's names are inserted with ``INSERT OR IGNORE`` in their order of first appearance (chunk order, then
+  each extraction's entity order; a name already stored is ignored and consumes no id, so every new entity gets
+  the id it got chunk by chunk), then looked up once (in slices of :data:`SLICE`);
+- mentions and relations are inserted in primary-key order, so the ``WITHOUT ROWID`` B-trees are written left to
+  right rather than at random (a row repeated in the batch is ignored by ``INSERT OR IGNORE``).
 
 The stored rows are exactly those of the chunk-by-chunk writer (the tests compare both on the same input).
 """
@@ -47,15 +47,15 @@ def write_extractions(conn: sqlite3.Connection, extractions: Sequence[tuple[str,
     for _, ex in extractions:
         for norm, label in ex.entities.items():
             first.setdefault(norm, label)
+    conn.executemany(_ENTITY, first.items())  # names already stored are ignored and consume no id
     eid = entity_ids(conn, first)
-    conn.executemany(_ENTITY, [(n, label) for n, label in first.items() if n not in eid])
-    eid.update(entity_ids(conn, (n for n in first if n not in eid)))
-    mentions: set[tuple[int, str]] = set()
-    relations: set[tuple[int, str, int, str]] = set()
-    for chunk_id, ex in extractions:
-        mentions.update((eid[n], chunk_id) for n in ex.entities)
-        relations.update(
-            (eid[s], p, eid[o], chunk_id) for s, p, o in ex.relations if s in ex.entities and o in ex.entities
-        )
-    conn.executemany(_MENTION, sorted(mentions))
-    conn.executemany(_RELATION, sorted(relations))
+    mentions: list[tuple[int, str]] = []
+    relations: list[tuple[int, str, int, str]] = []
+    for chunk_id, ex in extractions:  # a repeated row (a chunk id twice in the batch) is dropped by OR IGNORE
+        ents = ex.entities
+        mentions += [(eid[n], chunk_id) for n in ents]
+        relations += [(eid[s], p, eid[o], chunk_id) for s, p, o in ex.relations if s in ents and o in ents]
+    mentions.sort()  # lists, not sets: 50K passages, 1.5 s instead of 2.3 s with the GIL held
+    relations.sort()
+    conn.executemany(_MENTION, mentions)
+    conn.executemany(_RELATION, relations)

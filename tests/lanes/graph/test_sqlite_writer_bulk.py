@@ -182,6 +182,16 @@ class TestDeferredIndexes:
         assert "niels bohr" in names
         assert "marie curie" not in names
 
+    async def test_reading_triples_builds_them(self, tmp_path: Path) -> None:
+        """The audit reads the triples by chunk id after the writes: the load is over, the indexes are built."""
+        w = writer(tmp_path)
+        await w.upsert([chunk("v", "Vitamin D reduces fracture risk in older adults.")])
+        triples = await w.triples(["v"])
+        assert ("vitamin d", "reduce", "fracture risk") in {(s.lower(), p, o.lower()) for s, p, o in triples["v"]}
+        assert indexes(tmp_path / "graph.sqlite") == set(mod.GRAPH_INDEXES)
+        assert await w.finish() == {"indexed": False}
+        await w.aclose()
+
     async def test_delete_during_the_load_builds_them(self, tmp_path: Path) -> None:
         """A delete needs the chunk indexes: they are built before it runs."""
         w = writer(tmp_path)
