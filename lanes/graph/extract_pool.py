@@ -9,11 +9,13 @@ of its own it runs on the second core while the SQLite statements run on the fir
 parent's ``__main__`` in the child, so a script that embeds the engine without an ``if __name__ == "__main__"``
 guard would run again (ingest again) inside it. Forking a process that has threads is safe for what the child does
 here: pure Python over modules the parent has imported already, no lock of another thread needed (Python resets its
-own at fork). Where ``fork`` does not exist, :func:`available` is False and the writer extracts in its thread. The
-child holds its own :class:`~lanes.graph.extract.RuleExtractor`, built once from the alias table and kept with its
-caches. Chunks
-travel as plain records (title, text, the supplied triples), and :class:`~lanes.graph.extract.Extraction` values
-travel back. The results are exactly those of :func:`~lanes.graph.chunk_graph.chunk_extraction` run in the writer
+own at fork). The child does inherit the parent's descriptors (the home lock's file among them), so it exits as
+soon as its parent is gone (:func:`_watch`), and the writer shuts it down before the ingest lets the lock go. Where
+``fork`` does not exist, :func:`available` is False and the writer extracts in its thread.
+
+The child holds its own :class:`~lanes.graph.extract.RuleExtractor`, built once from the alias table and kept with
+its caches. Chunks travel as plain records (title, text, the supplied triples), and extractions travel back as
+plain tuples. The results are exactly those of :func:`~lanes.graph.chunk_graph.chunk_extraction` run in the writer
 (the tests compare both).
 
 Only the default extractor goes to the process. An extractor passed in by code (a model wrapper, a test double) may
@@ -23,6 +25,9 @@ not pickle, and it stays in the writer's thread.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import threading
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -32,10 +37,13 @@ from fabric.writers.model import Chunk
 from lanes.graph.chunk_graph import chunk_extraction
 from lanes.graph.extract import Extraction, RuleExtractor
 
-__all__ = ["PART", "ExtractionPool", "Part", "available", "chunk_record"]
+__all__ = ["PART", "WATCH_S", "ExtractionPool", "Part", "available", "chunk_record"]
 
 PART = 64
 """Chunks per task: the writer stores one part while the process extracts the next."""
+
+WATCH_S = 0.2
+"""How often the worker checks that its parent is alive."""
 
 _worker: RuleExtractor | None = None  # the worker process's extractor (set by its initializer)
 
@@ -51,9 +59,19 @@ def chunk_record(chunk: Chunk) -> dict[str, Any]:
     return {"title": chunk.title, "text": chunk.text, "metadata": {"triples": triples} if triples else {}}
 
 
-def _start(aliases: Mapping[str, str], max_entities: int) -> None:
+def _start(aliases: Mapping[str, str], max_entities: int, parent: int) -> None:
     global _worker
     _worker = RuleExtractor(aliases, max_entities=max_entities)
+    threading.Thread(target=_watch, args=(parent,), name="fabric-extract-watch", daemon=True).start()
+
+
+def _watch(parent: int) -> None:
+    """Exit when the parent is gone (killed: ``kill -9``, a crash point). A forked worker holds copies of the
+    parent's descriptors: its stdout and stderr pipes, and the home lock's file, whose ``flock`` the kernel would
+    otherwise keep for as long as the orphan lives (and the worker would wait for work forever)."""
+    while os.getppid() == parent:
+        time.sleep(WATCH_S)
+    os._exit(0)
 
 
 _Plain = tuple[dict[str, str], list[tuple[str, str, str]]]
@@ -93,7 +111,7 @@ class ExtractionPool:
             max_workers=1,
             mp_context=multiprocessing.get_context("fork"),
             initializer=_start,
-            initargs=(dict(aliases), max_entities),
+            initargs=(dict(aliases), max_entities, os.getpid()),
         )
 
     def submit(self, chunks: Sequence[Chunk]) -> list[Part]:

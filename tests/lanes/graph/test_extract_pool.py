@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +80,41 @@ def test_a_dead_worker_breaks_the_pool() -> None:
 def test_available_here() -> None:
     """This platform forks (Linux): the writer uses the process."""
     assert mod.available() is True
+
+
+def test_the_worker_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
+    """A parent killed with SIGKILL (a crash point) leaves no orphan worker holding its pipes and its lock file."""
+    root = Path(__file__).parents[3]
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, signal, sys\n"
+        "from lanes.graph.extract_pool import ExtractionPool\n"
+        "from tests.lanes.graph.test_extract_pool import corpus\n"
+        "pool = ExtractionPool({})\n"
+        "pool.submit(corpus(4))[0].result()\n"
+        "print(*pool._executor._processes, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    (worker,) = (int(p) for p in done.stdout.split())
+    for _ in range(200):  # the worker checks every WATCH_S (0.2 s)
+        if not Path(f"/proc/{worker}").exists() or "Z" in _state(worker):
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"worker {worker} outlived its parent")
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
+    except (OSError, IndexError):
+        return "Z"
