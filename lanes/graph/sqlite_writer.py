@@ -16,6 +16,7 @@ or JSON object ``{alias = canonical}``), read when the store or lane opens, neve
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
@@ -113,11 +114,11 @@ class SqliteGraphWriter:
     """Store writer of the SQLite graph: extracts entities and relations from each chunk.
 
     Bulk load: an ingest into an empty store (no chunk, no secondary index yet) writes the tables only and builds
-    :data:`GRAPH_INDEXES` once at the end (when the ingest's audit first reads :meth:`triples`, else at
-    :meth:`finish`, or :meth:`aclose` for callers that do not finish), which
-    is cheaper than keeping three B-trees up to date row by row (50K passages: 16.4 s of SQL → 10.2 s plus 2.4 s
-    to index). A connection that opens the store meanwhile (the lane) creates them itself, and so does this writer
-    before a delete or a re-written id: the store is never read without its indexes by a query that needs them.
+    :data:`GRAPH_INDEXES` once at the end: when the ingest's audit first reads :meth:`triples`, else at
+    :meth:`finish`, else at :meth:`aclose`. That is cheaper than keeping three B-trees up to date row by row (50K
+    passages: 17.2 s of SQL against 10.2 s plus 2.4 s to index). A connection that opens the store meanwhile (the
+    lane) creates them itself, and so does this writer before a delete or a re-written id: the store is never read
+    without its indexes by a query that needs them.
 
     Extraction runs in a worker process (:class:`~lanes.graph.extract_pool.ExtractionPool`) for batches of at least
     :data:`POOL_MIN_BATCH` chunks when the writer uses the default extractor and ``options.extract_process`` is not
@@ -153,7 +154,7 @@ class SqliteGraphWriter:
                 conn.executemany("INSERT OR REPLACE INTO aliases VALUES (?, ?)", list(self._aliases.items()))
             return deferred
 
-        self._deferred = await self.db.run(init) or self._deferred
+        self._deferred = await self.db.run(init)  # opened again later (the audit's read): the indexes are built
 
     def _extractions(self, chunks: Sequence[Chunk]) -> list[Part] | None:
         """The batch's extractions in flight in the worker process (those :meth:`prefetch` started, if it was
@@ -237,16 +238,16 @@ class SqliteGraphWriter:
 
     async def finish(self) -> dict[str, Any]:
         """Build the secondary indexes a bulk load deferred; stop the extraction process."""
-        self._close_pool()
+        await self._close_pool()
         if not self._deferred:
             return {"indexed": False}
         await self.db.run(self._end_bulk)
         return {"indexed": True}
 
-    def _close_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+    async def _close_pool(self) -> None:
+        pool, self._pool, self._ahead = self._pool, None, None
+        if pool is not None:
+            await asyncio.to_thread(pool.close)  # waits for the worker to exit
 
     async def delete(self, ids: Sequence[str]) -> None:
         """Delete chunks with their edges, then entities no chunk mentions any more."""
