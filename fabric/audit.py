@@ -115,11 +115,12 @@ class EntryChange:
 
 @dataclass(frozen=True, slots=True)
 class TripleChange:
-    """One graph triple of a chunk created or deleted."""
+    """The graph triples of one chunk created (or deleted) by one write: one object per chunk and action, not per
+    triple (a 50K-passage ingest creates 1.6M triples; an object each cost 6.5 s of the audit stage)."""
 
     action: str
     entry_id: str
-    triple: tuple[str, str, str]
+    triples: tuple[tuple[str, str, str], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +226,7 @@ class AuditLog:
         ]
         grouped: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
         for t in triples:
-            grouped.setdefault((t.entry_id, t.action), []).append(t.triple)
+            grouped.setdefault((t.entry_id, t.action), []).extend(t.triples)
         for (entry_id, action), found in grouped.items():
             doc_id, source = known.get(entry_id, (entry_id, ""))
             listed = json.dumps(sorted(found), ensure_ascii=False, separators=(",", ":"))

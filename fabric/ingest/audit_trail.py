@@ -48,10 +48,14 @@ def triple_changes(
     if before is None or after is None:
         return []
     changes: list[TripleChange] = []
+    empty: set[Triple] = set()
     for chunk_id in ids:
-        old, new = before.get(chunk_id, set()), after.get(chunk_id, set())
-        changes += [TripleChange("created", chunk_id, t) for t in sorted(new - old)]
-        changes += [TripleChange("deleted", chunk_id, t) for t in sorted(old - new)]
+        old, new = before.get(chunk_id, empty), after.get(chunk_id, empty)
+        created, deleted = (new - old if old else new), (old - new if new else old)
+        if created:
+            changes.append(TripleChange("created", chunk_id, tuple(sorted(created))))
+        if deleted:
+            changes.append(TripleChange("deleted", chunk_id, tuple(sorted(deleted))))
     return changes
 
 

@@ -13,8 +13,8 @@ from fabric.audit import Actor, AuditLog, EntryChange, TripleChange, acting_as, 
 
 def _log(home: Path) -> AuditLog:
     log = AuditLog(home)
-    log.record([EntryChange("created", "a", "a", "api", "h1"), EntryChange("created", "b", "b", "api", "h2")],
-               [TripleChange("created", "a", ("x", "rel", "y"))], actor=Actor("t1", "k1", "task1", "api"))  # fmt: skip
+    created = [EntryChange("created", "a", "a", "api", "h1"), EntryChange("created", "b", "b", "api", "h2")]
+    log.record(created, [TripleChange("created", "a", (("x", "rel", "y"),))], actor=Actor("t1", "k1", "task1", "api"))
     log.record([EntryChange("updated", "a", "a", "api", "h3")], actor=Actor("t1", "k2", None, "api"))
     log.record([EntryChange("created", "a", "a", "api", "h9")], actor=Actor("t2"))
     return log
@@ -61,8 +61,11 @@ class TestAuditLog:
         """Many triples of a chunk created in one write: one record listing them (sorted)."""
         log = AuditLog(tmp_path)
         try:
-            changes = [TripleChange("created", "c", ("b", "r", "c")), TripleChange("created", "c", ("a", "r", "b")),
-                       TripleChange("deleted", "c", ("x", "r", "y"))]  # fmt: skip
+            changes = [
+                TripleChange("created", "c", (("b", "r", "c"),)),
+                TripleChange("created", "c", (("a", "r", "b"),)),
+                TripleChange("deleted", "c", (("x", "r", "y"),)),
+            ]
             assert log.record([], changes, actor=Actor(), docs={"c": ("doc-c", "api")}) == 2
             rows = log.page("default").records
             assert [(r.action, r.triples) for r in rows] == [
