@@ -8,10 +8,16 @@ of its own it runs on the second core while the SQLite statements run on the fir
 :class:`ExtractionPool` owns that process. It is forked, not spawned: ``spawn`` and ``forkserver`` re-run the
 parent's ``__main__`` in the child, so a script that embeds the engine without an ``if __name__ == "__main__"``
 guard would run again (ingest again) inside it. Forking a process that has threads is safe for what the child does
-here: pure Python over modules the parent has imported already, no lock of another thread needed (Python resets its
-own at fork). The child does inherit the parent's descriptors (the home lock's file among them), so it exits as
-soon as its parent is gone (:func:`_watch`), and the writer shuts it down before the ingest lets the lock go. Where
-``fork`` does not exist, :func:`available` is False and the writer extracts in its thread.
+here, pure Python over modules the parent has imported already, with one exception: the garbage collector. A
+collection in the child may finalise a cycle inherited from the parent that holds an SQLite connection, and
+``sqlite3_finalize`` then waits on SQLite's memory mutex, which a writer thread of the parent may have held at the
+fork: the child hung for good, once, at the first part of a SciFact ingest. So the parent forks with its collector
+off (:func:`_fork_guard`) and the child freezes every inherited object (:func:`gc.freeze`) before it turns its
+own collector on: it collects only what it allocates itself.
+
+The child also inherits the parent's descriptors (the home lock's file among them), so it exits as soon as its
+parent is gone (:func:`_watch`), and the writer shuts it down before the ingest lets the lock go. Where ``fork``
+does not exist, :func:`available` is False and the writer extracts in its thread.
 
 The child holds its own :class:`~lanes.graph.extract.RuleExtractor`, built once from the alias table and kept with
 its caches. Chunks travel as plain records (title, text, the supplied triples), and extractions travel back as
@@ -24,13 +30,15 @@ not pickle, and it stays in the writer's thread.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from fabric.writers.model import Chunk
@@ -59,8 +67,27 @@ def chunk_record(chunk: Chunk) -> dict[str, Any]:
     return {"title": chunk.title, "text": chunk.text, "metadata": {"triples": triples} if triples else {}}
 
 
+_FORKING = threading.Lock()
+
+
+@contextmanager
+def _fork_guard() -> Iterator[None]:
+    """The collector off while the worker is forked: the child must not collect before :func:`_start` has frozen
+    what it inherited (see the module docstring)."""
+    with _FORKING:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            yield
+        finally:
+            if enabled:
+                gc.enable()
+
+
 def _start(aliases: Mapping[str, str], max_entities: int, parent: int) -> None:
     global _worker
+    gc.freeze()  # the parent's objects, inherited: never collected here (see the module docstring)
+    gc.enable()
     _worker = RuleExtractor(aliases, max_entities=max_entities)
     threading.Thread(target=_watch, args=(parent,), name="fabric-extract-watch", daemon=True).start()
 
@@ -107,6 +134,7 @@ class ExtractionPool:
     """One worker process extracting parts of a batch for one graph writer (see the module docstring)."""
 
     def __init__(self, aliases: Mapping[str, str], *, max_entities: int = 64) -> None:
+        self._forked = False
         self._executor = ProcessPoolExecutor(
             max_workers=1,
             mp_context=multiprocessing.get_context("fork"),
@@ -116,7 +144,10 @@ class ExtractionPool:
 
     def submit(self, chunks: Sequence[Chunk]) -> list[Part]:
         """One :class:`Part` per :data:`PART` chunks of ``chunks``, in order."""
-        with warnings.catch_warnings():  # Python 3.12+ warns when a process with threads forks (see the docstring)
+        # The first submit forks the worker (ProcessPoolExecutor starts its processes then, under "fork").
+        guard = nullcontext() if self._forked else _fork_guard()
+        self._forked = True
+        with warnings.catch_warnings(), guard:  # Python 3.12+ warns when a process with threads forks (docstring)
             warnings.filterwarnings("ignore", r".*multi-threaded.*fork", DeprecationWarning)
             return [
                 Part(self._executor.submit(_extract, [chunk_record(c) for c in chunks[i : i + PART]]))

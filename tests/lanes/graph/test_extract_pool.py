@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -41,6 +43,45 @@ def test_records_carry_what_extraction_reads() -> None:
     record = mod.chunk_record(corpus(1)[0])
     assert set(record) == {"title", "text", "metadata"}
     assert record["metadata"] == {"triples": [["Vitamin D", "studied_in", "Trial 0"]]}
+
+
+class _Marker:
+    """Writes the pid of the process that finalises it (a cycle: only the collector frees it)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.me = self
+        self.conn = sqlite3.connect(":memory:")  # what hung the child: finalising an inherited connection
+
+    def __del__(self) -> None:
+        with self.path.open("a") as fh:
+            fh.write(f"{os.getpid()}\n")
+
+
+def test_the_child_never_collects_what_it_inherited(tmp_path: Path) -> None:
+    """Garbage the parent holds at the fork is not finalised in the worker, whose collector still runs (an
+    inherited SQLite connection's finaliser could wait forever on a mutex held by another parent thread)."""
+    marks = tmp_path / "finalised"
+    was = gc.isenabled()
+    gc.disable()  # keep the cycle alive until the fork
+    try:
+        _Marker(marks)
+        pool = mod.ExtractionPool({})
+        try:
+            assert pool.submit(corpus(2))[0].result()
+            assert not gc.isenabled()  # the guard restores the parent's state
+            child = pool._executor.submit(os.getpid).result()
+            assert pool._executor.submit(gc.isenabled).result() is True
+            assert pool._executor.submit(gc.collect).result() >= 0
+        finally:
+            pool.close()
+        assert not marks.exists()
+        gc.collect()
+    finally:
+        if was:
+            gc.enable()
+    assert marks.read_text().split() == [str(os.getpid())]
+    assert child != os.getpid()
 
 
 def test_the_process_extracts_what_the_thread_does() -> None:
