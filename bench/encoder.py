@@ -1,7 +1,7 @@
 """MiniLM inference runtimes side by side: one query's encoding, document throughput, vector agreement.
 
 ``fabric bench encoder [--json] [--dataset /work/shared/datasets/scifact] [--queries 200] [--docs 0]
-[--runtimes torch,onnx,onnx-int8]``
+[--runtimes torch,onnx,onnx-int8,openvino]``
 
 Every runtime of ``[embeddings] runtime`` (:mod:`fabric.minilm`) is loaded without the embedding cache, so every
 text is encoded. Single queries (SciFact's, one at a time) are timed *interleaved*: query *i* goes through every
@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dataset", default="/work/shared/datasets/scifact", help="BEIR folder (corpus, queries)")
     parser.add_argument("--queries", type=int, default=200, help="queries timed one at a time (default 200)")
     parser.add_argument("--docs", type=int, default=0, help="documents embedded per runtime (0: all)")
-    parser.add_argument("--runtimes", default="torch,onnx,onnx-int8", help="comma separated, torch first")
+    parser.add_argument("--runtimes", default="torch,onnx,onnx-int8,openvino", help="comma separated, torch first")
 
 
 def _texts(dataset: Path, queries: int, docs: int) -> tuple[list[str], list[str]]:

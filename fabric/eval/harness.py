@@ -128,6 +128,10 @@ def home_key(settings: Settings, corpus_hash: str) -> str:
     parts: list[object] = [corpus_hash, emb.backend, emb.model, emb.url, stores, index_code_fingerprint()]
     if emb.backend == "minilm" and emb.runtime != "torch":
         parts.append(emb.runtime)  # another runtime's document vectors (torch's keys stay as they were)
+        if emb.runtime == "openvino":
+            from fabric.minilm import openvino_precision
+
+            parts.append(openvino_precision())  # bf16 on AMX cores, f32 elsewhere: other vectors
     raw = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(raw.encode()).hexdigest()[:16]
 

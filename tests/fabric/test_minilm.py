@@ -13,11 +13,13 @@ from fabric.config_sections import EmbeddingsConfig
 from fabric.embeddings import CachedEmbedder, build_embedder, encode_query, query_batcher
 from fabric.errors import ConfigError, LaneUnavailable
 from fabric.minilm import (
+    RUNTIMES,
     MiniLMEmbedder,
     OnnxMiniLMEmbedder,
     build_onnx_model,
     minilm_embedder,
     onnx_model_path,
+    openvino_precision,
     weights_digest,
 )
 
@@ -53,6 +55,12 @@ def int8(onnx_cache: Path) -> OnnxMiniLMEmbedder:
     return OnnxMiniLMEmbedder(cache_dir=onnx_cache, int8=True)
 
 
+@pytest.fixture(scope="module")
+def openvino(onnx_cache: Path) -> OnnxMiniLMEmbedder:
+    """The OpenVINO embedder (bf16 where the CPU has it, else fp32)."""
+    return OnnxMiniLMEmbedder(cache_dir=onnx_cache, runtime="openvino")
+
+
 class TestVectors:
     def test_fp32_matches_torch(self, fp32: OnnxMiniLMEmbedder, torch_vectors: np.ndarray) -> None:
         """fp32 ONNX gives torch's vectors to float rounding, long texts truncated alike."""
@@ -66,6 +74,36 @@ class TestVectors:
         assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-4)
         assert ((got * torch_vectors).sum(axis=1) > 0.97).all()
         assert not np.array_equal(got, torch_vectors)
+
+    def test_openvino_stays_close_to_torch(self, openvino: OnnxMiniLMEmbedder, torch_vectors: np.ndarray) -> None:
+        """OpenVINO's vectors are unit length and within cos 0.999 of torch's (bf16 on SciFact: 0.99997 at worst)."""
+        got = np.asarray(openvino.embed(TEXTS), dtype=np.float32)
+        assert got.shape == (4, 384)
+        assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-3)
+        assert ((got * torch_vectors).sum(axis=1) > 0.999).all()
+        assert openvino.precision in ("bf16", "f32")
+        if openvino.precision == "f32":
+            assert np.abs(got - torch_vectors).max() < 1e-4
+
+    def test_openvino_in_fp32_matches_torch(
+        self, openvino: OnnxMiniLMEmbedder, torch_vectors: np.ndarray, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Compiled in f32 (a CPU without bf16), the plain export gives torch's vectors to float rounding."""
+        monkeypatch.setattr(mod, "_PRECISION", ["f32"])
+        emb = OnnxMiniLMEmbedder(cache_dir=openvino.cache_dir, runtime="openvino")
+        assert (emb.precision, emb.cache_name) == ("f32", "all-MiniLM-L6-v2@openvino-f32")
+        got = np.asarray(emb.embed(TEXTS), dtype=np.float32)
+        assert np.abs(got - torch_vectors).max() < 1e-4
+
+    def test_openvino_threads_get_their_own_requests(self, openvino: OnnxMiniLMEmbedder) -> None:
+        """Texts embedded from several threads at once get the vectors one thread gets (one request a thread)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        want = np.asarray(openvino.embed(TEXTS))
+        with ThreadPoolExecutor(4) as pool:
+            got = list(pool.map(lambda i: openvino.embed(TEXTS[i % 4 :] + TEXTS[: i % 4]), range(8)))
+        for i, vectors in enumerate(got):
+            assert np.abs(np.roll(np.asarray(vectors), i % 4, axis=0) - want).max() < 1e-6
 
     def test_padding_does_not_change_a_vector(self, fp32: OnnxMiniLMEmbedder) -> None:
         """A text embedded alone or padded in a batch with a longer one gets the same vector."""
@@ -129,7 +167,7 @@ class TestQueryWeights:
 
     def test_cache_keeps_query_vectors_apart(self, onnx_cache: Path, tmp_path: Path) -> None:
         """Through the cache, the same text as a query and as a document gets each model's vector, both kept."""
-        emb = build_embedder(EmbeddingsConfig(query_weights="int8-matmul"), onnx_cache)
+        emb = build_embedder(EmbeddingsConfig(runtime="onnx", query_weights="int8-matmul"), onnx_cache)
         assert isinstance(emb, CachedEmbedder)
         assert emb.query_cache_name == "all-MiniLM-L6-v2@onnx+q-int8-matmul"
         text = ["vitamin D and bone density"]
@@ -168,6 +206,17 @@ class TestExport:
         assert path.stat().st_mtime_ns == mtime
         assert onnx_model_path(onnx_cache, model_dir, int8=False).name == "model.onnx"
 
+    def test_openvino_reads_the_plain_export(self, onnx_cache: Path, openvino: OnnxMiniLMEmbedder) -> None:
+        """OpenVINO compiles the fp32 export before ONNX Runtime's fusions, kept beside the fused one."""
+        openvino.warm()
+        plain = onnx_model_path(onnx_cache, openvino._model_dir(), int8=False, plain=True)
+        assert plain.name == "model_plain.onnx"
+        assert openvino._path == plain
+        assert plain.exists()
+        fused = onnx_model_path(onnx_cache, openvino._model_dir(), int8=False)
+        assert plain.parent == fused.parent
+        assert set(openvino._sessions) == {openvino.query_threads}
+
     def test_new_settings_or_weights_get_a_new_key(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         """The key follows the weights' content and the export settings."""
         (tmp_path / "model.safetensors").write_bytes(b"weights-1")
@@ -199,11 +248,23 @@ class TestFactory:
         emb = minilm_embedder(EmbeddingsConfig(runtime="ONNX", query_threads=1, batch_threads=2), tmp_path)
         assert isinstance(emb, OnnxMiniLMEmbedder)
         assert (emb.int8, emb.runtime, emb.batch_threads, emb._sessions) == (False, "onnx", 2, {})
+        emb = minilm_embedder(EmbeddingsConfig(runtime="OpenVINO", query_weights="int8-matmul"), tmp_path)
+        assert isinstance(emb, OnnxMiniLMEmbedder)
+        assert (emb.runtime, emb.precision, emb._sessions) == ("openvino", openvino_precision(), {})
+        assert emb.query_cache_name == f"all-MiniLM-L6-v2@openvino-{emb.precision}+q-int8-matmul"
         assert not (tmp_path / "onnx").exists()
+        with pytest.raises(ValueError, match="runtime"):
+            OnnxMiniLMEmbedder(cache_dir=tmp_path, runtime="torch")
+
+    def test_the_shipped_runtime_is_openvino(self) -> None:
+        """The default document encoder is OpenVINO; its queries run on the MatMul-int8 ONNX model."""
+        config = EmbeddingsConfig()
+        assert (config.runtime, config.query_weights) == ("openvino", "int8-matmul")
+        assert RUNTIMES == ("openvino", "onnx", "onnx-int8", "torch")
 
     def test_unknown_runtime_is_a_config_error(self, tmp_path: Path) -> None:
         """A misspelt runtime names the key and the valid values."""
-        with pytest.raises(ConfigError, match=r"embeddings\.runtime.*onnx-int8, onnx, torch"):
+        with pytest.raises(ConfigError, match=r"embeddings\.runtime.*openvino, onnx, onnx-int8, torch"):
             minilm_embedder(EmbeddingsConfig(runtime="tensorrt"), tmp_path)
 
     def test_missing_runtime_package_fails_open(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -215,13 +276,13 @@ class TestFactory:
     def test_cache_files_are_per_runtime_stores_per_model(self, tmp_path: Path) -> None:
         """The embedding cache is keyed by runtime (vectors differ); the name stores use stays the model's."""
         paths = {}
-        for runtime in ("torch", "onnx", "onnx-int8"):
+        for runtime in ("torch", "onnx", "onnx-int8", "openvino"):
             emb = build_embedder(EmbeddingsConfig(runtime=runtime), tmp_path)
             assert isinstance(emb, CachedEmbedder)
             assert emb.name == "all-MiniLM-L6-v2"
             paths[runtime] = emb.cache.path
         assert paths["torch"] == tmp_path / "embeddings" / "all-MiniLM-L6-v2" / "vectors.sqlite"
-        assert len(set(paths.values())) == 3
+        assert len(set(paths.values())) == 4
 
 
 def test_public_api() -> None:
@@ -229,6 +290,7 @@ def test_public_api() -> None:
     assert sorted(mod.__all__) == sorted(
         [
             "EXPORT_SETTINGS", "MAX_SEQ_LENGTH", "QUERY_WEIGHTS", "MiniLMEmbedder", "OnnxMiniLMEmbedder",
-            "build_onnx_model", "minilm_embedder", "onnx_model_path", "weights_digest",
+            "RUNTIMES", "build_onnx_model", "minilm_embedder", "onnx_model_path", "openvino_precision",
+            "weights_digest",
         ]
     )  # fmt: skip

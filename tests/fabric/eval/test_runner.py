@@ -203,9 +203,19 @@ class TestPrepareHome:
         """Each MiniLM runtime's document vectors get their own home."""
         keys = {
             harness.home_key(load_settings(env={"FABRIC__embeddings__runtime": f'"{rt}"'}), "h")
-            for rt in ("torch", "onnx", "onnx-int8")
+            for rt in ("torch", "onnx", "onnx-int8", "openvino")
         }
-        assert len(keys) == 3
+        assert len(keys) == 4
+
+    def test_key_depends_on_openvino_precision(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """OpenVINO's bf16 and f32 vectors (by the CPU) get their own homes too."""
+        import fabric.minilm as minilm
+
+        settings = load_settings(env={"FABRIC__embeddings__runtime": '"openvino"'})
+        monkeypatch.setattr(minilm, "_PRECISION", ["bf16"])
+        bf16 = harness.home_key(settings, "h")
+        monkeypatch.setattr(minilm, "_PRECISION", ["f32"])
+        assert harness.home_key(settings, "h") != bf16
 
 
 class TestEvalSettings:
