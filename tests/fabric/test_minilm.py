@@ -176,6 +176,15 @@ class TestQueryWeights:
         misses = emb.misses
         assert (emb.embed(text), emb.embed_queries(text), emb.misses) == (doc, query, misses)
 
+    def test_warm_opens_only_the_query_model(self, onnx_cache: Path) -> None:
+        """A serving process warms the model that encodes queries; the documents' one opens at the first batch."""
+        emb = OnnxMiniLMEmbedder(cache_dir=onnx_cache, runtime="openvino", query_weights="int8-matmul")
+        emb.warm()
+        assert emb._query_session is not None
+        assert emb._sessions == {}
+        emb.embed(["a document"])
+        assert set(emb._sessions) == {emb.query_threads}
+
     def test_batcher_encodes_with_the_query_model(self, onnx_cache: Path) -> None:
         """encode_query (the vector lanes' path) gives embed_queries' vector."""
         emb = OnnxMiniLMEmbedder(cache_dir=onnx_cache, query_weights="int8-matmul")
