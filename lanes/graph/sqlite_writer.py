@@ -168,7 +168,8 @@ class SqliteGraphWriter:
         if not self._pooled or self.extractor is None or len(chunks) < POOL_MIN_BATCH:
             return None
         if self._pool is None:
-            self._pool = ExtractionPool(self._aliases)
+            limit = self.extractor.max_entities if isinstance(self.extractor, RuleExtractor) else 64
+            self._pool = ExtractionPool(self._aliases, max_entities=limit)  # the worker's extractor is this one
         try:
             return self._pool.submit(chunks)
         except BrokenProcessPool:  # the worker died between two batches
