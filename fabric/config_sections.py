@@ -168,7 +168,7 @@ class EmbeddingsConfig:
     model: str = "all-MiniLM-L6-v2"
     runtime: str = "openvino"
     """How ``backend = "minilm"`` encodes documents: ``openvino`` (the default: OpenVINO, bf16 on CPUs with AMX or
-    AVX-512 BF16, else fp32; 3x fp32 ONNX's documents per second here, nDCG@10 within 0.0001) | ``onnx`` (ONNX
+    AVX-512 BF16, else fp32; 2.3-2.9x fp32 ONNX's documents per second here, nDCG@10 within 0.0001) | ``onnx`` (ONNX
     Runtime, fp32) | ``onnx-int8`` (int8 weights: faster, but CISI nDCG@10 -0.0054, past the 0.002 gate) |
     ``torch`` (sentence-transformers) (:mod:`fabric.minilm`)."""
     query_threads: int = 1

@@ -18,7 +18,7 @@ The model is exported once, at first use (never at import), from the same local 
 ``openvino`` (the default) compiles the plain export of step 1 (``model_plain.onnx``: OpenVINO fuses it itself)
 with OpenVINO's CPU plugin, in bfloat16 where the CPU computes it natively (AMX or AVX-512 BF16:
 :func:`openvino_precision`), else in fp32. Its vectors stay within cos 0.9999 of fp32's, and document batches
-run about 3 x faster than fp32 ONNX Runtime on this machine's AMX cores (docs/engine.md). A single short query
+run 2.3-2.9 x faster than fp32 ONNX Runtime on this machine's AMX cores (docs/engine.md). A single short query
 gains little there, so queries keep ``query_weights``' ONNX Runtime model.
 
 The key is the sha256 of the weights, tokenizer and config files plus :data:`EXPORT_SETTINGS`, so new weights or
