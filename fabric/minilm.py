@@ -227,11 +227,16 @@ _PRECISION: list[str] = []
 
 def openvino_precision() -> str:
     """``bf16`` when OpenVINO's CPU plugin computes bfloat16 natively here (AMX, AVX-512 BF16), else ``f32``
-    (asked once per process; imports openvino)."""
+    (asked once per process; imports openvino). A plugin that cannot be asked gives ``f32``, logged: loading the
+    model then fails open like any unloadable model (:class:`~fabric.errors.LaneUnavailable`)."""
     if not _PRECISION:
-        import openvino as ov
+        try:
+            import openvino as ov
 
-        caps = ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+            caps = ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        except Exception as exc:  # a broken install or no CPU plugin: no bf16 claim, and no traceback here
+            log.warning("openvino_unavailable", error=f"{type(exc).__name__}: {exc}")
+            caps = []
         _PRECISION.append("bf16" if "BF16" in caps else "f32")
     return _PRECISION[0]
 

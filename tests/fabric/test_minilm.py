@@ -95,6 +95,18 @@ class TestVectors:
         got = np.asarray(emb.embed(TEXTS), dtype=np.float32)
         assert np.abs(got - torch_vectors).max() < 1e-4
 
+    def test_a_plugin_that_cannot_be_asked_means_f32(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """When OpenVINO's CPU plugin cannot report its capabilities, the precision is f32 (logged), no traceback."""
+        import openvino
+
+        def broken() -> None:
+            raise RuntimeError("no CPU plugin")
+
+        monkeypatch.setattr(mod, "_PRECISION", [])
+        monkeypatch.setattr(openvino, "Core", broken)
+        assert openvino_precision() == "f32"
+        assert mod._PRECISION == ["f32"]
+
     def test_openvino_threads_get_their_own_requests(self, openvino: OnnxMiniLMEmbedder) -> None:
         """Texts embedded from several threads at once get the vectors one thread gets (one request a thread)."""
         from concurrent.futures import ThreadPoolExecutor
