@@ -141,3 +141,35 @@ class TestValidation:
         with pytest.raises(QueryError) as err:
             parse_request({"query": "q", "limit": 0}, settings)
         assert (err.value.field, err.value.message) == ("limit", "must be >= 1, got 0")
+
+
+def _item(item_id: str, total: float, **scores: float) -> Any:
+    from fabric.models import FusedItem
+
+    return FusedItem(hit=Hit(id=item_id, rank=1, score=1.0), score_total=total, scores=scores, lanes=(), ranks={})
+
+
+def test_a_subset_that_fits_the_first_item_only_is_not_taken() -> None:
+    """The first item is only a screen: with recency and quality equal on item ``a`` both subsets fit it, but
+    only the quality one reproduces item ``b``'s total (recency, tried first, passes ``a`` and fails ``b``)."""
+    from fabric.config import FusionConfig
+    from fabric.config_sections import FactorWeights
+
+    config = FusionConfig(
+        factors=FactorWeights(rrf=0.5, domain_diversity=0.0, recency=0.25, authority=0.0, quality=0.25)
+    )
+    either = (0.5 * 0.6 + 0.25 * 0.2) / 0.75  # recency alone or quality alone
+    b_quality = (0.5 * 0.4 + 0.25 * 0.8) / 0.75
+    a = _item("a", either, fused=0.6, recency=0.2, quality=0.2)
+    b = _item("b", b_quality, fused=0.4, recency=0.9, quality=0.8)
+    assert informative_factors([a, b], config) == ("quality",)
+
+
+def test_no_subset_fits_gives_the_closest() -> None:
+    """Totals no subset reproduces (not expected from the ranker) give the subset with the smallest error."""
+    from fabric.config import FusionConfig
+    from fabric.config_sections import FactorWeights
+
+    config = FusionConfig(factors=FactorWeights(rrf=0.5, domain_diversity=0.0, recency=0.5, authority=0.0, quality=0.0))
+    a = _item("a", 0.5 * 0.2 + 0.5 * 0.9 + 0.01, fused=0.2, recency=0.9)  # recency's mean, off by 0.01
+    assert informative_factors([a], config) == ("recency",)
