@@ -112,7 +112,12 @@ def _migrate_simhash(conn: sqlite3.Connection) -> None:
 
 
 class SqliteDb:
-    """One SQLite file, one connection per thread, blocking work run in worker threads."""
+    """One SQLite file, one connection per thread, blocking work run in worker threads.
+
+    :meth:`close` waits for the calls in flight: a caller cancelled while its call ran (a search past its budget,
+    an ingest stopped at shutdown) leaves the thread working on its connection, and closing a connection under
+    a running statement crashes the interpreter (SQLite's C API is then handed a freed handle).
+    """
 
     def __init__(self, path: Path, schema: str) -> None:
         self.path = path
@@ -120,6 +125,9 @@ class SqliteDb:
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
+        self._idle = threading.Condition()
+        self._busy = 0
+        """Calls in flight (guarded by ``_idle``)."""
 
     def conn(self) -> sqlite3.Connection:
         """This thread's connection (created, with the schema applied, on first use)."""
@@ -138,15 +146,34 @@ class SqliteDb:
 
     async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(conn)`` in a worker thread with that thread's connection."""
-        return await asyncio.to_thread(lambda: fn(self.conn()))
+        return await asyncio.to_thread(self.call, fn)
+
+    def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """``fn(conn)`` in the calling thread with its connection, counted in flight (:meth:`close` waits)."""
+        with self._idle:
+            self._busy += 1
+        try:
+            return fn(self.conn())
+        finally:
+            with self._idle:
+                self._busy -= 1
+                if not self._busy:
+                    self._idle.notify_all()
 
     def close(self) -> None:
-        """Close every connection this object opened."""
-        with self._lock:
-            conns, self._all = self._all, []
-        for conn in conns:
-            conn.close()
-        self._local = threading.local()
+        """Wait for the calls in flight, then close every connection this object opened (a later call opens
+        new ones)."""
+        with self._idle:
+            self._idle.wait_for(lambda: not self._busy)
+            with self._lock:
+                conns, self._all = self._all, []
+            self._local = threading.local()
+            for conn in conns:
+                conn.close()
+
+    async def aclose(self) -> None:
+        """:meth:`close` in a worker thread (waiting for a call in flight never holds the event loop)."""
+        await asyncio.to_thread(self.close)
 
 
 def chunk_row(chunk: Chunk) -> tuple[Any, ...]:

@@ -11,13 +11,15 @@ service at start-up, :mod:`fabric.ingest.check`) repairs without the source: it 
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 __all__ = ["LEDGER_FILE", "Ledger", "LedgerEntry", "stored_chunks"]
 
@@ -90,16 +92,35 @@ def _entry(row: Sequence[Any]) -> LedgerEntry:
     return LedgerEntry(row[0], row[1], row[2], row[3], frozenset(json.loads(row[4])), row[5], row[6])
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _serialised(method: Callable[Concatenate[Ledger, P], R]) -> Callable[Concatenate[Ledger, P], R]:
+    """``method`` under the ledger's lock: one call at a time on its connection, and :meth:`Ledger.close` waits
+    for the one in flight (an ingest cancelled at shutdown closes the ledger while its thread may still write,
+    and closing a connection under a running statement crashes the interpreter)."""
+
+    @functools.wraps(method)
+    def locked(self: Ledger, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
 class Ledger:
-    """Synchronous ledger access (the pipeline calls it from a worker thread)."""
+    """Synchronous ledger access (the pipeline calls it from worker threads; one lock serialises the calls)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.executescript(_SCHEMA)
 
+    @_serialised
     def entries(self, source: str) -> dict[str, LedgerEntry]:
         """Every chunk the ledger holds for ``source``, by id."""
         rows = self.conn.execute(
@@ -107,6 +128,7 @@ class Ledger:
         )
         return {r[0]: _entry(r) for r in rows}
 
+    @_serialised
     def lookup(self, ids: Sequence[str]) -> dict[str, LedgerEntry]:
         """The ledger entries of ``ids`` (whatever their source), by id; unknown ids are left out."""
         found: dict[str, LedgerEntry] = {}
@@ -120,6 +142,7 @@ class Ledger:
             found.update((r[0], _entry(r)) for r in rows)
         return found
 
+    @_serialised
     def matching(self, ids: Sequence[str] = (), sources: Sequence[str] = ()) -> list[LedgerEntry]:
         """Chunks whose id or doc id is among ``ids``, or whose source is among ``sources`` (pending ones too)."""
         cols = "id, doc_id, source, content_hash, stores, state, op"
@@ -134,10 +157,12 @@ class Ledger:
                     found[r[0]] = LedgerEntry(r[0], r[1], r[2], r[3], frozenset(json.loads(r[4])), r[5], r[6])
         return sorted(found.values(), key=lambda e: e.id)
 
+    @_serialised
     def sources(self) -> list[str]:
         """Every source the ledger holds chunks of."""
         return [r[0] for r in self.conn.execute("SELECT DISTINCT source FROM ledger ORDER BY source")]
 
+    @_serialised
     def owners(self, ids: Sequence[str], source: str) -> dict[str, str]:
         """The ids among ``ids`` that the ledger holds for a source other than ``source``, with that source."""
         found: dict[str, str] = {}
@@ -151,6 +176,7 @@ class Ledger:
             found.update(dict(rows.fetchall()))
         return found
 
+    @_serialised
     def mark_pending(self, upserts: Sequence[tuple[str, str, str, str]], deletes: Sequence[str]) -> None:
         """Write-ahead: ``(id, doc_id, source, new_hash)`` about to be written, ids about to be deleted."""
         now = _now()
@@ -167,6 +193,7 @@ class Ledger:
                 [(now, i) for i in deletes],
             )
 
+    @_serialised
     def mark_done(self, rows: Iterable[tuple[str, str, str, str, Iterable[str], str]]) -> int:
         """Record ``(id, doc_id, source, hash, stores, action)`` as written; ``action`` goes to the history."""
         now = _now()
@@ -184,6 +211,7 @@ class Ledger:
             )
         return len(batch)
 
+    @_serialised
     def remove(self, entries: Iterable[LedgerEntry], stores: Iterable[str]) -> int:
         """Forget deleted chunks and record ``delete`` in the history."""
         now = _now()
@@ -198,11 +226,13 @@ class Ledger:
             )
         return len(batch)
 
+    @_serialised
     def all_entries(self) -> list[LedgerEntry]:
         """Every chunk the ledger holds, of every source (``fabric check``)."""
         rows = self.conn.execute("SELECT id, doc_id, source, content_hash, stores, state, op FROM ledger")
         return [LedgerEntry(r[0], r[1], r[2], r[3], frozenset(json.loads(r[4])), r[5], r[6]) for r in rows]
 
+    @_serialised
     def roll_back(self, entries: Iterable[LedgerEntry]) -> int:
         """Forget chunks whose interrupted write was undone in every store; ``rollback`` goes to the history."""
         now = _now()
@@ -216,6 +246,7 @@ class Ledger:
             )
         return len(batch)
 
+    @_serialised
     def set_stores(self, changes: Iterable[tuple[LedgerEntry, frozenset[str]]]) -> int:
         """Record that done chunks are held by exactly these stores (a repair found one missing)."""
         now = _now()
@@ -231,6 +262,7 @@ class Ledger:
             )
         return len(batch)
 
+    @_serialised
     def history(self, chunk_id: str | None = None) -> list[dict[str, str]]:
         """Audit rows, oldest first (optionally for one chunk)."""
         sql = "SELECT ts, action, id, doc_id, source, content_hash, stores FROM history"
@@ -241,6 +273,7 @@ class Ledger:
         keys = ("ts", "action", "id", "doc_id", "source", "content_hash", "stores")
         return [dict(zip(keys, r, strict=True)) for r in self.conn.execute(sql + " ORDER BY seq", args)]
 
+    @_serialised
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()

@@ -148,7 +148,7 @@ class SqliteGraphLane(BaseLane):
 
     async def aclose(self) -> None:
         """Close the connections."""
-        self.db.close()
+        await self.db.aclose()
 
 
 BACKEND = Backend(name="sqlite_graph", lane=SqliteGraphLane, writer=SqliteGraphWriter)

@@ -289,4 +289,4 @@ class SqliteGraphWriter:
         try:
             await self.finish()
         finally:
-            self.db.close()
+            await self.db.aclose()

@@ -188,7 +188,7 @@ class SqliteFtsKeywordLane(BaseLane):
         """Close the connections (after a running refresh of the in-memory index)."""
         if self.memory is not None:
             await asyncio.to_thread(self.memory.close)
-        self.db.close()
+        await self.db.aclose()
 
 
 BACKEND = Backend(name="sqlite_fts", lane=SqliteFtsKeywordLane, writer=SqliteFtsWriter)

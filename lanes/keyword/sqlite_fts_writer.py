@@ -88,4 +88,4 @@ class SqliteFtsWriter:
 
     async def aclose(self) -> None:
         """Close the connections."""
-        self.db.close()
+        await self.db.aclose()

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import threading
 from pathlib import Path
+
+import pytest
 
 from fabric.models import BoundConstraints
 from fabric.writers.model import to_stored_simhash
@@ -105,3 +109,46 @@ class TestSimhashColumn:
             assert _read(db) == [4837]
         finally:
             db.close()
+
+
+class TestCloseWaitsForCallsInFlight:
+    async def test_a_cancelled_callers_statement_finishes_before_the_connections_close(self, tmp_path: Path) -> None:
+        """A caller cancelled while its call runs (a lane past its budget, an ingest stopped at shutdown) leaves
+        the thread on its connection: ``close`` waits for it instead of closing the connection under a running
+        statement (which crashes the interpreter), and the row it wrote is committed."""
+        db = SqliteDb(tmp_path / "w.sqlite", CHUNKS_DDL)
+        started, release = threading.Event(), threading.Event()
+        marks = ", ".join("?" * N_CHUNK_COLUMNS)
+
+        def write(conn: sqlite3.Connection) -> None:
+            started.set()
+            release.wait()
+            with conn:
+                conn.execute(f"INSERT INTO chunks ({CHUNK_COLUMNS}) VALUES ({marks})", chunk_row(chunk("a", "text")))
+
+        caller = asyncio.create_task(db.run(write))
+        waiting = asyncio.ensure_future(asyncio.to_thread(started.wait, 30.0))
+        await asyncio.wait({caller, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        assert started.is_set()
+        assert not caller.done()
+        caller.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        closing = asyncio.create_task(db.aclose())
+        await asyncio.sleep(0.1)
+        assert not closing.done()  # still waiting for the write
+        release.set()
+        await closing
+        reader = sqlite3.connect(tmp_path / "w.sqlite")
+        assert reader.execute("SELECT id FROM chunks").fetchall() == [("a",)]
+        reader.close()
+
+    async def test_a_call_after_close_opens_a_new_connection(self, tmp_path: Path) -> None:
+        """``close`` ends the connections it opened; the next call works on a new one."""
+        db = SqliteDb(tmp_path / "r.sqlite", CHUNKS_DDL)
+        first = await db.run(lambda conn: conn)
+        await db.aclose()
+        with pytest.raises(sqlite3.ProgrammingError):
+            first.execute("SELECT 1")
+        assert await db.run(lambda conn: conn.execute("SELECT count(*) FROM chunks").fetchone()) == (0,)
+        db.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -94,3 +96,29 @@ class TestStoredChunks:
         """A corrupt or foreign file is read as an empty home, not a traceback."""
         (tmp_path / LEDGER_FILE).write_bytes(b"not a database")
         assert stored_chunks(tmp_path) == 0
+
+
+class TestThreads:
+    def test_close_waits_for_the_call_in_flight(self, tmp_path: Path) -> None:
+        """An ingest cancelled at shutdown closes its ledger while a worker thread may still be writing it: the
+        close waits for that write (closing the connection under it would crash the interpreter), which lands."""
+        led = Ledger(tmp_path / LEDGER_FILE)
+        blocker = sqlite3.connect(tmp_path / LEDGER_FILE, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # the ledger's write now waits in SQLite's busy handler
+        entered = threading.Event()
+        led.conn.set_trace_callback(lambda _sql: entered.set())  # the write's first statement has started
+        writing = threading.Thread(target=led.mark_pending, args=([("c1", "d", "s", "h")], []))
+        writing.start()
+        assert entered.wait(30.0)
+        closing = threading.Thread(target=led.close)
+        closing.start()
+        closing.join(0.2)
+        assert writing.is_alive()
+        assert closing.is_alive()
+        blocker.execute("COMMIT")
+        writing.join()
+        closing.join()
+        blocker.close()
+        again = Ledger(tmp_path / LEDGER_FILE)
+        assert [e.state for e in again.entries("s").values()] == ["pending"]
+        again.close()

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 
 import pytest
 
 from fabric.config import load_settings
 from fabric.errors import IngestError
+from fabric.ingest.check import check_stores
 from fabric.ingest.ledger import stored_chunks
 from fabric.ingest.pipeline import Progress
 from fabric.ingest.run import run_ingest
+from fabric.ingest.writers import build_writers
+from lanes.base import LaneResources
 
 
 @pytest.fixture
@@ -74,3 +79,56 @@ class TestRunIngest:
         """A path that does not exist is reported as IngestError."""
         with pytest.raises(IngestError):
             await run_ingest(settings(tmp_path), tmp_path / "absent", "markdown")
+
+    async def test_cancelled_at_any_moment_the_next_run_completes_and_the_stores_agree(self, tmp_path: Path) -> None:
+        """The service stops a running ingest by cancelling it: at every step it reports (one store's batch written
+        while the others are still writing in worker threads, the ledger's updates), the stores and the ledger close
+        only once their thread is done (closing a SQLite connection under a running statement crashes the
+        interpreter), and the next run finishes with every store agreeing with the ledger."""
+        s = settings(tmp_path)
+        src = tmp_path / "notes"
+        src.mkdir()
+
+        def rewrite(round_: int) -> None:  # new text each round: every round writes every store
+            for i in range(300):
+                (src / f"n{i}.md").write_text(f"# Note {i}\n\nAlice Smith met Bob Jones in Paris, round {round_}.\n")
+
+        rewrite(0)
+        counted = CancelAt(None)
+        await run_ingest(s, src, "markdown", counted)
+        assert counted.calls > 5
+        for at in range(counted.calls):
+            rewrite(at + 1)
+            run = asyncio.create_task(run_ingest(s, src, "markdown", CancelAt(at)))
+            with contextlib.suppress(asyncio.CancelledError):
+                await run
+        report = await run_ingest(s, src, "markdown")
+        assert (report.docs, report.pending, set(report.stores.values())) == (300, 0, {"ok"})
+        writers = build_writers(s, LaneResources(home=s.home))
+        try:
+            check = await check_stores(s.home, writers, vectors=False)
+        finally:
+            for writer in writers:
+                await writer.aclose()
+        assert (check.agree, check.errors) == (True, {})
+
+
+class CancelAt(Progress):
+    """Cancels the running task at its ``at``-th progress report (None: never); counts the reports."""
+
+    def __init__(self, at: int | None) -> None:
+        self.at = at
+        self.calls = 0
+
+    def _tick(self) -> None:
+        if self.calls == self.at:
+            task = asyncio.current_task()
+            assert task is not None
+            task.cancel()
+        self.calls += 1
+
+    def stage(self, name: str, total: int) -> None:
+        self._tick()
+
+    def advance(self, name: str, n: int) -> None:
+        self._tick()
