@@ -1,13 +1,13 @@
 """Instruction counts of fusion and of one engine query (valgrind callgrind): figures the machine's state cannot move.
 
-The wall-clock benches (``budget``, ``fusion``) move by ±30 % within minutes on a shared machine, so two
-versions of the code cannot be compared by running them an hour apart. Counted instructions do not depend on
-the machine's load or clock speed: each workload runs in a child process under ``valgrind --tool=callgrind``
-twice, with ``calls`` timed operations and with none, after the same set-up, and the difference divided by
-``calls`` is the cost of one operation (``PYTHONHASHSEED=0``, one OpenBLAS thread: its idle workers spin, and
-their instructions made a run's total vary by a few million; with one thread two runs agree within a few dozen
-instructions). Each workload still repeats its operation (``--calls`` fusion calls, 10 × as many floor calls,
-5 × as many small fusions, ``--queries`` engine queries).
+The wall-clock benches (``budget``, ``fusion``) move by ±30 % within minutes on a shared machine, so two versions of
+the code cannot be compared by running them an hour apart. Counted instructions do not depend on the machine's load
+or clock speed: each workload runs in a child process under ``valgrind --tool=callgrind`` (one child per core at a
+time, since the load cannot move a count) twice, with ``calls`` timed operations and with none, after the same
+set-up, and the difference divided by ``calls`` is the cost of one operation (``PYTHONHASHSEED=0``, one OpenBLAS
+thread: its idle workers spin, and their instructions made a run's total vary by a few million; with one thread two
+runs agree within a few dozen instructions). Each workload still repeats its operation (``--calls`` fusion calls, 10
+× as many floor calls, 5 × as many small fusions, ``--queries`` engine queries).
 Workloads:
 
 - ``fusion_6x50``: ``fuse`` on 6 lanes × 50 hits plus the first page of 10 (``fabric bench fusion``'s call);
@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +60,6 @@ def parse_collected(stderr: str) -> int:
 
 
 def _fusion_ops(name: str, calls: int, inputs: int) -> Callable[[], None]:
-    from bench import budget
     from bench.fusion import _freeze, _thaw, plain_rrf
     from fabric.config import load_settings
     from fabric.models import LaneKind, LaneOutcome, LaneStatus
@@ -67,6 +67,9 @@ def _fusion_ops(name: str, calls: int, inputs: int) -> Callable[[], None]:
     from tests.support.hits import NOW, make_outcomes
 
     if name == "fusion_3x10":
+        from bench import budget  # its lanes and settings (and aiohttp): imported only where used (import under
+        # valgrind costs about 50 x its native time, the whole of a cheap workload's run)
+
         settings = budget._settings(100.0, Path(tempfile.gettempdir()))
         lanes = budget._lanes(7)
         outcomes: dict[str, LaneOutcome] = {}
@@ -176,7 +179,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    """Count every workload twice under callgrind and return instructions per operation."""
+    """Count every workload twice under callgrind (the runs in parallel, one per core) and return instructions per
+    operation."""
     from fabric.errors import QueryError
 
     if args.calls < 1 or args.queries < 1:
@@ -187,22 +191,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from rich.progress import Progress
 
     names = args.workloads or list(WORKLOADS)
+    ops = {n: args.queries if n == "engine_query" else args.calls * _SCALE.get(n, 1) for n in names}
+    runs = [(name, calls) for name in names for calls in (0, ops[name])]  # set-up only, then with the operations
+    counted: dict[tuple[str, int], int] = {}
+    # One child per core at a time: a process's count does not depend on what else runs, only the wall time does.
+    with (
+        Progress(transient=True, disable=not sys.stderr.isatty()) as progress,
+        ThreadPoolExecutor(max_workers=max(1, min(len(runs), os.cpu_count() or 1))) as pool,
+    ):
+        task = progress.add_task(f"callgrind: {len(runs)} runs of {', '.join(names)}", total=len(runs))
+        futures = {pool.submit(_count, valgrind, name, calls, ops[name]): (name, calls) for name, calls in runs}
+        for future in as_completed(futures):
+            counted[futures[future]] = future.result()
+            progress.advance(task)
     out: dict[str, Any] = {}
-    with Progress(transient=True, disable=not sys.stderr.isatty()) as progress:
-        task = progress.add_task("callgrind", total=2 * len(names))
-        for name in names:
-            n = args.queries if name == "engine_query" else args.calls * _SCALE.get(name, 1)
-            progress.update(task, description=f"{name}: set-up only")
-            base = _count(valgrind, name, 0, n)
-            progress.advance(task)
-            progress.update(task, description=f"{name}: {n} operations")
-            total = _count(valgrind, name, n, n)
-            progress.advance(task)
-            out[f"{name}_instructions"] = round((total - base) / n)
+    for name in names:
+        out[f"{name}_instructions"] = round((counted[name, ops[name]] - counted[name, 0]) / ops[name])
     if "fusion_6x50_instructions" in out and "floor_6x50_instructions" in out:
         out["ratio_to_floor_6x50"] = round(out["fusion_6x50_instructions"] / out["floor_6x50_instructions"], 2)
     out["calls"], out["queries"] = args.calls, args.queries
-    out["operations"] = {n: args.queries if n == "engine_query" else args.calls * _SCALE.get(n, 1) for n in names}
+    out["operations"] = ops
     return out
 
 
