@@ -131,10 +131,13 @@ class SharedState:
     Args:
         url: ``FABRIC_STATE_URL``.
         max_size: connections per pool.
+        open_timeout: seconds to keep trying to reach the database at start (it may still be starting) before
+            :meth:`open` gives up.
     """
 
-    def __init__(self, url: str, *, max_size: int = 8) -> None:
+    def __init__(self, url: str, *, max_size: int = 8, open_timeout: float = 15.0) -> None:
         self.url = check_state_url(url)
+        self.open_timeout = open_timeout
         self.where = _redacted(url)
         """The URL without credentials (for logs and errors)."""
         self.sync = ConnectionPool(
@@ -151,7 +154,7 @@ class SharedState:
             ConfigError: the database cannot be reached.
         """
         try:
-            self.sync.open(wait=True, timeout=15.0)
+            self.sync.open(wait=True, timeout=self.open_timeout)
             with self.sync.connection() as conn:
                 ensure_schema(conn)
         except (psycopg.Error, TimeoutError) as exc:
@@ -168,7 +171,7 @@ class SharedState:
 
         await asyncio.to_thread(self.open_sync)
         try:
-            await self.aio.open(wait=True, timeout=15.0)
+            await self.aio.open(wait=True, timeout=self.open_timeout)
         except (psycopg.Error, TimeoutError) as exc:
             await asyncio.to_thread(self.sync.close)
             raise ConfigError(f"shared state database {self.where} unreachable: {exc}", key=STATE_URL_ENV) from None

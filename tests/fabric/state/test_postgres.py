@@ -45,7 +45,7 @@ async def test_replicas_starting_together_create_one_schema(state_url: str) -> N
 
 def test_unreachable_database_is_a_config_error(postgres_server: object) -> None:
     """A database that does not answer is a ConfigError naming it without its password."""
-    state = SharedState("postgresql://fabric:s3cret@127.0.0.1:1/nowhere?connect_timeout=1")
+    state = SharedState("postgresql://fabric:s3cret@127.0.0.1:1/nowhere?connect_timeout=1", open_timeout=1.0)
     state.sync.timeout = 2.0
     with pytest.raises(ConfigError, match="unreachable") as info:
         state.open_sync()
