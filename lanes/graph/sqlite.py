@@ -1,19 +1,24 @@
 """Graph lane over the embedded SQLite graph (provider ``sqlite_graph``): simplified GraphRAG of seed 004.
 
-Query entities (the store's extractor, plus the query's 1–3-grams that name a known entity) → map to entity
-nodes → expand ``request.constraints.search_depth`` hops (1 by default) over relation edges, the strongest
-``fanout`` neighbours per hop: outgoing ``Entity --predicate--> Entity`` edges of every predicate (seed 004 §4A),
-and ``co_occurs`` edges both ways (co-occurrence is symmetric) → evidence chunks through provenance edges. A
-chunk scores the sum of ``idf(entity) * hop_decay ** hops`` over the entities that reach it; ``Hit.graph_hops``
-is its smallest hop count. Each hit's metadata carries the query's ``entity_match_rate`` (share of extracted query
-entities found in the graph, after normalisation), the matched entities, and the entities that led to the chunk.
+Query entities (the store's extractor, plus the query's 1–3-grams that name a known entity) → map to entity nodes →
+expand ``request.constraints.search_depth`` hops (1 by default) over relation edges, the strongest ``fanout``
+neighbours per hop: outgoing ``Entity --predicate--> Entity`` edges of every predicate (seed 004 §4A), and
+``co_occurs`` edges both ways (co-occurrence is symmetric) → evidence chunks through provenance edges. A chunk
+scores the sum of ``idf(entity) * hop_decay ** hops`` over the entities that reach it; ``Hit.graph_hops`` is its
+smallest hop count. A neighbour (hop ≥ 1) mentioned in more than ``neighbour_max_df`` of the chunks (4 %, and 50
+chunks) adds nothing: its idf weight is small, and such entities made 58 % of the score updates on SciFact (fused
+nDCG@10 with and without: SciFact train 0.7417 / 0.7412, CISI test 0.4611 / 0.4609; the time saved is within this
+machine's noise). The query's own entities always count. Each hit's metadata carries the query's
+``entity_match_rate`` (share of extracted query entities found in the graph, after normalisation), the matched
+entities, and the entities that led to the chunk.
 
 Options (``lanes.toml``)::
 
     [lanes.graph]
     kind = "graph"
     backend = "sqlite_graph"
-    options = { path = ".fabric/graph.sqlite", hop_decay = 0.5, fanout = 30, aliases_file = "config/aliases.toml" }
+    options = { path = ".fabric/graph.sqlite", hop_decay = 0.5, fanout = 30, neighbour_max_df = 0.04,
+                aliases_file = "config/aliases.toml" }
 """
 
 from __future__ import annotations
@@ -41,7 +46,9 @@ log = structlog.get_logger(__name__)
 _MENTIONED = (
     "SELECT id FROM entities e WHERE id IN ({marks}) AND EXISTS (SELECT 1 FROM mentions WHERE entity_id = e.id)"
 )
-_MENTIONS = "SELECT entity_id, json_group_array(chunk_id) FROM mentions"
+_MENTIONS = "SELECT entity_id, COUNT(*), json_group_array(chunk_id) FROM mentions"
+_COMMON_FLOOR = 50
+"""A neighbour is too common to follow only above this many chunks too (in a small home every hop counts)."""
 _NEIGHBOURS = (  # one vote per (entity, neighbour, chunk): a verb edge that restates a co-occurrence adds reach,
     # not weight (counted twice, it pulled SciFact's nDCG@10 from 0.7408 to 0.7392)
     "SELECT other, COUNT(*) AS w FROM (SELECT DISTINCT src, other, chunk_id FROM ("
@@ -64,6 +71,7 @@ class SqliteGraphLane(BaseLane):
         super().__init__(spec, resources)
         self.hop_decay = float(spec.options.get("hop_decay", 0.5))
         self.fanout = int(spec.options.get("fanout", 30))
+        self.neighbour_max_df = float(spec.options.get("neighbour_max_df", 0.04))
         self.db = SqliteDb(graph_path(spec, resources), GRAPH_SCHEMA)
         self.extractor = extractor
         self.aliases: dict[str, str] = {}
@@ -102,9 +110,12 @@ class SqliteGraphLane(BaseLane):
         scores: dict[str, float] = {}
         get = scores.get
         chunks_of: dict[int, list[str]] = {}
-        for eid, listed in conn.execute(sql, ids):  # one row per entity: its chunks as a JSON array
+        too_common = max(self.neighbour_max_df * n_chunks, _COMMON_FLOOR)
+        for eid, df, listed in conn.execute(sql, ids):  # one row per entity: its chunks as a JSON array
+            if df > too_common and reach[eid][0] > 0:
+                continue  # a neighbour that most chunks mention: little weight, most of the work
             chunks = chunks_of[eid] = json.loads(listed)
-            weight = math.log(1 + n_chunks / len(chunks)) * self.hop_decay ** reach[eid][0]  # idf: df = len(chunks)
+            weight = math.log(1 + n_chunks / df) * self.hop_decay ** reach[eid][0]  # idf
             scores.update({c: get(c, 0.0) + weight for c in chunks})
         return scores, sorted(matched), rate, {eid: (*reach[eid], chunks_of[eid]) for eid in chunks_of}
 

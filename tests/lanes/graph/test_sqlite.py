@@ -78,6 +78,24 @@ class TestLane:
         assert by_id["c2"].score < by_id["c1"].score
         assert "c4" not in by_id
 
+    async def test_a_neighbour_most_chunks_mention_adds_nothing_a_query_entity_still_counts(
+        self, tmp_path: Path
+    ) -> None:
+        """Paris is Marie Curie's neighbour and is mentioned in 60 of 61 chunks (over 4 % and 50 chunks): reached
+        through Marie Curie it scores none of them; asked for by name, it does. With the cut raised (option
+        ``neighbour_max_df``), the neighbour counts again."""
+        common = [chunk(f"p{i}", f"Paris hosted meeting {i}.") for i in range(59)]
+        await _store(tmp_path, [chunk("c1", "Marie Curie lived in Paris."), *common, chunk("x", "Bananas.")])
+        async with SqliteGraphLane(spec(LaneKind.GRAPH, "sqlite_graph"), resources(tmp_path)) as lane:
+            via_neighbour = {h.id for h in await lane.search(LaneRequest(query="Marie Curie", top_k=100))}
+            by_name = {h.id for h in await lane.search(LaneRequest(query="Paris", top_k=100))}
+        assert via_neighbour == {"c1"}
+        assert by_name == {"c1"} | {c.id for c in common}
+        wide = spec(LaneKind.GRAPH, "sqlite_graph", neighbour_max_df=1.0)
+        async with SqliteGraphLane(wide, resources(tmp_path)) as lane:
+            widened = {h.id for h in await lane.search(LaneRequest(query="Marie Curie", top_k=100))}
+        assert widened == {"c1"} | {c.id for c in common}
+
     async def test_query_years_put_dated_chunks_outside_them_last(self, tmp_path: Path) -> None:
         """Inferred years rank an undated chunk first, and a chunk published outside them still comes back."""
         old = datetime(1911, 5, 1, tzinfo=UTC)
