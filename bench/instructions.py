@@ -67,8 +67,7 @@ def _fusion_ops(name: str, calls: int, inputs: int) -> Callable[[], None]:
     from tests.support.hits import NOW, make_outcomes
 
     if name == "fusion_3x10":
-        from bench import budget  # its lanes and settings (and aiohttp): imported only where used (import under
-        # valgrind costs about 50 x its native time, the whole of a cheap workload's run)
+        from bench import budget  # its lanes and settings: imported only by the workload that uses them
 
         settings = budget._settings(100.0, Path(tempfile.gettempdir()))
         lanes = budget._lanes(7)
