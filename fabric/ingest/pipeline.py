@@ -385,7 +385,13 @@ async def _write_all(
     progress.stage("write", sum(len(mine) for _, mine, _ in jobs))
     held: dict[str, set[str]] = {c.id: set() for c, _, _ in todo}
     # stores are independent: write them concurrently (SQLite stores work in threads)
-    oks = await asyncio.gather(*(_write(w, mine, dels, progress, report) for w, mine, dels in jobs))
+    tasks = [asyncio.ensure_future(_write(w, mine, dels, progress, report)) for w, mine, dels in jobs]
+    try:
+        oks = await asyncio.gather(*tasks)
+    finally:  # one store's task cancelled (or failed): stop the others before the caller closes the writers
+        for task in tasks:
+            task.cancel()
+        await asyncio.wait(tasks)
     for (w, mine, _), ok in zip(jobs, oks, strict=True):
         if ok:
             for c in mine:

@@ -146,6 +146,60 @@ async def test_a_prefetching_store_hears_of_each_next_batch(tmp_path: Path, monk
     assert _sqlite_ids(home / "graph.sqlite") == {i for b in written for i in b}
 
 
+class _CancelsItsTask(_Counting):
+    """A store whose write task is cancelled at its first batch (the service stopping an ingest cancels the task
+    that is reporting progress, which may be one store's)."""
+
+    async def upsert(self, chunks: Sequence[Chunk]) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        await asyncio.sleep(0)
+
+
+class _Closable(_Counting):
+    """A slow store that counts the batches it was asked to write after it was closed."""
+
+    def __init__(self, inner: StoreWriter) -> None:
+        super().__init__(inner)
+        self.closed = False
+        self.after_close = 0
+
+    async def upsert(self, chunks: Sequence[Chunk]) -> None:
+        await asyncio.sleep(0.01)
+        if self.closed:
+            self.after_close += 1
+        await super().upsert(chunks)
+
+    async def aclose(self) -> None:
+        self.closed = True
+        await super().aclose()
+
+
+async def test_one_store_cancelled_stops_the_others_before_the_writers_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One store's write task cancelled: the others stop too before the caller closes the writers (they used to
+    write on, into closed writers)."""
+    import fabric.ingest.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "BATCH", 2)
+    d = tmp_path / "docs"
+    d.mkdir()
+    for i in range(10):
+        (d / f"n{i}.md").write_text(f"# Note {i}\n\nAbout Qdrant and topic {i}.\n")
+    home = tmp_path / "home"
+    res = resources(home, None)
+    slow = _Closable(SqliteFtsWriter(spec(LaneKind.KEYWORD, "sqlite_fts"), res))
+    cancelled = _CancelsItsTask(SqliteGraphWriter(spec(LaneKind.GRAPH, "sqlite_graph"), res))
+    with pytest.raises(asyncio.CancelledError):
+        await _run(d, home, None, [cancelled, slow])
+    written = slow.upserted
+    await asyncio.sleep(0.2)
+    assert (slow.upserted, slow.after_close) == (written, 0)
+    assert written < 10
+
+
 class TestIdempotency:
     async def test_first_run_writes_every_store(self, docs: Path, tmp_path: Path) -> None:
         """Every chunk lands in the keyword, vector and graph stores."""
