@@ -17,8 +17,9 @@ or JSON object ``{alias = canonical}``), read when the store or lane opens, neve
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from lanes.graph.chunk_graph import chunk_extraction, load_aliases
 from lanes.graph.extract import EntityExtractor, Extraction, RuleExtractor
 from lanes.graph.extract_pool import PART, ExtractionPool, Part
 from lanes.graph.extract_pool import available as pool_available
+from lanes.graph.sql_process import SqlProcess, SqlProcessFailed
 from lanes.graph.sqlite_bulk import SLICE, write_extractions
 from lanes.sqlite_common import CHUNK_COLUMNS, CHUNKS_DDL, SqliteDb, chunk_row
 
@@ -45,6 +47,7 @@ __all__ = [
     "chunk_extraction",
     "graph_path",
     "load_aliases",
+    "write_batch",
 ]
 
 GRAPH_TABLES = (
@@ -74,6 +77,9 @@ log = structlog.get_logger(__name__)
 
 POOL_MIN_BATCH = 128
 """Smallest batch whose extraction goes to the worker process (below it, starting the process costs more)."""
+
+AHEAD = 2
+"""Prefetched batches kept waiting for their upsert."""
 
 _TRIPLES = (
     "SELECT r.chunk_id, s.label, r.predicate, o.label FROM relations r "
@@ -110,6 +116,37 @@ def _create_indexes(conn: sqlite3.Connection) -> None:
     conn.executescript("\n".join(GRAPH_INDEXES.values()))
 
 
+def write_batch(
+    conn: sqlite3.Connection,
+    rows: Sequence[tuple[Any, ...]],
+    parts: Iterable[Sequence[tuple[str, Extraction]]],
+    deferred: bool,
+) -> bool:
+    """Store one batch in one transaction: the ``chunks`` rows (:func:`~lanes.sqlite_common.chunk_row`), their
+    old edges deleted, then each part of extractions as it comes. ``deferred``: the secondary indexes wait for the
+    end of a bulk load (built here first if the batch re-writes a stored id). Returns whether they still wait.
+
+    Run in the writer's thread, or in the SQL process (:mod:`lanes.graph.sql_process`): the same statements."""
+    # a bigger page cache and fewer WAL checkpoints for this writer's connection: at 50K passages the B-tree
+    # pages a batch touches are rewritten less often (3.6 GB written instead of 4.7; SQL CPU 18.1 -> 14.9 s)
+    conn.execute("PRAGMA cache_size = -32768")
+    conn.execute("PRAGMA wal_autocheckpoint = 20000")
+    ids = [r[0] for r in rows]
+    if deferred:  # without the chunk indexes a delete scans: delete only what is there (nothing, mostly)
+        ids = _existing(conn, ids)
+        if ids:
+            _create_indexes(conn)
+            deferred = False
+    with conn:
+        gone = [(i,) for i in ids]
+        conn.executemany("DELETE FROM mentions WHERE chunk_id = ?", gone)
+        conn.executemany("DELETE FROM relations WHERE chunk_id = ?", gone)
+        conn.executemany(_UPSERT, rows)
+        for part in parts:
+            write_extractions(conn, part)
+    return deferred
+
+
 class SqliteGraphWriter:
     """Store writer of the SQLite graph: extracts entities and relations from each chunk.
 
@@ -122,7 +159,9 @@ class SqliteGraphWriter:
 
     Extraction runs in a worker process (:class:`~lanes.graph.extract_pool.ExtractionPool`) for batches of at least
     :data:`POOL_MIN_BATCH` chunks when the writer uses the default extractor and ``options.extract_process`` is not
-    false; smaller batches and other extractors run in the writer's thread.
+    false; smaller batches and other extractors run in the writer's thread. The statements of such a batch run in
+    a third process (:class:`~lanes.graph.sql_process.SqlProcess`, exec'd) unless ``options.sql_process`` is
+    false; if it dies, the writer logs ``graph_sql_process_failed`` and runs them in its thread from then on.
     """
 
     store = "sqlite_graph"
@@ -135,8 +174,10 @@ class SqliteGraphWriter:
         self._aliases: dict[str, str] = {}
         self._pooled = extractor is None and LaneOptions(spec).flag("extract_process", True) and pool_available()
         self._pool: ExtractionPool | None = None
+        self._sql_on = self._pooled and LaneOptions(spec).flag("sql_process", True)
+        self._sql: SqlProcess | None = None
         self._deferred = False  # the secondary indexes are built after the bulk load
-        self._ahead: tuple[list[str], list[Part]] | None = None  # ids and their prefetch
+        self._ahead: dict[tuple[str, ...], list[Part]] = {}  # prefetched batches by their ids, oldest first
 
     async def open(self) -> None:
         """Create tables, load the alias table and record it in the store; defer the indexes of an empty store."""
@@ -157,14 +198,12 @@ class SqliteGraphWriter:
         self._deferred = await self.db.run(init)  # opened again later (the audit's read): the indexes are built
 
     def _extractions(self, chunks: Sequence[Chunk]) -> list[Part] | None:
-        """The batch's extractions in flight in the worker process (those :meth:`prefetch` started, if it was
+        """The batch's extractions in flight in the worker process (those :meth:`prefetch` started, if it named
         this batch), or None when they are made in the writer."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None:
-            if ahead[0] == [c.id for c in chunks]:
-                return ahead[1]
-            for pending in ahead[1]:
-                pending.cancel()
+        ahead = self._ahead.pop(tuple(c.id for c in chunks), None)
+        return ahead if ahead is not None else self._submit(chunks)
+
+    def _submit(self, chunks: Sequence[Chunk]) -> list[Part] | None:
         if not self._pooled or self.extractor is None or len(chunks) < POOL_MIN_BATCH:
             return None
         if self._pool is None:
@@ -176,15 +215,40 @@ class SqliteGraphWriter:
             self._pool_failed()
             return None
 
+    def _sql_process(self) -> SqlProcess | None:
+        """The process that runs a pooled batch's SQL (started with the first one), or None: in the thread."""
+        if self._sql is None and self._sql_on:
+            try:
+                self._sql = SqlProcess(self.db.path, GRAPH_TABLES)
+            except OSError as exc:
+                self._sql_failed(exc)
+        return self._sql
+
+    def _sql_failed(self, exc: BaseException) -> None:
+        log.warning("graph_sql_process_failed", store=self.store, error=str(exc), fallback="SQL in the writer's thread")
+        self._sql_on = False
+        sql, self._sql = self._sql, None
+        if sql is not None:
+            sql.close()
+
     def _pool_failed(self) -> None:
         log.warning("graph_extract_process_failed", store=self.store, fallback="extracting in the writer's thread")
         self._pooled = False
 
     def prefetch(self, chunks: Sequence[Chunk]) -> None:
-        """Start extracting the batch the next :meth:`upsert` writes, so that the worker process extracts it while
-        this writer stores the current one (:class:`~fabric.writers.model.PrefetchingStore`)."""
-        parts = self._extractions(chunks)
-        self._ahead = ([c.id for c in chunks], parts) if parts is not None else None
+        """Start extracting a batch a later :meth:`upsert` writes (the ingest names the next batch just before it
+        writes the current one), so that the worker process extracts it while this writer stores the current one
+        (:class:`~fabric.writers.model.PrefetchingStore`). At most :data:`AHEAD` batches wait: an older one that
+        no upsert took is dropped."""
+        key = tuple(c.id for c in chunks)
+        if not key or key in self._ahead:
+            return
+        while len(self._ahead) >= AHEAD:
+            for pending in self._ahead.pop(next(iter(self._ahead))):
+                pending.cancel()
+        parts = self._submit(chunks)
+        if parts is not None:
+            self._ahead[key] = parts
 
     async def upsert(self, chunks: Sequence[Chunk]) -> None:
         """Replace the chunks' payload, entities, relations and provenance edges."""
@@ -208,26 +272,23 @@ class SqliteGraphWriter:
                     return
                 yield list(zip((c.id for c in chunks[i * PART : (i + 1) * PART]), part, strict=True))
 
-        def write(conn: sqlite3.Connection) -> None:
-            # a bigger page cache and fewer WAL checkpoints for this writer's connection: at 50K passages the B-tree
-            # pages a batch touches are rewritten less often (3.6 GB written instead of 4.7; SQL CPU 18.1 -> 14.9 s)
-            conn.execute("PRAGMA cache_size = -32768")
-            conn.execute("PRAGMA wal_autocheckpoint = 20000")
-            ids = [c.id for c in chunks]
-            if self._deferred:  # without the chunk indexes a delete scans: delete only what is there (nothing, mostly)
-                ids = _existing(conn, ids)
-                if ids:
-                    self._end_bulk(conn)
-            with conn:
-                rows = [(i,) for i in ids]
-                conn.executemany("DELETE FROM mentions WHERE chunk_id = ?", rows)
-                conn.executemany("DELETE FROM relations WHERE chunk_id = ?", rows)
-                conn.executemany(_UPSERT, [chunk_row(c) for c in chunks])
-                for part in extracted():
-                    write_extractions(conn, part)
+        rows = [chunk_row(c) for c in chunks]
+        deferred = self._deferred
+        sql = self._sql_process() if parts is not None else None
+
+        def write() -> bool:
+            todo = extracted()
+            if sql is None:
+                return self.db.call(lambda conn: write_batch(conn, rows, todo, deferred))
+            sent: list[Sequence[tuple[str, Extraction]]] = []  # what the process got, kept for the fallback
+            try:
+                return sql.write(rows, deferred, todo, sent)
+            except SqlProcessFailed as exc:  # it died: its transaction is gone, or committed (rows are upserts)
+                self._sql_failed(exc)
+                return self.db.call(lambda conn: write_batch(conn, rows, itertools.chain(sent, todo), deferred))
 
         try:
-            await self.db.run(write)
+            self._deferred = await asyncio.to_thread(write)
         finally:
             for pending in parts or ():
                 pending.cancel()
@@ -246,9 +307,22 @@ class SqliteGraphWriter:
         return {"indexed": True}
 
     async def _close_pool(self) -> None:
-        pool, self._pool, self._ahead = self._pool, None, None
-        if pool is not None:
-            await asyncio.to_thread(pool.close)  # waits for the worker to exit
+        """Stop the SQL process (after the batch in flight) and the extraction process, in a worker thread that
+        a cancellation does not stop: cancelled before it started, a plain ``to_thread`` would never run, and
+        the processes would outlive the writer."""
+        sql, self._sql = self._sql, None
+        pool, self._pool, self._ahead = self._pool, None, {}
+
+        def close() -> None:
+            try:
+                if sql is not None:
+                    sql.close()
+            finally:
+                if pool is not None:
+                    pool.close()
+
+        if sql is not None or pool is not None:
+            await asyncio.shield(asyncio.to_thread(close))
 
     async def delete(self, ids: Sequence[str]) -> None:
         """Delete chunks with their edges, then entities no chunk mentions any more."""

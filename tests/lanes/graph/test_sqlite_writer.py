@@ -62,5 +62,5 @@ def test_public_api() -> None:
     """The module exports the writer, its schema and its helpers."""
     assert set(mod.__all__) == {
         "GRAPH_INDEXES", "GRAPH_SCHEMA", "GRAPH_TABLES", "POOL_MIN_BATCH", "SqliteGraphWriter", "chunk_extraction",
-        "graph_path", "load_aliases",
+        "graph_path", "load_aliases", "write_batch",
     }  # fmt: skip

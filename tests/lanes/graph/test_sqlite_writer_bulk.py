@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 import lanes.graph.sqlite_writer as mod
 from fabric.models import LaneKind, LaneRequest
 from fabric.writers.model import PrefetchingStore
 from lanes.graph.extract import Extraction
+from lanes.graph.extract_pool import ExtractionPool
 from lanes.graph.sqlite import SqliteGraphLane
 from tests.lanes.graph.test_extract_pool import corpus
 from tests.support.embedded import chunk, resources, spec
@@ -81,6 +83,7 @@ class TestSameRows:
         docs = corpus(200)
         await write(w, [docs[i : i + 70] for i in range(0, 200, 70)], prefetch=prefetch)
         assert w._pool is not None  # the process did the extracting
+        assert w._sql is not None  # and another one the SQL
         await w.aclose()
         assert rows(tmp_path / "bulk" / "graph.sqlite") == expected
         assert expected["relations"]
@@ -114,6 +117,62 @@ class TestSameRows:
         await w.upsert(docs[70:140])
         await w.upsert(docs[140:])
         assert w._pooled is False
+        await w.aclose()
+        assert rows(tmp_path / "bulk" / "graph.sqlite") == expected
+
+    async def test_each_batch_is_extracted_once_with_prefetch(
+        self, tmp_path: Path, small_batches: None, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The ingest names batch N+1 just before it writes batch N: the upsert of N takes N's prefetch (naming
+        N+1 must not drop it), so the process extracts each batch once."""
+        submitted: list[list[str]] = []
+        submit = ExtractionPool.submit
+
+        def counted(pool: ExtractionPool, chunks: Any) -> Any:
+            submitted.append([c.id for c in chunks])
+            return submit(pool, chunks)
+
+        monkeypatch.setattr(ExtractionPool, "submit", counted)
+        docs = corpus(200)
+        batches = [docs[i : i + 70] for i in range(0, 200, 70)]
+        w = writer(tmp_path)
+        await w.open()
+        w.prefetch(batches[0])
+        await write(w, batches, prefetch=True)
+        await w.aclose()
+        assert submitted == [[c.id for c in b] for b in batches]
+
+    async def test_sql_process_off_keeps_the_sql_in_the_thread(
+        self, tmp_path: Path, plain: Any, small_batches: None
+    ) -> None:
+        """``sql_process = false``: the extraction process still works, the statements run in the writer."""
+        expected = await plain()
+        w = writer(tmp_path / "bulk", sql_process=False)
+        docs = corpus(200)
+        await write(w, [docs[i : i + 70] for i in range(0, 200, 70)], prefetch=True)
+        assert w._pool is not None
+        assert w._sql is None
+        await w.aclose()
+        assert rows(tmp_path / "bulk" / "graph.sqlite") == expected
+
+    async def test_a_dead_sql_process_falls_back_to_the_thread(
+        self, tmp_path: Path, plain: Any, small_batches: None
+    ) -> None:
+        """The SQL process killed mid-ingest: the writer logs it, runs the statements in its thread from then on
+        and stores the same rows."""
+        expected = await plain()
+        w = writer(tmp_path / "bulk")
+        docs = corpus(200)
+        await w.upsert(docs[:70])
+        assert w._sql is not None
+        dead = w._sql.pid
+        os.kill(dead, signal.SIGKILL)
+        with structlog.testing.capture_logs() as logs:
+            await w.upsert(docs[70:140])
+            await w.upsert(docs[140:])
+        assert w._sql is None
+        assert w._sql_on is False
+        assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["graph_sql_process_failed"]
         await w.aclose()
         assert rows(tmp_path / "bulk" / "graph.sqlite") == expected
 
