@@ -391,7 +391,8 @@ async def _write_all(
     finally:  # one store's task cancelled (or failed): stop the others before the caller closes the writers
         for task in tasks:
             task.cancel()
-        await asyncio.wait(tasks)
+        if tasks:
+            await asyncio.wait(tasks)
     for (w, mine, _), ok in zip(jobs, oks, strict=True):
         if ok:
             for c in mine:

@@ -200,6 +200,12 @@ async def test_one_store_cancelled_stops_the_others_before_the_writers_close(
     assert written < 10
 
 
+async def test_no_store_at_all_is_an_empty_write_stage(docs: Path, tmp_path: Path) -> None:
+    """No writer (every lane off): the ingest still records its documents, and writes nowhere."""
+    report = await _run(docs, tmp_path / "home", None, [])
+    assert (report.docs, report.stores) == (3, {})
+
+
 class TestIdempotency:
     async def test_first_run_writes_every_store(self, docs: Path, tmp_path: Path) -> None:
         """Every chunk lands in the keyword, vector and graph stores."""
