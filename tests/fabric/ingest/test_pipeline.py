@@ -125,15 +125,21 @@ class _Prefetching(_Counting):
         await super().upsert(chunks)
 
 
-async def test_a_prefetching_store_hears_of_each_next_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Before writing batch i the pipeline names batch i+1 (an empty one after the last)."""
+def _notes_in_pairs(tmp_path: Path, n: int, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A folder of ``n`` Markdown notes, written by the pipeline in batches of 2."""
     import fabric.ingest.pipeline as pipeline
 
     monkeypatch.setattr(pipeline, "BATCH", 2)
     d = tmp_path / "docs"
     d.mkdir()
-    for i in range(5):
+    for i in range(n):
         (d / f"n{i}.md").write_text(f"# Note {i}\n\nAbout Qdrant and topic {i}.\n")
+    return d
+
+
+async def test_a_prefetching_store_hears_of_each_next_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before writing batch i the pipeline names batch i+1 (an empty one after the last)."""
+    d = _notes_in_pairs(tmp_path, 5, monkeypatch)
     home = tmp_path / "home"
     writer = _Prefetching(SqliteGraphWriter(spec(LaneKind.GRAPH, "sqlite_graph"), resources(home, None)))
     await _run(d, home, None, [writer])
@@ -181,13 +187,7 @@ async def test_one_store_cancelled_stops_the_others_before_the_writers_close(
 ) -> None:
     """One store's write task cancelled: the others stop too before the caller closes the writers (they used to
     write on, into closed writers)."""
-    import fabric.ingest.pipeline as pipeline
-
-    monkeypatch.setattr(pipeline, "BATCH", 2)
-    d = tmp_path / "docs"
-    d.mkdir()
-    for i in range(10):
-        (d / f"n{i}.md").write_text(f"# Note {i}\n\nAbout Qdrant and topic {i}.\n")
+    d = _notes_in_pairs(tmp_path, 10, monkeypatch)
     home = tmp_path / "home"
     res = resources(home, None)
     slow = _Closable(SqliteFtsWriter(spec(LaneKind.KEYWORD, "sqlite_fts"), res))

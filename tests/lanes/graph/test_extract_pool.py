@@ -6,9 +6,6 @@ import gc
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
-import time
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -19,6 +16,7 @@ from fabric.writers.model import Chunk
 from lanes.graph.chunk_graph import chunk_extraction
 from lanes.graph.extract import RuleExtractor
 from tests.support.embedded import chunk
+from tests.support.processes import assert_gone, run_killed_parent
 
 _NAMES = ["Vitamin D", "IL-6", "Marie Curie", "p53", "Reciprocal Rank Fusion", "U.S.", "BRCA1", "Paris"]
 _VERBS = ["reduces", "is inhibited by", "increased", "leads to", "is associated with", "does not affect"]
@@ -125,7 +123,6 @@ def test_available_here() -> None:
 
 def test_the_worker_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
     """A parent killed with SIGKILL (a crash point) leaves no orphan worker holding its pipes and its lock file."""
-    root = Path(__file__).parents[3]
     script = tmp_path / "parent.py"
     script.write_text(
         "import os, signal, sys\n"
@@ -136,26 +133,5 @@ def test_the_worker_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
         "print(*pool._executor._processes, flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == -signal.SIGKILL, done.stderr
-    (worker,) = (int(p) for p in done.stdout.split())
-    for _ in range(200):  # the worker checks every WATCH_S (0.2 s)
-        if not Path(f"/proc/{worker}").exists() or "Z" in _state(worker):
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError(f"worker {worker} outlived its parent")
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
-    except (OSError, IndexError):
-        return "Z"
+    (worker,) = (int(p) for p in run_killed_parent(script).split())
+    assert_gone(worker, "worker")  # the worker checks every WATCH_S (0.2 s)

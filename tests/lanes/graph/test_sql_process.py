@@ -5,8 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -22,6 +20,7 @@ from lanes.graph.sqlite_writer import GRAPH_TABLES, write_batch
 from lanes.sqlite_common import chunk_row
 from tests.lanes.graph.test_extract_pool import corpus
 from tests.lanes.graph.test_sqlite_writer_bulk import rows
+from tests.support.processes import assert_gone, run_killed_parent
 
 Part = Sequence[tuple[str, Extraction]]
 
@@ -132,7 +131,6 @@ def test_close_waits_for_the_batch_in_flight(tmp_path: Path, proc: mod.SqlProces
 
 def test_the_process_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
     """A parent killed with SIGKILL mid-batch: the child sees its stdin close, rolls back and exits."""
-    root = Path(__file__).parents[3]
     script = tmp_path / "parent.py"
     script.write_text(
         "import os, signal, sys\n"
@@ -149,27 +147,6 @@ def test_the_process_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
         "    yield parts[1]\n"
         "proc.write(rows, False, parts_then_die(), [])\n"
     )
-    done = subprocess.run(
-        [sys.executable, str(script)],
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == -signal.SIGKILL, done.stderr
-    child = int(done.stdout.split()[0])
-    for _ in range(200):
-        if not Path(f"/proc/{child}").exists() or _state(child) == "Z":
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError(f"SQL process {child} outlived its parent")
+    child = int(run_killed_parent(script).split()[0])
+    assert_gone(child, "SQL process")
     assert rows(tmp_path / "graph.sqlite")["chunks"] == []  # the open batch was rolled back
-
-
-def _state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][:1]
-    except (OSError, IndexError):
-        return "Z"
