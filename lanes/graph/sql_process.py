@@ -38,12 +38,18 @@ from typing import IO, Any
 
 from lanes.graph.extract import Extraction
 
-__all__ = ["CLOSE_S", "SqlProcess", "SqlProcessFailed", "main"]
+__all__ = ["CLOSE_S", "SqlProcess", "SqlProcessFailed", "available", "main"]
 
 CLOSE_S = 30.0
 """How long :meth:`SqlProcess.close` waits for the process to exit before killing it."""
 
 _Part = Sequence[tuple[str, Extraction]]
+
+
+def available() -> bool:
+    """Whether this process can exec a Python interpreter: ``sys.executable`` is one (an embedding host such as
+    uWSGI sets it to its own binary, which ``-m`` would not run as a module)."""
+    return Path(sys.executable).name.lower().startswith("python")
 
 
 class SqlProcessFailed(Exception):

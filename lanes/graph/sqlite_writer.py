@@ -35,6 +35,7 @@ from lanes.graph.extract import EntityExtractor, Extraction, RuleExtractor
 from lanes.graph.extract_pool import PART, ExtractionPool, Part
 from lanes.graph.extract_pool import available as pool_available
 from lanes.graph.sql_process import SqlProcess, SqlProcessFailed
+from lanes.graph.sql_process import available as sql_available
 from lanes.graph.sqlite_bulk import SLICE, write_extractions
 from lanes.sqlite_common import CHUNK_COLUMNS, CHUNKS_DDL, SqliteDb, chunk_row
 
@@ -174,7 +175,7 @@ class SqliteGraphWriter:
         self._aliases: dict[str, str] = {}
         self._pooled = extractor is None and LaneOptions(spec).flag("extract_process", True) and pool_available()
         self._pool: ExtractionPool | None = None
-        self._sql_on = self._pooled and LaneOptions(spec).flag("sql_process", True)
+        self._sql_on = self._pooled and LaneOptions(spec).flag("sql_process", True) and sql_available()
         self._sql: SqlProcess | None = None
         self._deferred = False  # the secondary indexes are built after the bulk load
         self._ahead: dict[tuple[str, ...], list[Part]] = {}  # prefetched batches by their ids, oldest first

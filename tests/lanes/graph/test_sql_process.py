@@ -150,3 +150,10 @@ def test_the_process_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
     child = int(run_killed_parent(script).split()[0])
     assert_gone(child, "SQL process")
     assert rows(tmp_path / "graph.sqlite")["chunks"] == []  # the open batch was rolled back
+
+
+def test_available_with_a_python_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests run under Python: available. Under a host binary (uWSGI's) the writer keeps the SQL in its thread."""
+    assert mod.available() is True
+    monkeypatch.setattr(mod.sys, "executable", "/usr/bin/uwsgi")
+    assert mod.available() is False

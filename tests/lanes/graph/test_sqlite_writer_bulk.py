@@ -142,12 +142,16 @@ class TestSameRows:
         await w.aclose()
         assert submitted == [[c.id for c in b] for b in batches]
 
+    @pytest.mark.parametrize("why", ["option", "no interpreter"])
     async def test_sql_process_off_keeps_the_sql_in_the_thread(
-        self, tmp_path: Path, plain: Any, small_batches: None
+        self, tmp_path: Path, plain: Any, small_batches: None, monkeypatch: pytest.MonkeyPatch, why: str
     ) -> None:
-        """``sql_process = false``: the extraction process still works, the statements run in the writer."""
+        """``sql_process = false``, or no Python to exec (an embedding host's binary): the extraction process still
+        works, the statements run in the writer."""
         expected = await plain()
-        w = writer(tmp_path / "bulk", sql_process=False)
+        if why == "no interpreter":
+            monkeypatch.setattr(mod, "sql_available", lambda: False)
+        w = writer(tmp_path / "bulk", **({"sql_process": False} if why == "option" else {}))
         docs = corpus(200)
         await write(w, [docs[i : i + 70] for i in range(0, 200, 70)], prefetch=True)
         assert w._pool is not None
