@@ -25,6 +25,7 @@ exits or is killed) it exits; an open transaction is rolled back by SQLite.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import pickle
@@ -76,7 +77,11 @@ class SqlProcess:
         )
         self._lock = threading.Lock()
         self._closed = False
-        self._send(("schema", schema))
+        try:
+            self._send(("schema", schema))
+        except SqlProcessFailed:
+            self.close()
+            raise
 
     @property
     def pid(self) -> int:
@@ -127,9 +132,10 @@ class SqlProcess:
                     self._send(("part", [(chunk_id, ex.entities, ex.relations) for chunk_id, ex in part]))
             except SqlProcessFailed:
                 raise
-            except BaseException:
-                self._send(("abort",))
-                self._answer()
+            except BaseException:  # the parts failed: roll back there; their error, not a dead process, is raised
+                with contextlib.suppress(SqlProcessFailed):
+                    self._send(("abort",))
+                    self._answer()
                 raise
             self._send(("commit",))
             answer = self._answer()

@@ -221,7 +221,7 @@ class SqliteGraphWriter:
         if self._sql is None and self._sql_on:
             try:
                 self._sql = SqlProcess(self.db.path, GRAPH_TABLES)
-            except OSError as exc:
+            except (OSError, SqlProcessFailed) as exc:  # cannot start (no interpreter, no pipe)
                 self._sql_failed(exc)
         return self._sql
 

@@ -88,6 +88,21 @@ def test_a_failing_extraction_rolls_the_batch_back(tmp_path: Path, proc: mod.Sql
     assert len(rows(tmp_path / "graph.sqlite")["chunks"]) == 8
 
 
+def test_failing_parts_and_a_dead_process_raise_the_parts_error(proc: mod.SqlProcess) -> None:
+    """The parts fail and the process is gone too: the caller gets the parts' error (so it does not write the
+    batch again from parts it no longer has), not SqlProcessFailed."""
+    chunk_rows, parts = batch(0, 8)
+
+    def failing() -> Iterator[Part]:
+        yield parts[0]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc._proc.wait()
+        raise RuntimeError("extraction failed")
+
+    with pytest.raises(RuntimeError, match="extraction failed"):
+        proc.write(chunk_rows, False, failing(), [])
+
+
 def test_a_failing_statement_is_raised_and_rolled_back(tmp_path: Path, proc: mod.SqlProcess) -> None:
     """A row SQLite refuses fails the batch in the child: the caller gets an sqlite3 error, nothing is stored."""
     chunk_rows, parts = batch(0, 8)

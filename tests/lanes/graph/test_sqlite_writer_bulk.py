@@ -18,6 +18,7 @@ from fabric.models import LaneKind, LaneRequest
 from fabric.writers.model import PrefetchingStore
 from lanes.graph.extract import Extraction
 from lanes.graph.extract_pool import ExtractionPool
+from lanes.graph.sql_process import SqlProcessFailed
 from lanes.graph.sqlite import SqliteGraphLane
 from tests.lanes.graph.test_extract_pool import corpus
 from tests.support.embedded import chunk, resources, spec
@@ -141,6 +142,25 @@ class TestSameRows:
         await write(w, batches, prefetch=True)
         await w.aclose()
         assert submitted == [[c.id for c in b] for b in batches]
+
+    async def test_a_sql_process_that_cannot_start_falls_back_to_the_thread(
+        self, tmp_path: Path, plain: Any, small_batches: None, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The process cannot be started (its pipe broke at once): one warning, the SQL in the thread, same rows."""
+
+        def broken(*_: Any) -> Any:
+            raise SqlProcessFailed("graph SQL process 1: [Errno 32] Broken pipe")
+
+        monkeypatch.setattr(mod, "SqlProcess", broken)
+        expected = await plain()
+        w = writer(tmp_path / "bulk")
+        docs = corpus(200)
+        with structlog.testing.capture_logs() as logs:
+            await write(w, [docs[i : i + 70] for i in range(0, 200, 70)], prefetch=True)
+        assert (w._pool is not None, w._sql, w._sql_on) == (True, None, False)
+        assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["graph_sql_process_failed"]
+        await w.aclose()
+        assert rows(tmp_path / "bulk" / "graph.sqlite") == expected
 
     @pytest.mark.parametrize("why", ["option", "no interpreter"])
     async def test_sql_process_off_keeps_the_sql_in_the_thread(
