@@ -12,6 +12,7 @@ import heapq
 import itertools
 import operator
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
 from lanes.sqlite_common import CHUNK_COLUMNS
@@ -43,7 +44,7 @@ def slices(n: int, first: int, size: int = 500) -> list[tuple[int, int]]:
     return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
 
 
-def provenance(ids: set[str], reached: dict[int, tuple[int, str, list[str]]]) -> dict[str, Any]:
+def provenance(ids: set[str], reached: dict[int, tuple[int, str, Sequence[str]]]) -> dict[str, Any]:
     """Each returned chunk's smallest hop count and the reached entities that led to it."""
     hops: dict[str, int] = {}
     via: dict[str, list[str]] = {}

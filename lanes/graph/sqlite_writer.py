@@ -40,6 +40,7 @@ from lanes.graph.sqlite_bulk import SLICE, write_extractions
 from lanes.sqlite_common import CHUNK_COLUMNS, CHUNKS_DDL, SqliteDb, chunk_row
 
 __all__ = [
+    "BUMP",
     "GRAPH_INDEXES",
     "GRAPH_SCHEMA",
     "GRAPH_TABLES",
@@ -63,6 +64,7 @@ CREATE TABLE IF NOT EXISTS relations (
 CREATE TABLE IF NOT EXISTS mentions (
     entity_id INTEGER NOT NULL, chunk_id TEXT NOT NULL, PRIMARY KEY (entity_id, chunk_id)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS graph_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 """
 )
 GRAPH_INDEXES = {
@@ -71,6 +73,9 @@ GRAPH_INDEXES = {
     "mentions_chunk": "CREATE INDEX IF NOT EXISTS mentions_chunk ON mentions(chunk_id);",
 }
 """The secondary indexes: the lane's reverse hops (``relations_object``), and deletes and the audit by chunk."""
+BUMP = "INSERT INTO graph_meta (key, value) VALUES ('gen', 1) ON CONFLICT(key) DO UPDATE SET value = value + 1"
+"""Run by every write of the graph inside its transaction: the lane's cache (:mod:`lanes.graph.sqlite_cache`) keeps
+what it read for one generation only."""
 GRAPH_SCHEMA = GRAPH_TABLES + "\n".join(GRAPH_INDEXES.values()) + "\n"
 """What the lane opens with (and what a writer leaves behind)."""
 
@@ -145,6 +150,7 @@ def write_batch(
         conn.executemany(_UPSERT, rows)
         for part in parts:
             write_extractions(conn, part)
+        conn.execute(BUMP)
     return deferred
 
 
@@ -336,6 +342,7 @@ class SqliteGraphWriter:
                 conn.executemany("DELETE FROM relations WHERE chunk_id = ?", rows)
                 conn.executemany("DELETE FROM chunks WHERE id = ?", rows)
                 conn.execute("DELETE FROM entities WHERE id NOT IN (SELECT entity_id FROM mentions)")
+                conn.execute(BUMP)
 
         if ids:
             await self.db.run(write)

@@ -61,6 +61,6 @@ async def test_upsert_twice_keeps_one_entity_and_mention(tmp_path: Path) -> None
 def test_public_api() -> None:
     """The module exports the writer, its schema and its helpers."""
     assert set(mod.__all__) == {
-        "GRAPH_INDEXES", "GRAPH_SCHEMA", "GRAPH_TABLES", "POOL_MIN_BATCH", "SqliteGraphWriter", "chunk_extraction",
-        "graph_path", "load_aliases", "write_batch",
+        "BUMP", "GRAPH_INDEXES", "GRAPH_SCHEMA", "GRAPH_TABLES", "POOL_MIN_BATCH", "SqliteGraphWriter",
+        "chunk_extraction", "graph_path", "load_aliases", "write_batch",
     }  # fmt: skip
