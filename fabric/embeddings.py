@@ -20,16 +20,19 @@ differ from torch's in the last digits), so one corpus is embedded once per mach
 and returns None, and callers fall back to lexical retrieval.
 
 Query encoding (:func:`encode_query`) goes through a :class:`QueryBatcher` per embedder and event loop: queries
-arriving together (within ``window_s``, by default the same loop iteration), or while a batch is being encoded,
-share one model call in a worker thread, so concurrent queries do not each pay a forward pass and never block the
-event loop. A lone query does not wait for company: under load the queries arriving during one batch form the
-next, so a timed window would only add its length to every query at concurrency 1. A query's wait for
+arriving while a batch is being encoded (or within ``window_s`` when one is set) share one model call in a worker
+thread, so concurrent queries do not each pay a forward pass and never block the event loop. A lone query does
+not wait for company: an idle batcher (no window, the default) submits the model call inside ``encode`` itself,
+and under load the queries arriving during one batch form the next, so a timed window would only add its length
+to every query at concurrency 1. A query's wait for
 its batch is waiting, its batch's model call is work, on the lane call's clock (:mod:`fabric.lanepool`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import hashlib
 import re
 import sqlite3
@@ -259,6 +262,15 @@ def build_embedder(config: EmbeddingsConfig, cache_dir: Path) -> Embedder | None
 
 
 @dataclass(frozen=True, slots=True)
+class _Batch:
+    """One model call in flight and the queries it encodes."""
+
+    live: list[_Pending]
+    vectors: asyncio.Future[list[list[float]]]
+    started: float
+
+
+@dataclass(frozen=True, slots=True)
 class _Pending:
     """One query waiting for its batch."""
 
@@ -273,7 +285,7 @@ class QueryBatcher:
 
     Args:
         embedder: the (cached) embedder; its ``embed`` runs in a worker thread.
-        window_s: how long the first query of a batch waits for others (0: one loop iteration).
+        window_s: how long the first query of a batch waits for others (0: none, the model is called at once).
         max_batch: most texts per model call.
     """
 
@@ -292,47 +304,67 @@ class QueryBatcher:
         self._task: asyncio.Task[None] | None = None
 
     async def encode(self, text: str) -> list[float]:
-        """The vector of ``text``, encoded together with the queries arriving alongside it."""
+        """The vector of ``text``, encoded together with the queries arriving alongside it.
+
+        With no batch in flight and no window, the model call is submitted here and now: a task would start it
+        only after the other lanes' first steps (about 1 ms later in a fused query at concurrency 1, on the
+        query's slowest path)."""
         future: asyncio.Future[list[float]] = asyncio.get_running_loop().create_future()
         clocks = current_clocks()  # the lane call's clock: its wait for a batch is not the store's time
         self._pending.append(_Pending(text, future, clocks, note_pending(clocks)))
         if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._drain())
+            started = None if self.window_s else self._start()
+            self._task = asyncio.create_task(self._drain(started))
         return await future
 
-    async def _drain(self) -> None:
-        await asyncio.sleep(self.window_s)
-        while self._pending:  # what arrived during a batch forms the next one, without waiting again
-            batch = self._pending[: self.max_batch]
-            del self._pending[: self.max_batch]
-            live = [p for p in batch if not p.future.done()]  # a cancelled caller is not encoded
-            if not live:
-                continue
-            self.batches += 1
-            self.texts += len(live)
-            now = time.monotonic()
-            for p in live:
-                for clock in p.clocks:
-                    clock.waited(now - p.enqueued)
-            # A remote model's call is the queries' work; an in-process model is a shared local resource, and
-            # the time its batch takes is waiting for it (fabric.lanepool).
-            clocks = () if self.in_process else tuple(c for p in live for c in p.clocks)
-            t_model = time.monotonic()
-            try:
-                with running_for(clocks):
-                    vectors = await asyncio.to_thread(self._embed, [p.text for p in live])
-            except Exception as exc:  # every waiter gets the embedder's error
-                for p in live:
-                    if not p.future.done():
-                        p.future.set_exception(exc)
-                continue
-            finally:
-                if self.in_process:
-                    for c in {c for p in live for c in p.clocks}:
-                        c.waited(time.monotonic() - t_model)
-            for p, vector in zip(live, vectors, strict=True):
+    def _start(self) -> _Batch | None:
+        """Submit the next batch's model call to the worker threads (None when every caller is gone)."""
+        batch = self._pending[: self.max_batch]
+        del self._pending[: self.max_batch]
+        live = [p for p in batch if not p.future.done()]  # a cancelled caller is not encoded
+        if not live:
+            return None
+        self.batches += 1
+        self.texts += len(live)
+        now = time.monotonic()
+        for p in live:
+            for clock in p.clocks:
+                clock.waited(now - p.enqueued)
+        # A remote model's call is the queries' work; an in-process model is a shared local resource, and
+        # the time its batch takes is waiting for it (fabric.lanepool).
+        clocks = () if self.in_process else tuple(c for p in live for c in p.clocks)
+        texts = [p.text for p in live]
+        with running_for(clocks):  # the pool reads the clocks when the job is submitted
+            call = functools.partial(contextvars.copy_context().run, self._embed, texts)
+            vectors = asyncio.get_running_loop().run_in_executor(None, call)
+        return _Batch(live, vectors, time.monotonic())
+
+    async def _finish(self, batch: _Batch) -> None:
+        """Hand each caller of ``batch`` its vector, or the embedder's error."""
+        try:
+            vectors = await batch.vectors
+        except Exception as exc:  # every waiter gets the embedder's error
+            for p in batch.live:
                 if not p.future.done():
-                    p.future.set_result(vector)
+                    p.future.set_exception(exc)
+            return
+        finally:
+            if self.in_process:
+                for c in {c for p in batch.live for c in p.clocks}:
+                    c.waited(time.monotonic() - batch.started)
+        for p, vector in zip(batch.live, vectors, strict=True):
+            if not p.future.done():
+                p.future.set_result(vector)
+
+    async def _drain(self, started: _Batch | None) -> None:
+        if started is not None:
+            await self._finish(started)
+        elif self.window_s:
+            await asyncio.sleep(self.window_s)
+        while self._pending:  # what arrived during a batch forms the next one, without waiting again
+            batch = self._start()
+            if batch is not None:
+                await self._finish(batch)
 
 
 _BATCHERS: weakref.WeakKeyDictionary[Any, dict[asyncio.AbstractEventLoop, QueryBatcher]] = weakref.WeakKeyDictionary()

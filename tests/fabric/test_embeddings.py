@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -230,13 +231,40 @@ class SlowBag(BagEmbedder):
 
 class TestQueryBatcher:
     async def test_concurrent_queries_share_one_call(self) -> None:
-        """Queries arriving together are encoded in one model call, each getting its own vector."""
+        """The first query goes to the model at once; the four arriving with it while it runs share the next
+        call, each getting its own vector."""
         emb = SlowBag()
         texts = [f"query {i}" for i in range(5)]
         got = await asyncio.gather(*(encode_query(emb, t) for t in texts))
+        assert emb.batches == [texts[:1], texts[1:]]
+        assert got == BagEmbedder().embed(texts)
+        assert (query_batcher(emb).batches, query_batcher(emb).texts) == (2, 5)
+
+    async def test_a_window_gathers_the_queries_arriving_within_it(self) -> None:
+        """With ``window_s`` set, the queries of one window share one call."""
+        emb = SlowBag()
+        texts = [f"query {i}" for i in range(5)]
+        batcher = QueryBatcher(emb, window_s=0.02)
+        got = await asyncio.gather(*(batcher.encode(t) for t in texts))
         assert emb.batches == [texts]
         assert got == BagEmbedder().embed(texts)
-        assert (query_batcher(emb).batches, query_batcher(emb).texts) == (1, 5)
+
+    async def test_an_idle_batcher_calls_the_model_before_the_loop_moves_on(self) -> None:
+        """Without a window, ``encode`` submits the model call before it first yields: a callback scheduled
+        before the call finds the model entered (in a fused query the other lanes' first steps run next, and
+        starting the encoding after them put it about 1 ms later on the query's slowest path)."""
+        entered = threading.Event()
+
+        class Marking(SlowBag):
+            def embed(self, texts):  # type: ignore[no-untyped-def]
+                entered.set()
+                return super().embed(texts)
+
+        batcher = QueryBatcher(Marking(delay_s=0.0))
+        seen: list[bool] = []
+        asyncio.get_running_loop().call_soon(lambda: seen.append(entered.wait(timeout=2.0)))
+        await batcher.encode("a")
+        assert seen == [True]
 
     async def test_arrivals_during_a_batch_form_the_next_one(self) -> None:
         """Queries arriving while a batch runs are batched together right after it."""
@@ -253,7 +281,7 @@ class TestQueryBatcher:
         emb = SlowBag(delay_s=0.0)
         batcher = QueryBatcher(emb, max_batch=2)
         await asyncio.gather(*(batcher.encode(str(i)) for i in range(5)))
-        assert [len(b) for b in emb.batches] == [2, 2, 1]
+        assert [len(b) for b in emb.batches] == [1, 2, 2]
 
     async def test_errors_reach_every_waiter(self) -> None:
         """When the model fails, every query of the batch gets the error; the next batch runs again."""
@@ -285,7 +313,7 @@ class TestQueryBatcher:
         clocks = [CallClock(), CallClock()]
         tasks = [loop.create_task(encode_query(emb, f"q{i}"), context=context_for((c,))) for i, c in enumerate(clocks)]
         await asyncio.gather(*tasks)
-        assert len(emb.batches) == 1
+        assert emb.batches == [["q0"], ["q1"]]  # q1 arrived while q0's call ran
         for clock in clocks:
             assert clock.jobs == 2  # the awaited encoding and the model call in a worker thread
             assert clock.worked_s > 0.0
