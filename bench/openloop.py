@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -77,12 +78,17 @@ class ServeProcess:
         cache_dir: the child's ``FABRIC_CACHE_DIR`` (empty: every query is encoded by the server).
         serve_args: extra ``fabric serve`` options (``--max-active 4``, ``--rate 1000``, ...).
         log_path: where the child's output goes.
+        state_url: the PostgreSQL database of a replica (``FABRIC_STATE_URL``, docs/replicas.md), or "".
     """
 
-    def __init__(self, home: Path, cache_dir: Path, serve_args: tuple[str, ...], log_path: Path) -> None:
+    def __init__(
+        self, home: Path, cache_dir: Path, serve_args: tuple[str, ...], log_path: Path, state_url: str = ""
+    ) -> None:
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "FABRIC_HOME": str(home), "FABRIC_CACHE_DIR": str(cache_dir)}
+        if state_url:
+            env["FABRIC_STATE_URL"] = state_url
         cmd = [sys.executable, "-m", "fabric.cli", "serve", "--port", str(self.port), *serve_args]
         self.log_path = log_path
         self._log = log_path.open("wb")
@@ -144,20 +150,21 @@ class _Answer:
     items: int = 0
     partial: bool = False
     retry_after: bool = False
+    replica: int = 0
 
 
-async def _one(client: aiohttp.ClientSession, url: str, query: str) -> _Answer:
+async def _one(client: aiohttp.ClientSession, url: str, query: str, replica: int = 0) -> _Answer:
     t0 = time.perf_counter()
     try:
         async with client.post(url, json={"query": query, "top_k": 10}) as resp:
             body = await resp.json(content_type=None)
             ms = (time.perf_counter() - t0) * 1000.0
             if resp.status != 200:
-                return _Answer(resp.status, ms, retry_after="Retry-After" in resp.headers)
+                return _Answer(resp.status, ms, retry_after="Retry-After" in resp.headers, replica=replica)
             partial = any(lane.get("status") != "success" for lane in body.get("lanes", {}).values())
-            return _Answer(200, ms, len(body.get("items", [])), partial)
+            return _Answer(200, ms, len(body.get("items", [])), partial, replica=replica)
     except (aiohttp.ClientError, TimeoutError, ValueError):
-        return _Answer(0, (time.perf_counter() - t0) * 1000.0)
+        return _Answer(0, (time.perf_counter() - t0) * 1000.0, replica=replica)
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -168,9 +175,10 @@ def _pct(values: list[float], q: float) -> float | None:
 
 
 async def _rate(
-    client: aiohttp.ClientSession, url: str, plan: LoadPlan, rate: float, seconds: float, first: int
+    client: aiohttp.ClientSession, urls: Sequence[str], plan: LoadPlan, rate: float, seconds: float, first: int
 ) -> tuple[list[_Answer], float, list[float]]:
-    """Send ``rate`` × ``seconds`` requests on schedule; the answers, the window's length and the send lags."""
+    """Send ``rate`` × ``seconds`` requests on schedule, request ``k`` to ``urls[k % len(urls)]`` (round robin over
+    replicas); the answers, the window's length and the send lags."""
     loop = asyncio.get_running_loop()
     n = max(1, round(rate * seconds))
     start = loop.time() + 0.05
@@ -185,7 +193,7 @@ async def _rate(
         k = first + i
         text = plan.queries[k % len(plan.queries)]
         query = text if plan.repeat_queries else unique_query(text, k)
-        tasks.append(loop.create_task(_one(client, url, query)))
+        tasks.append(loop.create_task(_one(client, urls[k % len(urls)], query, k % len(urls))))
     answers = list(await asyncio.gather(*tasks))
     return answers, loop.time() - start, lags
 
@@ -220,29 +228,39 @@ async def _not_closed(client: aiohttp.ClientSession, url: str) -> list[str]:
     return sorted(name for name, h in health.items() if h is not None and h.get("state") != "closed")
 
 
-async def drive(server: ServeProcess, plan: LoadPlan) -> list[dict[str, Any]]:
-    """Warm the server up, then run every rate of ``plan`` against it; one figures dict per rate."""
-    url = f"{server.url}/v1/search"
+async def drive(servers: Sequence[ServeProcess], plan: LoadPlan) -> list[dict[str, Any]]:
+    """Warm the servers up, then run every rate of ``plan`` against them (round robin); one figures dict per rate.
+    CPU per query and RSS add up over the servers."""
+    urls = [f"{server.url}/v1/search" for server in servers]
     out: list[dict[str, Any]] = []
     connector = aiohttp.TCPConnector(limit=0)
     timeout = aiohttp.ClientTimeout(total=plan.timeout_s)
+
+    def total(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as client:
         sent = 0
         if plan.warmup_s > 0:
             warm_rate = min(plan.rates)
-            await _rate(client, url, plan, warm_rate, plan.warmup_s, sent)
+            await _rate(client, urls, plan, warm_rate, plan.warmup_s, sent)
             sent += round(warm_rate * plan.warmup_s)
         for rate in plan.rates:
             await asyncio.sleep(plan.pause_s)
-            cpu0 = server.cpu_s()
-            answers, window_s, lags = await _rate(client, url, plan, rate, plan.seconds, sent)
+            cpu0 = total([s.cpu_s() for s in servers])
+            answers, window_s, lags = await _rate(client, urls, plan, rate, plan.seconds, sent)
             sent += len(answers)
-            cpu1 = server.cpu_s()
+            cpu1 = total([s.cpu_s() for s in servers])
             figures = _figures(rate, answers, window_s, lags)
             ok = figures["ok"]
             cpu_ms = (cpu1 - cpu0) * 1000.0 / ok if cpu0 is not None and cpu1 is not None and ok else None
             figures["cpu_ms_per_query"] = round(cpu_ms, 2) if cpu_ms is not None else None
-            figures["rss_mb"] = server.rss_mb()
-            figures["not_closed_after"] = await _not_closed(client, server.url)
+            figures["ok_by_replica"] = [
+                sum(a.status == 200 and a.replica == i for a in answers) for i in range(len(urls))
+            ]
+            rss = total([s.rss_mb() for s in servers])
+            figures["rss_mb"] = round(rss, 1) if rss is not None else None
+            closed = [await _not_closed(client, s.url) for s in servers]
+            figures["not_closed_after"] = sorted({name for names in closed for name in names})
             out.append(figures)
     return out

@@ -1,7 +1,8 @@
 """The embedded default at 50K entries: ingest per stage, search at concurrency 1, open-loop load on ``fabric serve``.
 
 ``fabric bench scale [--json] [--dataset /work/shared/datasets/scifact] [--queries 200] [--abstracts 0]
-[--plain | --home DIR] [--rates 25,50,100,150] [--seconds 60] [--warmup-s 5] [--no-load] [--serve-args "..."]``
+[--plain | --home DIR] [--rates 25,50,100,150] [--seconds 60] [--warmup-s 5] [--no-load] [--serve-args "..."]
+[--replicas N --state-url postgresql://...]``
 
 Builds the scale corpus at run time (:mod:`bench.scale_corpus`: SciFact abstracts as 50,315 passages, qrels
 mapped to passages) in a scratch folder, ingests it into a fresh home with the default lanes (embeddings from
@@ -17,12 +18,15 @@ at each rate for ``--seconds`` (:mod:`bench.openloop`: constant arrivals, every 
 printing under ``load`` one entry per rate with ``rps_target``, ``rps_achieved``, ``p50_ms``, ``p95_ms``,
 ``p99_ms``, ``errors``, ``rejected``, ``empty_answers``, ``cpu_ms_per_query``, ``rss_mb`` and more. The bench's
 own client shares the machine with the server; ``loadavg_1m`` before and after tells how busy the machine was.
+``--replicas N --state-url URL`` starts N such children sharing one PostgreSQL database (docs/replicas.md) and
+sends request ``k`` to replica ``k mod N``; CPU per query and RSS then add up over the replicas.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -54,6 +58,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repeat-queries", action="store_true", help="send query texts as they are (cache hits)")
     parser.add_argument("--serve-args", default="", help='extra fabric serve options, e.g. "--max-active 4"')
     parser.add_argument("--route", help="route of the timed queries (default: [router] default_route, as served)")
+    parser.add_argument(
+        "--replicas", type=int, default=1, help="fabric serve replicas under the load, round robin (default 1)"
+    )
+    parser.add_argument("--state-url", default="", help="PostgreSQL URL the replicas share (FABRIC_STATE_URL)")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -201,10 +209,21 @@ async def _load(settings: Any, root: Path, work: Path, args: argparse.Namespace)
         repeat_queries=args.repeat_queries,
     )  # fmt: skip
     serve_args = tuple(shlex.split(args.serve_args))
-    with ServeProcess(Path(settings.home), work / "serve-cache", serve_args, work / "serve.log") as server:
-        await server.ready()
-        figures = await drive(server, plan)
-    return {"load": figures, "load_seconds": args.seconds, "serve_args": list(serve_args)}
+    replicas = max(1, getattr(args, "replicas", 1))
+    with contextlib.ExitStack() as stack:
+        servers = [
+            stack.enter_context(
+                ServeProcess(
+                    Path(settings.home), work / f"serve-cache-{i}", serve_args, work / f"serve-{i}.log",
+                    getattr(args, "state_url", ""),
+                )
+            )
+            for i in range(replicas)
+        ]  # fmt: skip
+        for server in servers:
+            await server.ready()
+        figures = await drive(servers, plan)
+    return {"load": figures, "load_seconds": args.seconds, "serve_args": list(serve_args), "replicas": replicas}
 
 
 async def _bench(settings: Any, work: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -234,6 +253,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark; returns the figures."""
     from fabric.commands.search import load_cli_settings
 
+    if getattr(args, "replicas", 1) < 1 or (getattr(args, "replicas", 1) > 1 and not getattr(args, "state_url", "")):
+        from fabric.errors import QueryError
+
+        raise QueryError("bench", "--replicas must be 1, or above 1 with --state-url (their shared PostgreSQL)")
     settings = load_cli_settings(args)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fabric-scale-"))
     home = Path(args.home) if args.home else work / "home"

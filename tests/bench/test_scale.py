@@ -73,6 +73,32 @@ def test_route_option_times_the_route_asked_for(
     assert set(out["c1_lane_p50_ms"]) == {"keyword", "vector", "graph"}  # every lane planned (vector fails: no model)
 
 
+def test_replicas_share_the_load_over_one_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], state_url: str
+) -> None:
+    """``--replicas 2 --state-url``: two real fabric serve children on one PostgreSQL database, the requests
+    alternating between them; each answers its half."""
+    src = _scifact_like(
+        tmp_path, monkeypatch, [{"_id": "d1", "title": "Locks", "text": "Folder locks."}], "folder locks"
+    )
+    load = ["--rates", "6", "--seconds", "1", "--warmup-s", "0", "--replicas", "2", "--state-url", state_url]
+    assert main(["bench", "scale", "--dataset", str(src), "--plain", "--json", "--queries", "1", *load]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["replicas"] == 2
+    [rate] = out["load"]
+    assert (rate["requests"], rate["ok"], rate["errors"], rate["rejected"]) == (6, 6, 0, 0)
+    assert rate["ok_by_replica"] == [3, 3]
+
+
+def test_more_replicas_need_a_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--replicas 2`` without ``--state-url`` is refused before any work, naming the option."""
+    src = _scifact_like(tmp_path, monkeypatch, [{"_id": "d1", "title": "Locks", "text": "Locks."}], "locks")
+    assert main(["bench", "scale", "--dataset", str(src), "--plain", "--replicas", "2"]) == 2
+    assert "--state-url" in capsys.readouterr().err
+
+
 def test_public_api() -> None:
     """The bench module's entry points."""
     assert mod.__all__ == ["add_arguments", "run"]
