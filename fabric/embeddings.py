@@ -334,9 +334,15 @@ class QueryBatcher:
         # the time its batch takes is waiting for it (fabric.lanepool).
         clocks = () if self.in_process else tuple(c for p in live for c in p.clocks)
         texts = [p.text for p in live]
-        with running_for(clocks):  # the pool reads the clocks when the job is submitted
-            call = functools.partial(contextvars.copy_context().run, self._embed, texts)
-            vectors = asyncio.get_running_loop().run_in_executor(None, call)
+        try:
+            with running_for(clocks):  # the pool reads the clocks when the job is submitted
+                call = functools.partial(contextvars.copy_context().run, self._embed, texts)
+                vectors = asyncio.get_running_loop().run_in_executor(None, call)
+        except RuntimeError as exc:  # the pool is shut down (the loop is closing): every caller gets the error
+            for p in live:
+                if not p.future.done():
+                    p.future.set_exception(exc)
+            return None
         return _Batch(live, vectors, time.monotonic())
 
     async def _finish(self, batch: _Batch) -> None:

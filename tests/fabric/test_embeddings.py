@@ -283,6 +283,25 @@ class TestQueryBatcher:
         await asyncio.gather(*(batcher.encode(str(i)) for i in range(5)))
         assert [len(b) for b in emb.batches] == [1, 2, 2]
 
+    async def test_a_pool_shut_down_fails_every_waiter_instead_of_leaving_it_waiting(self) -> None:
+        """The worker pool shut down under the batcher (a loop closing): the lone query and the two that queued
+        behind a call already running all get the pool's error; none is left waiting for a vector."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        loop = asyncio.get_running_loop()
+        pool = ThreadPoolExecutor(max_workers=1)
+        loop.set_default_executor(pool)
+        batcher = QueryBatcher(SlowBag(delay_s=0.05))
+        first = asyncio.ensure_future(batcher.encode("a"))
+        await asyncio.sleep(0.01)  # "a" is in the model; "b" and "c" queue behind it
+        queued = [asyncio.ensure_future(batcher.encode(t)) for t in ("b", "c")]
+        pool.shutdown(wait=False)
+        assert len(await first) > 0
+        results = await asyncio.wait_for(asyncio.gather(*queued, return_exceptions=True), timeout=5.0)
+        assert all(isinstance(r, RuntimeError) for r in results)
+        with pytest.raises(RuntimeError):
+            await batcher.encode("d")
+
     async def test_errors_reach_every_waiter(self) -> None:
         """When the model fails, every query of the batch gets the error; the next batch runs again."""
         emb = SlowBag(delay_s=0.0, fail=True)
