@@ -209,13 +209,13 @@ async def _load(settings: Any, root: Path, work: Path, args: argparse.Namespace)
         repeat_queries=args.repeat_queries,
     )  # fmt: skip
     serve_args = tuple(shlex.split(args.serve_args))
-    replicas = max(1, getattr(args, "replicas", 1))
+    replicas = args.replicas  # checked by run()
     with contextlib.ExitStack() as stack:
         servers = [
             stack.enter_context(
                 ServeProcess(
                     Path(settings.home), work / f"serve-cache-{i}", serve_args, work / f"serve-{i}.log",
-                    getattr(args, "state_url", ""),
+                    args.state_url,
                 )
             )
             for i in range(replicas)
@@ -253,7 +253,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark; returns the figures."""
     from fabric.commands.search import load_cli_settings
 
-    if getattr(args, "replicas", 1) < 1 or (getattr(args, "replicas", 1) > 1 and not getattr(args, "state_url", "")):
+    if args.replicas < 1 or (args.replicas > 1 and not args.state_url):
         from fabric.errors import QueryError
 
         raise QueryError("bench", "--replicas must be 1, or above 1 with --state-url (their shared PostgreSQL)")
