@@ -25,7 +25,8 @@ The key is the sha256 of the weights, tokenizer and config files plus :data:`EXP
 new settings never reuse an old file. Building takes a few seconds and logs ``minilm_onnx_export``.
 
 At run time only ``onnxruntime``, ``tokenizers`` (the model's own ``tokenizer.json``) and numpy are used; torch
-is imported only by the export. Two sessions share the model file: a single-threaded one for queries and small
+is imported only by the export, which runs in a process of its own (:mod:`fabric.minilm_export`), so a serving
+process never holds it. Two sessions share the model file: a single-threaded one for queries and small
 batches (a lone query never takes both cores from the lanes running beside it) and, created on the first large
 batch, one with ``batch_threads`` threads for ingestion.
 """
@@ -36,10 +37,8 @@ import hashlib
 import importlib.util
 import os
 import shutil
-import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from typing import Any
 import numpy as np
 import structlog
 
+from fabric import minilm_export
 from fabric.config_sections import EmbeddingsConfig
 from fabric.errors import ConfigError, LaneUnavailable
 from fabric.models import Embedder
@@ -115,60 +115,6 @@ def onnx_model_path(
     return cache_dir / "onnx" / f"all-MiniLM-L6-v2-{key}" / name
 
 
-def _export_fp32(model_dir: Path, dest: Path) -> None:
-    """BERT + mean pooling + normalisation as one ONNX graph (dynamic batch and sequence axes)."""
-    import torch
-    from transformers import AutoModel
-
-    class _Sentence(torch.nn.Module):
-        def __init__(self, bert: Any) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids: Any, attention_mask: Any) -> Any:
-            hidden = self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=torch.zeros_like(input_ids)
-            ).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
-
-    bert = AutoModel.from_pretrained(str(model_dir), local_files_only=True, attn_implementation="eager").eval()
-    sample = torch.ones(2, 16, dtype=torch.int64)
-    axes = {"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"}}
-    with warnings.catch_warnings(), torch.inference_mode():
-        # The TorchScript exporter (deprecated in torch 2.9, present in the pinned 2.13) gives the graph ONNX
-        # Runtime's BERT fusions recognise, in seconds; the dynamo exporter took 18 s and fused nothing here.
-        warnings.simplefilter("ignore")
-        torch.onnx.export(
-            _Sentence(bert), (sample, sample), str(dest), dynamo=False, opset_version=17,
-            input_names=["input_ids", "attention_mask"], output_names=["sentence_embedding"],
-            dynamic_axes={**axes, "sentence_embedding": {0: "batch"}}, do_constant_folding=True,
-        )  # fmt: skip
-
-
-def _optimise(src: Path, dest: Path) -> None:
-    from onnxruntime.transformers import optimizer
-
-    model = optimizer.optimize_model(
-        str(src), model_type="bert", num_heads=12, hidden_size=384, opt_level=0, use_gpu=False
-    )
-    fused = {k: v for k, v in model.get_fused_operator_statistics().items() if v}
-    log.info("minilm_onnx_fused", operators=fused)
-    model.save_model_to_file(str(dest))
-
-
-def _quantise(src: Path, dest: Path, *, matmul_only: bool) -> None:
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    quantize_dynamic(
-        str(src), str(dest), weight_type=QuantType.QInt8, per_channel=True,
-        op_types_to_quantize=["MatMul"] if matmul_only else None,
-        extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},  # fused ops have no shape inference
-    )  # fmt: skip
-
-
 def build_onnx_model(
     cache_dir: Path, model_dir: Path, *, int8: bool, matmul_only: bool = False, plain: bool = False
 ) -> Path:
@@ -186,23 +132,14 @@ def build_onnx_model(
         return dest
     log.info("minilm_onnx_export", stage="start", int8=int8, plain=plain, path=str(dest), note="one-off, a few seconds")
     t0 = time.monotonic()
+    fp32 = onnx_model_path(cache_dir, model_dir, int8=False)
     try:
-        with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-            raw, fused = Path(tmp) / "raw.onnx", Path(tmp) / "fused.onnx"
-            fp32 = onnx_model_path(cache_dir, model_dir, int8=False)
-            if plain:
-                _export_fp32(model_dir, raw)
-                os.replace(raw, dest)
-            elif not fp32.exists():
-                _export_fp32(model_dir, raw)
-                _optimise(raw, fused)
-                os.replace(fused, fp32)
-            if int8:
-                _quantise(fp32, fused, matmul_only=matmul_only)
-                os.replace(fused, dest)
+        fused = minilm_export.export(model_dir, dest, fp32, int8=int8, matmul_only=matmul_only, plain=plain)
     except Exception as exc:  # any export failure makes this backend unavailable, logged (fail-open)
         log.warning("minilm_onnx_export_failed", error=f"{type(exc).__name__}: {exc}")
         raise LaneUnavailable(f"cannot export all-MiniLM-L6-v2 to ONNX: {exc}") from exc
+    if fused:
+        log.info("minilm_onnx_fused", operators=fused)
     log.info("minilm_onnx_export", stage="done", int8=int8, seconds=round(time.monotonic() - t0, 1))
     _BUILT[dest.parent.name + "/" + dest.name] = dest
     return dest
