@@ -4,10 +4,12 @@ by tests/fabric/test_service.py and tests/fabric/test_mcp_http.py)."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import socket
 import sys
+import weakref
 from pathlib import Path
 
 import pytest
@@ -15,7 +17,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from fabric.cli import build_parser, main
-from fabric.commands.serve import check_bind, is_loopback
+from fabric.commands.serve import check_bind, freeze_heap, is_loopback
 from fabric.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -89,6 +91,29 @@ class TestBindCheck:
         """--rate, --burst and --max-concurrent default to the seed's 100/s per tenant."""
         args = build_parser().parse_args(["serve"])
         assert (args.rate, args.burst, args.max_concurrent, args.insecure) == (100.0, 200, 32, False)
+
+
+class TestFreezeHeap:
+    def test_start_up_objects_leave_the_collectors_reach(self) -> None:
+        """What exists when the site starts is frozen (a full collection no longer walks it); what a query makes
+        later is still collected, reference cycles included."""
+
+        class Node:
+            def __init__(self) -> None:
+                self.me = self
+
+        start_up = Node()
+        try:
+            frozen = freeze_heap()
+            assert frozen == gc.get_freeze_count() > 0
+            assert not any(o is start_up for o in gc.get_objects())  # frozen objects are not tracked by generations
+            later = Node()
+            gone = weakref.ref(later)
+            del later
+            gc.collect()
+            assert gone() is None
+        finally:
+            gc.unfreeze()
 
 
 class TestTwoServeProcesses:
