@@ -58,7 +58,7 @@ import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from fabric import fastjson, safejson
+from fabric import safejson
 from fabric.admission import (
     ADMISSION_KEY,
     AdmissionConfig,
@@ -192,7 +192,7 @@ async def _search(request: web.Request) -> web.Response:
     except FabricError as exc:
         log.warning("search_failed", error=str(exc))
         return web.json_response(error_body(None, str(exc)), status=500)
-    return web.Response(body=fastjson.dumps(result.to_dict()), content_type="application/json")
+    return web.json_response(result.to_dict())
 
 
 def _idempotency_key(request: web.Request) -> str | None:

@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fabric import fastjson
 from fabric.models import BoundConstraints, Hit, SourceKind, Trust
 from fabric.writers.model import Chunk, from_stored_simhash, to_stored_simhash
 
@@ -205,8 +204,8 @@ def row_hit(row: Sequence[Any], *, rank: int, score: float, **extra: Any) -> Hit
     """A :class:`~fabric.models.Hit` from a ``chunks`` row (``CHUNK_COLUMNS`` order)."""
     cid, doc_id, _chunk_id, title, text, url, domain, ts, years, kind, ref, trust, quality, meta = row[:14]
     sig, ukey, tkey = row[14:N_CHUNK_COLUMNS]
-    metadata = fastjson.loads(meta) if meta else {}
-    metadata["years"] = fastjson.loads(years) if years else []
+    metadata = json.loads(meta) if meta else {}
+    metadata["years"] = json.loads(years) if years else []
     metadata.update(extra.pop("metadata", {}))
     return Hit(
         id=cid,

@@ -15,6 +15,7 @@ missing or stale, and searches exactly until it is ready.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -25,7 +26,6 @@ from typing import Any
 import numpy as np
 import structlog
 
-from fabric import fastjson
 from fabric.blas import blas_single_threaded
 from lanes.vector.ann import AnnConfig, AnnGraph, build_graph, load_graph, save_graph, saved_rows
 from lanes.vector.numpy_flat_writer import YEAR_WORDS, connect, year_range_bits
@@ -251,7 +251,7 @@ class FlatIndex:
                 return {}
             marks = ",".join("?" * len(ids))
             rows = conn.execute(f"SELECT id, payload FROM vec WHERE id IN ({marks})", list(ids)).fetchall()
-        return {rid: fastjson.loads(payload) for rid, payload in rows}
+        return {rid: json.loads(payload) for rid, payload in rows}
 
     def close(self) -> None:
         """Close the store connection."""
