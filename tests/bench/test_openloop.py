@@ -24,7 +24,7 @@ def test_figures_split_answers_by_kind() -> None:
         _Answer(200, 10.0, items=5),
         _Answer(200, 30.0, items=0),
         _Answer(200, 20.0, items=3, partial=True),
-        _Answer(503, 1.0, retry_after=True),
+        _Answer(503, 1.0, retry_after=True, reason="queue_full"),
         _Answer(429, 2.0, retry_after=True),
         _Answer(500, 5.0),
         _Answer(0, 30_000.0),
@@ -33,6 +33,7 @@ def test_figures_split_answers_by_kind() -> None:
     assert (f["ok"], f["rejected"], f["rejected_503"], f["rejected_429"], f["errors"]) == (3, 2, 1, 1, 2)
     assert (f["p50_ms"], f["empty_answers"], f["partial_answers"], f["rps_achieved"]) == (20.0, 1, 1, 100.0)
     assert f["rejected_without_retry_after"] == 0
+    assert f["rejected_by_reason"] == {"http_429": 1, "queue_full": 1}
 
 
 def test_public_api() -> None:
