@@ -144,9 +144,9 @@ class TestSessions:
         assert set(emb._sessions) == {1, 2}
 
     def test_batcher_micro_batches_onnx_queries(self, onnx_cache: Path) -> None:
-        """Concurrent encode_query calls get the vectors direct calls with the same batches give: the first query's
-        run starts at once, and the three arriving with it share the next run. (The int8 model quantises a batch's
-        activations with one scale, so a vector depends on its batch: compared batch for batch.)"""
+        """Concurrent encode_query calls share model calls (the first query's starts at once, the three arriving
+        with it share the next), and each gets the very vector it gets alone: the int8 model encodes a query
+        alone even inside a batch, since its activation scale is a run's own."""
         emb = OnnxMiniLMEmbedder(cache_dir=onnx_cache, int8=True)
 
         async def main() -> list[list[float]]:
@@ -155,8 +155,20 @@ class TestSessions:
             return list(out)
 
         got = asyncio.run(main())
-        direct = emb.embed(TEXTS[:1]) + emb.embed(TEXTS[1:])
-        assert np.abs(np.asarray(got) - np.asarray(direct)).max() < 1e-5
+        alone = [emb.embed_queries([t])[0] for t in TEXTS]
+        assert np.array_equal(np.asarray(got), np.asarray(alone))
+
+    @pytest.mark.parametrize("weights", ["int8-matmul", "int8"])
+    def test_a_quantised_query_vector_does_not_depend_on_its_company(self, onnx_cache: Path, weights: str) -> None:
+        """A query encoded with others (a long one among them: padding) gets the bits it gets alone; documents
+        keep their batches, where the int8 documents' model does depend on the company (why queries run alone)."""
+        emb = OnnxMiniLMEmbedder(cache_dir=onnx_cache, int8=True, query_weights=weights)
+        together = np.asarray(emb.embed_queries(TEXTS))
+        alone = np.asarray([emb.embed_queries([t])[0] for t in TEXTS])
+        assert np.array_equal(together, alone)
+        docs_together = np.asarray(emb.embed(TEXTS))
+        docs_alone = np.asarray([emb.embed([t])[0] for t in TEXTS])
+        assert np.abs(docs_together - docs_alone).max() > 1e-3
 
 
 class TestQueryWeights:
