@@ -16,7 +16,7 @@ import asyncio
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,6 +33,7 @@ __all__ = [
     "deep_fill",
     "filter_sql",
     "non_increasing",
+    "placeholders",
     "query_years_sql",
     "row_hit",
 ]
@@ -74,6 +75,11 @@ _ADDED_COLUMNS = (("simhash", "TEXT"), ("url_key", "TEXT"), ("title_key", "TEXT"
 """Columns added to ``chunks`` after the first release: a store created before them gains them (NULL, so its
 hits carry no stored features and fusion computes them) until the next ``fabric ingest`` rewrites every chunk
 (the features are part of the content hash)."""
+
+
+def placeholders(values: Sized) -> str:
+    """``?,?,...``: one SQL parameter mark per value (an ``IN (...)`` list)."""
+    return ",".join("?" * len(values))
 
 
 def _add_missing_columns(conn: sqlite3.Connection) -> None:

@@ -40,7 +40,15 @@ from lanes.graph.extract import EntityExtractor, RuleExtractor, normalize_entity
 from lanes.graph.sqlite_cache import EntityCache, store_generation, top_neighbours
 from lanes.graph.sqlite_rank import first_passing, provenance
 from lanes.graph.sqlite_writer import GRAPH_SCHEMA, SqliteGraphWriter, graph_path, load_aliases
-from lanes.sqlite_common import SqliteDb, deep_fill, filter_sql, non_increasing, query_years_sql, row_hit
+from lanes.sqlite_common import (
+    SqliteDb,
+    deep_fill,
+    filter_sql,
+    non_increasing,
+    placeholders,
+    query_years_sql,
+    row_hit,
+)
 
 __all__ = ["BACKEND", "SqliteGraphLane"]
 
@@ -49,10 +57,6 @@ log = structlog.get_logger(__name__)
 
 _COMMON_FLOOR = 50
 """A neighbour is too common to follow only above this many chunks too (in a small home every hop counts)."""
-
-
-def _in(values: Any) -> str:
-    return ",".join("?" * len(values))
 
 
 class SqliteGraphLane(BaseLane):
@@ -80,7 +84,7 @@ class SqliteGraphLane(BaseLane):
         cand = list(dict.fromkeys([*extracted, *grams]))
         if not cand:
             return {}, [], 0.0, {}
-        matched = dict(conn.execute(f"SELECT norm, id FROM entities WHERE norm IN ({_in(cand)})", cand))
+        matched = dict(conn.execute(f"SELECT norm, id FROM entities WHERE norm IN ({placeholders(cand)})", cand))
         rate = sum(1 for e in extracted if e in matched) / len(extracted) if extracted else float(bool(matched))
         n_chunks = conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0] or 1
         gen, cache = store_generation(conn), self.cache

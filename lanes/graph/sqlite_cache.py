@@ -29,6 +29,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from lanes.sqlite_common import placeholders
+
 __all__ = ["EntityCache", "Neighbours", "store_generation", "top_neighbours"]
 
 _GEN = "SELECT value FROM graph_meta WHERE key = 'gen'"
@@ -43,10 +45,6 @@ _NEIGHBOURS = (  # one vote per (entity, neighbour, chunk): a verb edge that res
 )
 
 V = TypeVar("V")
-
-
-def _marks(values: Sequence[object]) -> str:
-    return ",".join("?" * len(values))
 
 
 def store_generation(conn: sqlite3.Connection) -> int:
@@ -134,7 +132,7 @@ class EntityCache:
         def load(missing: list[int]) -> dict[int, tuple[str, ...]]:
             out: dict[int, tuple[str, ...]] = dict.fromkeys(missing, ())
             strings = self._strings  # one string per chunk id, whichever entities list it
-            for eid, listed in conn.execute(_CHUNKS.format(marks=_marks(missing)), missing):
+            for eid, listed in conn.execute(_CHUNKS.format(marks=placeholders(missing)), missing):
                 out[eid] = tuple([strings.setdefault(c, c) for c in json.loads(listed)])
             return out
 
@@ -144,7 +142,7 @@ class EntityCache:
         """The normalised name of each stored entity of ``ids``."""
 
         def load(missing: list[int]) -> dict[int, str]:
-            return dict(conn.execute(_NAMES.format(marks=_marks(missing)), missing).fetchall())
+            return dict(conn.execute(_NAMES.format(marks=placeholders(missing)), missing).fetchall())
 
         return self._through(lambda: self._names, gen, ids, load, lambda _: 0)
 
@@ -152,7 +150,7 @@ class EntityCache:
         """Each entity's neighbours: outgoing edges of every predicate and ``co_occurs`` edges both ways."""
 
         def load(missing: list[int]) -> dict[int, Neighbours]:
-            rows = conn.execute(_NEIGHBOURS.format(marks=_marks(missing)), [*missing, *missing]).fetchall()
+            rows = conn.execute(_NEIGHBOURS.format(marks=placeholders(missing)), [*missing, *missing]).fetchall()
             out = dict.fromkeys(missing, _NONE)
             if rows:
                 table = np.array(rows, dtype=np.int64)

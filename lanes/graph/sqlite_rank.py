@@ -15,13 +15,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from lanes.sqlite_common import CHUNK_COLUMNS
+from lanes.sqlite_common import CHUNK_COLUMNS, placeholders
 
 __all__ = ["best_first", "first_passing", "passing", "provenance", "slices"]
-
-
-def _in(values: Any) -> str:
-    return ",".join("?" * len(values))
 
 
 def passing(conn: sqlite3.Connection, order: list[str], where: str, params: list[Any], top_k: int) -> list[Any]:
@@ -30,7 +26,7 @@ def passing(conn: sqlite3.Connection, order: list[str], where: str, params: list
     rows: list[Any] = []
     for start, stop in slices(len(order), top_k):
         part = order[start:stop]
-        sql = f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({_in(part)}) AND {where}"
+        sql = f"SELECT {CHUNK_COLUMNS} FROM chunks c WHERE c.id IN ({placeholders(part)}) AND {where}"
         found = {r[0]: r for r in conn.execute(sql, [*part, *params])}
         rows += [found[c] for c in part if c in found]
         if len(rows) >= top_k:
