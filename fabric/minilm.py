@@ -337,8 +337,8 @@ class OnnxMiniLMEmbedder:
         vector than alone (up to 0.029 in a coordinate, cos 0.989). On the 50K home that changed the vector
         lane's top-10 set for 196 of 400 SciFact queries (top-10 order for 351), so a query's answer depended on
         which queries were in flight with it, and the cache kept whichever vector came first. Alone it costs no
-        more: 4.04–4.26 ms of CPU a query against 4.41–4.44 in batches of 4 (padding). The fp32 and OpenVINO models keep
-        their batches.
+        more: 4.04–4.26 ms of CPU a query against 4.41–4.44 in batches of 4 (padding). The fp32 and OpenVINO
+        models keep their batches.
 
         Raises:
             LaneUnavailable: the model cannot be exported or loaded.

@@ -2,8 +2,8 @@
 
 The export needs torch and transformers; nothing else at run time does. Imported once, torch stays in the process
 for good: about 500 MB of resident memory, and some 350,000 more objects for the garbage collector, which made each
-full collection of a serving process about 250 ms instead of 30 (measured on the 50K home: every query of a
-``fabric serve`` stalls that long, several times a minute under load). So the export runs in an exec'd child,
+full collection about 250 ms instead of 30, with every query waiting (an engine on the 50K home: 8 full collections
+in 300 queries, 1.1 s in all). So the export runs in an exec'd child,
 ``python -m fabric.minilm_export MODEL_DIR DEST FP32 [--int8] [--matmul-only] [--plain]``, which writes the file
 and prints one JSON line on stdout: ``{"ok": true, "fused": {...}}`` or ``{"ok": false, "error": "..."}``.
 Where ``sys.executable`` is not a Python interpreter (an embedding host such as uWSGI), it runs in the process.
@@ -107,7 +107,9 @@ def _build(model_dir: Path, dest: Path, fp32: Path, *, int8: bool, matmul_only: 
     return fused_ops
 
 
-def _in_child() -> bool:
+def _can_exec_python() -> bool:
+    """Whether ``sys.executable`` is a Python interpreter (an embedding host such as uWSGI sets it to its own
+    binary, which ``-m`` would not run; the same test as :func:`lanes.graph.sql_process.available`)."""
     return Path(sys.executable).name.lower().startswith("python")
 
 
@@ -120,7 +122,7 @@ def export(
         ExportFailed: the child reported an error or ended without an answer.
         Exception: in-process builds (no Python to exec) raise what the export raised.
     """
-    if not _in_child():
+    if not _can_exec_python():
         return _build(model_dir, dest, fp32, int8=int8, matmul_only=matmul_only, plain=plain)
     flags = [f for f, on in (("--int8", int8), ("--matmul-only", matmul_only), ("--plain", plain)) if on]
     root = str(Path(__file__).resolve().parents[1])  # where ``fabric`` is importable from

@@ -127,9 +127,9 @@ def freeze_heap() -> int:
     """Collect once, then move every object the start-up left (modules, the opened engine, its indexes and model
     sessions) out of the garbage collector's reach (:func:`gc.freeze`); the number of objects frozen.
 
-    A serving process allocates per query and so runs full collections several times a minute; each one walked
-    every start-up object again while holding the GIL, and every query waited. On the 50K home: about 73,000
-    tracked objects, 30 ms a full collection, 0.3 ms of collection per query at 100 queries a second. The frozen
+    A serving process allocates per query and so runs full collections now and then; each one walked every
+    start-up object again while holding the GIL, and every query waited. An engine on the 50K home: about 73,000
+    tracked objects, 18-41 ms a full collection (3-4 in 300-600 queries); frozen, 1.3-1.7 ms. The frozen
     objects are never freed; they live as long as the process anyway. The service owns its process, so only
     ``fabric serve`` does this, never the engine that an orchestrator embeds.
     """
