@@ -179,6 +179,9 @@ class EmbeddingsConfig:
     the 0.002 rule) (:data:`fabric.minilm.QUERY_WEIGHTS`, docs/engine.md); documents always get ``runtime``'s."""
     batch_threads: int = 0
     """Threads for ingestion's large batches (0: every core)."""
+    cache_queries: bool = True
+    """Keep query vectors in the embedding cache, so a repeated query skips the model. ``fabric eval`` turns it
+    off: every query it times is encoded inside the timed call, as a user's new query is (issue 14)."""
     url: str = ""
     api_key: str = ""
     batch_size: int = 64

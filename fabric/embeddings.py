@@ -188,9 +188,11 @@ class OpenAIEmbedder:
 class CachedEmbedder:
     """Wraps an embedder with the content-hash cache; only texts never seen before reach the model."""
 
-    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+    def __init__(self, inner: Embedder, cache: EmbeddingCache, *, cache_queries: bool = True) -> None:
         self.inner = inner
         self.cache = cache
+        self.cache_queries = cache_queries
+        """Whether query vectors are read from and kept in the cache (documents' always are)."""
         self.name = inner.name
         self.cache_name: str = getattr(inner, "cache_name", inner.name)
         self.query_cache_name: str = getattr(inner, "query_cache_name", self.cache_name)
@@ -215,9 +217,12 @@ class CachedEmbedder:
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed queries with the inner model's query path (its ``embed_queries``, else ``embed``), cached apart
         from documents when another model encodes them."""
+        compute = getattr(self.inner, "embed_queries", self.inner.embed)
+        if not self.cache_queries:
+            return compute(texts) if texts else []
         if self.query_cache_name == self.cache_name:
             return self.embed(texts)
-        return self._cached(texts, self.query_cache_name, getattr(self.inner, "embed_queries", self.inner.embed))
+        return self._cached(texts, self.query_cache_name, compute)
 
     def _cached(
         self, texts: Sequence[str], name: str, compute: Callable[[Sequence[str]], list[list[float]]]
@@ -258,7 +263,8 @@ def build_embedder(config: EmbeddingsConfig, cache_dir: Path) -> Embedder | None
         inner = OpenAIEmbedder(url=config.url, model=config.model, api_key=config.api_key, batch_size=config.batch_size)
     else:
         raise ConfigError(f"unknown backend {config.backend!r}; valid: minilm, openai, none", key="embeddings.backend")
-    return CachedEmbedder(inner, EmbeddingCache(cache_dir, getattr(inner, "cache_name", config.model)))
+    cache = EmbeddingCache(cache_dir, getattr(inner, "cache_name", config.model))
+    return CachedEmbedder(inner, cache, cache_queries=config.cache_queries)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,7 @@ import asyncio
 import dataclasses
 import hashlib
 import json
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ __all__ = [
     "artifact_config",
     "check_lanes",
     "default_lanes",
+    "encoding_times",
     "eval_settings",
     "home_key",
     "index_code_fingerprint",
@@ -81,7 +83,7 @@ def check_lanes(settings: Settings, lanes: Sequence[str]) -> list[str]:
 
 def eval_settings(settings: Settings, *, home: Path, top_k: int, lanes: Sequence[str]) -> Settings:
     """Settings for an eval run: the scratch home, lanes asked for ``top_k`` hits, the selected lanes enabled,
-    no rate-based provider suspension and no pre-flight bypass on event-loop lag."""
+    no rate-based provider suspension, no pre-flight bypass on event-loop lag, and no cached query vectors."""
     lane_cfgs = {
         name: dataclasses.replace(cfg, enabled=cfg.enabled or name in lanes) for name, cfg in settings.lanes.items()
     }
@@ -97,9 +99,13 @@ def eval_settings(settings: Settings, *, home: Path, top_k: int, lanes: Sequence
         lane_top_k=max(settings.engine.lane_top_k, top_k),
         max_top_k=max(settings.engine.max_top_k, top_k),
     )
+    # Every timed query is encoded inside its timed call (issue 14): a warm-up or an earlier run must not leave
+    # its vector in the cache for the timed pass to read.
+    embeddings = dataclasses.replace(settings.embeddings, cache_queries=False)
     return dataclasses.replace(
-        settings, home=home, engine=engine, lanes=lane_cfgs, penalties=penalties, preflight=preflight
-    )
+        settings, home=home, engine=engine, lanes=lane_cfgs, penalties=penalties, preflight=preflight,
+        embeddings=embeddings,
+    )  # fmt: skip
 
 
 _INDEX_CODE = (
@@ -180,6 +186,28 @@ async def open_engine(settings: Settings) -> AsyncIterator[SearchEngine]:
         yield engine
 
 
+async def encoding_times(engine: Any, texts: Sequence[str]) -> dict[str, float] | None:
+    """How long the engine's query model takes to encode each of ``texts`` alone, outside any search: ``p50_ms``
+    and ``p95_ms`` (the share of a query's latency that is its encoding, issue 14). None without an embedder."""
+    resources = getattr(engine, "resources", None)
+    embedder = getattr(resources, "embedder", None)
+    if embedder is None or not texts:
+        return None
+    encode = getattr(embedder, "embed_queries", embedder.embed)
+
+    def timed() -> list[float]:
+        out = []
+        for text in texts:
+            t0 = time.perf_counter()
+            encode([text])
+            out.append((time.perf_counter() - t0) * 1000.0)
+        return sorted(out)
+
+    times = await asyncio.to_thread(timed)
+    p50, p95 = times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.95))]
+    return {"p50_ms": round(p50, 3), "p95_ms": round(p95, 3)}
+
+
 async def prewarm_embeddings(engine: Any, texts: Sequence[str], batch: int = 64) -> None:
     """Embed ``texts`` once through the engine's (caching) embedder, if it has one, before anything is timed."""
     resources = getattr(engine, "resources", None)
@@ -251,9 +279,9 @@ async def run_plan(
     """
     clock = CalibrationClock(every=plan.calibrate_every)
     if dataset.queries:
-        # Untimed warm-up: loads models, opens stores and fills the content-hash embedding cache for every
-        # (refined) query, so every timed pass measures the same warm path whether or not an earlier run
-        # already cached the query vectors (a cold first run would otherwise look slower than later ones).
+        # Untimed warm-up: loads models and opens stores (pages, snapshots, caches of the lanes), so every timed
+        # pass measures the same warm path. Query vectors are not cached in an eval (eval_settings): each timed
+        # query is encoded inside its timed call, whatever ran before it.
         warm = dataset if plan.warm_all else dataset.limited(1)
         callback = on_pass("warmup", len(warm.queries)) if on_pass else None
         await _plan_pass(engine, warm, plan, name="warmup", lanes=plan.lanes, on_query=callback)

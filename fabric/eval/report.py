@@ -249,6 +249,13 @@ def _fmt(value: Any) -> str:
     return f"{value:.4f}" if isinstance(value, float) else str(value)
 
 
+def _encoding_lines(enc: Mapping[str, Any] | None) -> list[str]:
+    if not enc:
+        return []
+    times = f"p50 {enc['p50_ms']} ms, p95 {enc['p95_ms']} ms"
+    return [f"- query encoding, inside every latency: {times} ({enc.get('share_of_fused_p50')} of the fused p50)"]
+
+
 def render_markdown(artifact: Mapping[str, Any]) -> str:
     """The human summary: metrics table, scenario breakdown, gate, counters and the worst queries."""
     ds = artifact["dataset"]
@@ -261,6 +268,7 @@ def render_markdown(artifact: Mapping[str, Any]) -> str:
         f"weights {cfg.get('weights')}",
         f"- wall time {artifact['wall_time_s']} s; latency: {artifact['latency']['measured']}, "
         f"calibration unit {artifact['latency']['calibration_ms']} ms",
+        *_encoding_lines(artifact.get("encoding")),
         *(f"- **warning**: {w}" for w in artifact.get("warnings", [])),
         "",
         "| run | " + " | ".join(METRIC_KEYS) + " | p50 ms | p95 ms |",

@@ -53,6 +53,24 @@ class TestCache:
         assert second.embed(["gamma"])
         assert inner.texts == 1
 
+    def test_uncached_queries_reach_the_model_every_time(self, tmp_path: Path) -> None:
+        """cache_queries=False (fabric eval's setting): a query is encoded at each call and nothing is kept for
+        it, while documents still go through the cache."""
+        inner = BagEmbedder()
+        emb = CachedEmbedder(inner, EmbeddingCache(tmp_path, "bag-64"), cache_queries=False)
+        first = emb.embed_queries(["alpha beta"])
+        assert emb.embed_queries(["alpha beta"]) == first
+        assert (inner.calls, emb.hits, emb.misses) == (2, 0, 0)
+        assert EmbeddingCache(tmp_path, "bag-64").get_many([cache_key(emb.query_cache_name, "alpha beta")]) == {}
+        emb.embed(["gamma"])
+        emb.embed(["gamma"])
+        assert (inner.calls, emb.misses, emb.hits) == (3, 1, 1)
+        on = build_embedder(EmbeddingsConfig(backend="minilm"), tmp_path)
+        off = build_embedder(EmbeddingsConfig(backend="minilm", cache_queries=False), tmp_path)
+        assert isinstance(on, CachedEmbedder)
+        assert isinstance(off, CachedEmbedder)
+        assert (on.cache_queries, off.cache_queries) == (True, False)
+
 
 class TestBuildEmbedder:
     def test_backend_none_is_none(self, tmp_path: Path) -> None:

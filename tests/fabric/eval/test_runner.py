@@ -233,6 +233,31 @@ class TestEvalSettings:
         assert settings.home == tmp_path
         assert settings.lanes["graph"].enabled
         assert settings.engine.lane_top_k == 100
+        assert base.embeddings.cache_queries
+        assert not settings.embeddings.cache_queries
+
+    async def test_encoding_times_run_the_engines_query_path(self) -> None:
+        """p50/p95 of the engine's embedder encoding each query alone; None without an embedder."""
+        from types import SimpleNamespace
+
+        from tests.support.embedded import BagEmbedder
+
+        inner = BagEmbedder()
+        engine = SimpleNamespace(resources=SimpleNamespace(embedder=inner))
+        times = await harness.encoding_times(engine, ["a b", "c d", "e f"])
+        assert times is not None
+        assert set(times) == {"p50_ms", "p95_ms"}
+        assert 0 <= times["p50_ms"] <= times["p95_ms"]
+        assert (inner.calls, inner.texts) == (3, 3)
+        assert await harness.encoding_times(SimpleNamespace(resources=None), ["a"]) is None
+
+    def test_markdown_names_the_encoding_share(self) -> None:
+        """The report's header line for the queries' encoding (the artifact's ``encoding``)."""
+        from fabric.eval.report import _encoding_lines
+
+        assert _encoding_lines(None) == []
+        line = _encoding_lines({"p50_ms": 4.1, "p95_ms": 6.0, "share_of_fused_p50": 0.31})[0]
+        assert line == "- query encoding, inside every latency: p50 4.1 ms, p95 6.0 ms (0.31 of the fused p50)"
 
     def test_default_lanes_skip_online_kinds(self) -> None:
         """Web, news and markets lanes cannot be judged by qrels and are not evaluated by default."""
