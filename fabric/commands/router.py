@@ -102,7 +102,6 @@ def _run_passes(
         async with harness.open_engine(run_settings) as engine:
             eng: Any = engine
             eng.router.classifier = classifier
-            await harness.prewarm_embeddings(engine, [q.text for q in dataset.queries])
             passes = await run_routes(eng, dataset, specs, lanes=lanes, mode=Mode.from_str(args.mode), top_k=args.top_k)
             probes = await collect_probes(eng, dataset) if label or probes_too else {}
         return passes, probes

@@ -28,6 +28,7 @@ from fabric.config import Settings
 from fabric.errors import QueryError
 from fabric.eval.calibration import CalibrationClock
 from fabric.eval.dataset import Dataset
+from fabric.eval.report import percentile
 from fabric.eval.runner import FUSED, PassResult, SearchEngine, run_pass
 from fabric.models import FusionMode, LaneKind, Mode
 
@@ -46,7 +47,6 @@ __all__ = [
     "ingest_settings",
     "open_engine",
     "prepare_home",
-    "prewarm_embeddings",
     "run_plan",
     "timed_fused_pass",
 ]
@@ -201,21 +201,10 @@ async def encoding_times(engine: Any, texts: Sequence[str]) -> dict[str, float] 
             t0 = time.perf_counter()
             encode([text])
             out.append((time.perf_counter() - t0) * 1000.0)
-        return sorted(out)
+        return out
 
-    times = await asyncio.to_thread(timed)
-    p50, p95 = times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.95))]
-    return {"p50_ms": round(p50, 3), "p95_ms": round(p95, 3)}
-
-
-async def prewarm_embeddings(engine: Any, texts: Sequence[str], batch: int = 64) -> None:
-    """Embed ``texts`` once through the engine's (caching) embedder, if it has one, before anything is timed."""
-    resources = getattr(engine, "resources", None)
-    embedder = getattr(resources, "embedder", None)
-    if embedder is None:
-        return
-    for start in range(0, len(texts), batch):
-        await asyncio.to_thread(embedder.embed, list(texts[start : start + batch]))
+    times = await asyncio.to_thread(timed)  # the passes' own percentile, so the share compares like with like
+    return {"p50_ms": round(percentile(times, 50), 3), "p95_ms": round(percentile(times, 95), 3)}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

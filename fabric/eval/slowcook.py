@@ -77,7 +77,6 @@ async def cook(
     run_settings = harness.eval_settings(settings, home=settings.home, top_k=top_k, lanes=lanes)
     hinted = hinted_dataset(dataset)
     async with harness.open_engine(run_settings) as engine:
-        await harness.prewarm_embeddings(engine, [q.text for q in dataset.queries])
         fused = await run_pass(engine, dataset, name=FUSED, lanes=plan.lanes, mode=plan.mode, top_k=top_k)
         hint_pass = await run_hinted(engine, hinted, plan) if hinted is not None else None
     return report, fused, hint_pass
