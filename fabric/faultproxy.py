@@ -189,8 +189,9 @@ class FaultProxy:
         await resp.prepare(request)
         with contextlib.suppress(ConnectionResetError):  # the client gave up on the trickle: nothing to finish
             for start in range(0, len(body), plan.chunk_bytes):
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._closing.wait(), plan.delay_s)
+                with contextlib.suppress(TimeoutError):  # not wait_for, which can drop a cancellation on 3.11
+                    async with asyncio.timeout(plan.delay_s):
+                        await self._closing.wait()
                 if self._closing.is_set():
                     break
                 await resp.write(body[start : start + plan.chunk_bytes])

@@ -14,10 +14,11 @@ Nothing runs at import; :meth:`LoopLag.start` needs a running loop.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram
+
+from fabric.cancel import cancel_and_wait
 
 __all__ = ["LoopLag"]
 
@@ -53,9 +54,7 @@ class LoopLag:
         """Stop sampling."""
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
     def reset(self) -> None:
         """Forget the samples and the maximum (the metrics keep counting)."""

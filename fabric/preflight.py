@@ -27,7 +27,6 @@ Bypass rules (refinement skipped, the query used as given, the reason recorded i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -37,6 +36,7 @@ from typing import Any
 import aiohttp
 import structlog
 
+from fabric.cancel import cancel_and_wait
 from fabric.config import PreflightConfig
 from fabric.errors import LaneError, LaneTimeout
 from fabric.httpclient import fetch
@@ -174,9 +174,7 @@ class LoopLagMonitor:
     async def stop(self) -> None:
         """Stop sampling."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
 

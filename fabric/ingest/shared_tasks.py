@@ -35,6 +35,7 @@ import psycopg
 import structlog
 from prometheus_client import CollectorRegistry
 
+from fabric.cancel import cancel_and_wait
 from fabric.config_sections import IngestConfig
 from fabric.ingest.submission import Submission
 from fabric.ingest.tasks import IngestTasks, Runner
@@ -153,7 +154,8 @@ class SharedIngestTasks(IngestTasks):
             if record is None or record.finished:
                 return record or task
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(task.done.wait(), self.poll_s)
+                async with asyncio.timeout(self.poll_s):  # not wait_for: see _work
+                    await task.done.wait()
         return task
 
     @property
@@ -209,8 +211,11 @@ class SharedIngestTasks(IngestTasks):
                 log.warning("shared_tasks_unavailable", tenant=self.tenant, error=str(exc))
                 ran = False
             if not ran:
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the item and drops the
+                # cancellation when aclose cancels the worker just as a submit wakes it, and aclose waits forever
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._queue.get(), self.poll_s)
+                    async with asyncio.timeout(self.poll_s):
+                        await self._queue.get()
                 while not self._queue.empty():
                     self._queue.get_nowait()
 
@@ -253,9 +258,7 @@ class SharedIngestTasks(IngestTasks):
             log.error("ingest_run_abandoned", task_id=task.id, reason="writer lock lost")
         finally:
             self._running = None
-            beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beat
+            await cancel_and_wait(beat)
 
     async def _heartbeat(self, task: IngestTask, run: asyncio.Task[None]) -> bool:
         """Save the running task's progress every :data:`HEARTBEAT_S`; cancel the run (True) when the lock is lost."""

@@ -34,6 +34,7 @@ import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fabric.audit import Actor, acting_as
+from fabric.cancel import cancel_and_wait
 from fabric.config import IngestConfig
 from fabric.crashpoints import crash_point
 from fabric.errors import FabricError
@@ -207,9 +208,7 @@ class IngestTasks:
         """Stop the worker; unfinished tasks stay queued in the store and resume at the next start."""
         worker, self._worker = self._worker, None
         if worker is not None:
-            worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await worker
+            await cancel_and_wait(worker)
         for task in list(self._live.values()):
             task.done.set()  # wake inline waiters: they answer the task as still queued
         self._live.clear()

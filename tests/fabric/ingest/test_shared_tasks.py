@@ -225,6 +225,35 @@ async def test_a_cancelled_submission_does_not_keep_the_keys_mutex(
     assert (await _finished(a, task.id)).status is TaskStatus.SUCCEEDED
 
 
+async def test_aclose_stops_a_worker_woken_just_before(state_url: str, tmp_path: Path) -> None:
+    """A submission's wake-up that lands just before ``aclose`` cancels the idle worker does not eat the
+    cancellation (``asyncio.wait_for`` does on Python 3.11), so ``aclose`` returns instead of waiting forever."""
+    state, ledger = SharedState(state_url), Ledger()
+    await state.open()
+    tasks = SharedIngestTasks(
+        IngestConfig(max_queued=50), home=tmp_path, runner=ledger.runner("a"), root=None, state=state,
+        owner="replica-a", poll_s=30.0,
+    )  # fmt: skip
+    try:
+        await tasks.start()
+        for _ in range(1000):  # until the worker drained the empty queue and waits (30 s) for a wake-up
+            if tasks._queue._getters:  # type: ignore[attr-defined]
+                break
+            await asyncio.sleep(0.01)
+        assert tasks._queue._getters  # type: ignore[attr-defined]
+        wake = IngestTask(id="w", key="key:w", submission=_sub("w"), source_path=tmp_path / "w")
+        tasks._queue.put_nowait(wake)  # what submit() does once the task is stored: the worker wakes
+        worker = tasks._worker
+        assert worker is not None
+        async with asyncio.timeout(10) as limit:
+            await tasks.aclose()  # before the fix: waited for the worker until this timeout, which it then ate
+        assert not limit.expired()
+        assert worker.done()
+    finally:
+        await tasks.aclose()
+        await state.aclose()
+
+
 def test_public_api() -> None:
     """The module exports the shared queue, its timings and the replica's name."""
     assert set(mod.__all__) == {"HEARTBEAT_S", "SPOOL_GRACE_S", "SharedIngestTasks", "replica_name"}
