@@ -180,8 +180,9 @@ class EmbeddingsConfig:
     batch_threads: int = 0
     """Threads for ingestion's large batches (0: every core)."""
     cache_queries: bool = True
-    """Keep query vectors in the embedding cache, so a repeated query skips the model. ``fabric eval`` turns it
-    off: every query it times is encoded inside the timed call, as a user's new query is (issue 14)."""
+    """Keep the last 4,096 query vectors in memory (never on disk), so a repeated query skips the model.
+    ``fabric eval`` turns it off: every query it times is encoded inside the timed call, as a user's new query is
+    (issue 14)."""
     url: str = ""
     api_key: str = ""
     batch_size: int = 64

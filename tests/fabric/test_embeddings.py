@@ -53,6 +53,29 @@ class TestCache:
         assert second.embed(["gamma"])
         assert inner.texts == 1
 
+    def test_query_vectors_are_kept_in_memory_only_and_bounded(self, tmp_path: Path) -> None:
+        """A repeated query skips the model; nothing of a query reaches the cache file (a second embedder on the
+        same folder encodes it again); past ``query_cache_size`` the least recently used query is dropped."""
+        inner = BagEmbedder()
+        emb = CachedEmbedder(inner, EmbeddingCache(tmp_path, "bag-64"), query_cache_size=2)
+        a = emb.embed_queries(["alpha beta"])
+        assert emb.embed_queries(["alpha beta", "alpha beta"]) == [a[0], a[0]]
+        assert (inner.calls, emb.misses, emb.hits) == (1, 1, 2)
+        model = BagEmbedder().embed(["alpha beta"])[0]
+        assert max(abs(x - y) for x, y in zip(a[0], model, strict=True)) < 1e-7  # the model's vector, as float32
+        assert EmbeddingCache(tmp_path, "bag-64").get_many([cache_key(emb.query_cache_name, "alpha beta")]) == {}
+        other = BagEmbedder()
+        CachedEmbedder(other, EmbeddingCache(tmp_path, "bag-64")).embed_queries(["alpha beta"])
+        assert other.calls == 1
+        emb.embed_queries(["gamma"])
+        emb.embed_queries(["alpha beta"])  # used again: now the most recent
+        emb.embed_queries(["delta"])  # drops gamma, the least recently used
+        calls = inner.calls
+        emb.embed_queries(["alpha beta", "delta"])
+        assert inner.calls == calls
+        emb.embed_queries(["gamma"])
+        assert inner.calls == calls + 1
+
     def test_uncached_queries_reach_the_model_every_time(self, tmp_path: Path) -> None:
         """cache_queries=False (fabric eval's setting): a query is encoded at each call and nothing is kept for
         it, while documents still go through the cache."""
