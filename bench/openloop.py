@@ -153,8 +153,8 @@ class _Answer:
     retry_after: bool = False
     replica: int = 0
     reason: str = ""
-    """Why a 429/503 was refused: the body's ``error.reason`` (``queue_full``, ``queue_timeout``) or ``error.limit``
-    (a tenant's ``rate``, ``concurrency``)."""
+    """Why a 429/503 was refused: the body's ``error.reason`` (``queue_full``, ``expected_wait``, ``queue_timeout``)
+    or ``error.limit`` (a tenant's ``rate``, ``concurrency``)."""
 
 
 async def _one(client: aiohttp.ClientSession, url: str, query: str, replica: int = 0) -> _Answer:
@@ -165,7 +165,8 @@ async def _one(client: aiohttp.ClientSession, url: str, query: str, replica: int
             ms = (time.perf_counter() - t0) * 1000.0
             if resp.status != 200:
                 error = body.get("error") if isinstance(body, dict) else None
-                # admission names error.reason (queue_full, queue_timeout); a tenant's limit error.limit (rate, ...)
+                # admission names error.reason (queue_full, expected_wait, queue_timeout); a tenant's limit
+                # error.limit (rate, ...)
                 reason = str(error.get("reason") or error.get("limit") or "") if isinstance(error, dict) else ""
                 return _Answer(
                     resp.status, ms, retry_after="Retry-After" in resp.headers, replica=replica, reason=reason
@@ -222,7 +223,8 @@ def _figures(rate: float, answers: list[_Answer], window_s: float, lags: list[fl
         "rejected": len(rejected),
         "rejected_429": sum(a.status == 429 for a in rejected),
         "rejected_503": sum(a.status == 503 for a in rejected),
-        # which bound refused them: the queue's length (queue_full) or its wait (queue_timeout), a tenant's rate...
+        # which bound refused them: the queue's length (queue_full), its expected wait (expected_wait), its wait
+        # (queue_timeout), a tenant's rate...
         "rejected_by_reason": dict(sorted(Counter(a.reason or f"http_{a.status}" for a in rejected).items())),
         "rejected_without_retry_after": sum(not a.retry_after for a in rejected),
         "rejected_p95_ms": _pct([a.ms for a in rejected], 0.95),

@@ -9,13 +9,20 @@ local stores' circuit breakers (issue 14: 95.6 % empty answers after a 200-clien
   whole budget however long it queued;
 - up to ``max_queue`` more wait, first come first served, at most ``max_wait_ms`` each;
 - beyond that a request is refused at once with :class:`Overloaded`, which the service answers ``503`` with
-  ``Retry-After`` (:func:`overloaded_response`); a queued request whose wait runs out is refused the same way.
+  ``Retry-After`` (:func:`overloaded_response`); a queued request whose wait runs out is refused the same way;
+- while queued requests are timing out (one did within :data:`SHED_WINDOW_S`), a request that would have to
+  queue is refused at once when its expected wait is longer than ``max_wait_ms`` (``expected_wait``): its place
+  in the queue times the recent interval between slots freeing up while every slot was busy
+  (:meth:`AdmissionControl.expected_wait_s`). Under sustained overload a third of the refusals used to be
+  ``queue_timeout``, each after waiting the whole ``max_wait_ms``; now most are told on arrival. Only once
+  requests time out: the estimate is least sure at the edge of capacity, and a service that is keeping up (no
+  timeouts) gives every request that fits in the queue its chance, as before.
 
 Because nothing is queued for longer than ``max_wait_ms``, the service is back to normal that long after a
 burst ends. The defaults come from the cores this process may use (:func:`default_config`).
 
 Metrics (in the engine's registry): ``fabric_admission_admitted_total``, ``fabric_admission_rejected_total{reason}``
-(``queue_full``, ``queue_timeout``), ``fabric_admission_queue_wait_seconds`` (admitted requests),
+(``queue_full``, ``expected_wait``, ``queue_timeout``), ``fabric_admission_queue_wait_seconds`` (admitted requests),
 ``fabric_admission_active``, ``fabric_admission_queued`` and ``fabric_admission_capacity{limit}``.
 """
 
@@ -26,7 +33,7 @@ import math
 import os
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -37,6 +44,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 __all__ = [
     "ADMISSION_KEY",
     "CURRENT_ADMISSION",
+    "PACE_MAX_AGE_S",
+    "PACE_WINDOW",
+    "SHED_WINDOW_S",
     "AdmissionConfig",
     "AdmissionControl",
     "Overloaded",
@@ -46,6 +56,15 @@ __all__ = [
 ]
 
 _WAIT_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+
+PACE_WINDOW = 32
+"""Releases of a busy service the pace of freed slots is measured over (the last ones)."""
+PACE_MIN = 8
+"""Fewest such releases before the pace is trusted."""
+PACE_MAX_AGE_S = 2.0
+"""A pace whose last release is older than this is stale: the service has not been busy since."""
+SHED_WINDOW_S = 1.0
+"""Refusals on the expected wait happen only this long after a queued request last timed out."""
 
 
 def usable_cores() -> int:
@@ -92,7 +111,7 @@ def default_config() -> AdmissionConfig:
 
 
 class Overloaded(Exception):
-    """A request refused by admission control: ``reason`` is ``queue_full`` or ``queue_timeout``."""
+    """A request refused by admission control: ``reason`` is ``queue_full``, ``expected_wait`` or ``queue_timeout``."""
 
     def __init__(self, reason: str, retry_after_s: int, active: int, queued: int) -> None:
         super().__init__(f"service overloaded ({reason}: {active} queries running, {queued} waiting); retry later")
@@ -124,18 +143,38 @@ class AdmissionControl:
     Args:
         config: the limits (defaults resolved from the cores when 0).
         registry: Prometheus registry for the metrics (the engine's).
+        clock: monotonic seconds (tests pass their own).
     """
 
-    def __init__(self, config: AdmissionConfig | None = None, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self,
+        config: AdmissionConfig | None = None,
+        registry: CollectorRegistry | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.config = (config or AdmissionConfig()).resolved()
         self.metrics = _Metrics(registry, self.config)
         self.active = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
+        self._clock = clock
+        self._busy_releases: deque[float] = deque(maxlen=PACE_WINDOW)
+        """When slots freed up while every slot was busy (the service's pace when it is the bottleneck)."""
+        self._timed_out_at = -math.inf
+        """When a queued request last ran out of wait."""
 
     @property
     def queued(self) -> int:
         """Requests waiting for a slot."""
         return len(self._waiters)
+
+    def expected_wait_s(self, position: int) -> float | None:
+        """Seconds until ``position`` more slots free up, at the recent pace of a busy service; None when there is
+        no recent pace (fewer than :data:`PACE_MIN` busy releases, or none for :data:`PACE_MAX_AGE_S`)."""
+        times = self._busy_releases
+        if len(times) < PACE_MIN or self._clock() - times[-1] > PACE_MAX_AGE_S:
+            return None
+        return position * (times[-1] - times[0]) / (len(times) - 1)
 
     def _refuse(self, reason: str) -> Overloaded:
         self.metrics.rejected.labels(reason).inc()
@@ -161,6 +200,10 @@ class AdmissionControl:
             return
         if len(self._waiters) >= cfg.max_queue:
             raise self._refuse("queue_full")
+        if self._clock() - self._timed_out_at <= SHED_WINDOW_S:
+            expected = self.expected_wait_s(len(self._waiters) + 1)
+            if expected is not None and expected * 1000.0 > cfg.max_wait_ms:
+                raise self._refuse("expected_wait")
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         self.metrics.queued.set(len(self._waiters))
@@ -172,6 +215,7 @@ class AdmissionControl:
             if not self._abandon(waiter):  # the slot was handed over just as the wait ran out: keep it
                 self._admitted(time.monotonic() - t0, handed=True)
                 return
+            self._timed_out_at = self._clock()
             raise self._refuse("queue_timeout") from None
         except asyncio.CancelledError:  # the client went away while queued
             if not self._abandon(waiter):
@@ -196,6 +240,8 @@ class AdmissionControl:
         self.metrics.active.set(self.active)
 
     def _release(self) -> None:
+        if self.active >= self.config.max_active:
+            self._busy_releases.append(self._clock())
         while self._waiters:  # hand the slot to the longest waiter still waiting
             waiter = self._waiters.popleft()
             if not waiter.done():

@@ -99,6 +99,57 @@ class TestAdmissionControl:
         await held
         assert _value(registry, "fabric_admission_rejected_total", {"reason": "queue_timeout"}) == 1
 
+    async def test_once_waits_time_out_a_request_that_cannot_get_a_slot_in_time_is_refused_on_arrival(self) -> None:
+        """A busy service's one slot frees every 30 s of the test's clock. Before any timeout, a request queues
+        (and runs out of its 50 ms). From then on, for SHED_WINDOW_S, a request whose place times the pace is
+        past max_wait is refused at once with expected_wait; after the window it queues again."""
+        now = [0.0]
+        registry = CollectorRegistry()
+        control = AdmissionControl(
+            AdmissionConfig(max_active=1, max_queue=8, max_wait_ms=50), registry, clock=lambda: now[0]
+        )
+        assert control.expected_wait_s(1) is None
+        for _ in range(10):
+            async with control.slot():
+                now[0] += 30.0
+        assert control.expected_wait_s(4) == pytest.approx(120.0)
+        release = asyncio.Event()
+        held = asyncio.ensure_future(_hold(control, release))
+        await _until(lambda: control.active == 1)
+        reasons = []
+        for _ in range(2):
+            with pytest.raises(Overloaded) as info:
+                async with control.slot():
+                    pass
+            reasons.append(info.value.reason)
+        assert reasons == ["queue_timeout", "expected_wait"]
+        now[0] += mod.SHED_WINDOW_S + 0.1  # no timeout for a while: requests queue again
+        with pytest.raises(Overloaded) as info:
+            async with control.slot():
+                pass
+        assert info.value.reason == "queue_timeout"
+        release.set()
+        await held
+        assert (control.active, control.queued) == (0, 0)
+        assert _value(registry, "fabric_admission_rejected_total", {"reason": "expected_wait"}) == 1
+        assert _value(registry, "fabric_admission_rejected_total", {"reason": "queue_timeout"}) == 2
+
+    async def test_no_recent_busy_pace_means_requests_queue_as_before(self) -> None:
+        """A pace older than PACE_MAX_AGE_S, or releases that left a slot free, predict nothing."""
+        now = [0.0]
+        control = AdmissionControl(AdmissionConfig(max_active=2, max_queue=8, max_wait_ms=100), clock=lambda: now[0])
+        for _ in range(20):  # one request at a time: a slot was always free
+            async with control.slot():
+                now[0] += 1.0
+        assert control.expected_wait_s(1) is None
+        busy = AdmissionControl(AdmissionConfig(max_active=1, max_queue=8, max_wait_ms=100), clock=lambda: now[0])
+        for _ in range(10):
+            async with busy.slot():
+                now[0] += 1.0
+        assert busy.expected_wait_s(1) == pytest.approx(1.0)
+        now[0] += mod.PACE_MAX_AGE_S + 0.5
+        assert busy.expected_wait_s(1) is None
+
     async def test_slots_go_to_waiters_first_come_first_served(self) -> None:
         """A freed slot goes to the longest waiter, never to a newcomer."""
         control = AdmissionControl(AdmissionConfig(max_active=1, max_queue=3, max_wait_ms=60_000))
@@ -238,7 +289,7 @@ def test_public_api() -> None:
     """The module's public names."""
     assert sorted(mod.__all__) == sorted(
         [
-            "ADMISSION_KEY", "CURRENT_ADMISSION", "AdmissionConfig", "AdmissionControl", "Overloaded",
-            "default_config", "overloaded_response", "usable_cores",
+            "ADMISSION_KEY", "CURRENT_ADMISSION", "PACE_MAX_AGE_S", "PACE_WINDOW", "SHED_WINDOW_S", "AdmissionConfig",
+            "AdmissionControl", "Overloaded", "default_config", "overloaded_response", "usable_cores",
         ]
     )  # fmt: skip
