@@ -173,9 +173,9 @@ class LoopLagMonitor:
 
     async def stop(self) -> None:
         """Stop sampling."""
-        if self._task is not None:
-            await cancel_and_wait(self._task)
-            self._task = None
+        task, self._task = self._task, None
+        if task is not None:
+            await cancel_and_wait(task)
 
 
 class Preflight:
