@@ -125,6 +125,32 @@ class EmbeddingCache:
             self._local.conn = None
 
 
+class _MemoryVectors:
+    """The last ``size`` vectors in memory, least recently used dropped first, with :class:`EmbeddingCache`'s
+    ``get_many``/``put_many``: exactly the vectors put (float64 arrays, 3 KB at 384 dimensions, not lists of
+    Python floats, 12 KB), under a lock (queries are encoded in worker threads)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._vectors: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_many(self, keys: Sequence[bytes]) -> dict[bytes, list[float]]:
+        """Kept vectors of those of ``keys`` that are present (each becomes the most recently used)."""
+        with self._lock:
+            found = {k: self._vectors[k] for k in keys if k in self._vectors}
+            for k in found:
+                self._vectors.move_to_end(k)
+        return {k: v.tolist() for k, v in found.items()}
+
+    def put_many(self, items: Sequence[tuple[bytes, Sequence[float]]]) -> None:
+        """Keep vectors, dropping the least recently used past ``size``."""
+        with self._lock:
+            self._vectors.update((k, np.asarray(v, dtype=np.float64)) for k, v in items)
+            while len(self._vectors) > self.size:
+                self._vectors.popitem(last=False)
+
+
 class OpenAIEmbedder:
     """An OpenAI-compatible ``/v1/embeddings`` endpoint, called synchronously (run it off the event loop).
 
@@ -199,8 +225,7 @@ class CachedEmbedder:
         """Whether query vectors are kept, in memory (documents' are always kept, on disk)."""
         self.query_cache_size = max(0, query_cache_size)
         """Most query vectors kept (least recently used dropped first)."""
-        self._queries: OrderedDict[bytes, np.ndarray] = OrderedDict()
-        self._queries_lock = threading.Lock()
+        self._queries = _MemoryVectors(self.query_cache_size)
         self.name = inner.name
         self.cache_name: str = getattr(inner, "cache_name", inner.name)
         self.query_cache_name: str = getattr(inner, "query_cache_name", self.cache_name)
@@ -235,39 +260,27 @@ class CachedEmbedder:
             return []
         if not self.cache_queries or not self.query_cache_size:
             return compute(texts)
-        keys = [cache_key(self.query_cache_name, t) for t in texts]
-        with self._queries_lock:
-            found = {k: self._queries[k] for k in keys if k in self._queries}
-            for k in found:
-                self._queries.move_to_end(k)
-        missing = list(dict.fromkeys(k for k in keys if k not in found))
-        self.hits += len(keys) - sum(1 for k in keys if k not in found)
-        if missing:
-            by_key = dict(zip(keys, texts, strict=True))
-            vecs = compute([by_key[k] for k in missing])
-            made = {k: np.asarray(v, dtype=np.float32) for k, v in zip(missing, vecs, strict=True)}
-            found.update(made)
-            self.misses += len(missing)
-            with self._queries_lock:
-                self._queries.update(made)
-                while len(self._queries) > self.query_cache_size:
-                    self._queries.popitem(last=False)
-        out = [found[k].tolist() for k in keys]
-        if not self.dim:
-            self.dim = len(out[0])
-        return out
+        return self._cached(texts, self.query_cache_name, compute, self._queries)
 
     def _cached(
-        self, texts: Sequence[str], name: str, compute: Callable[[Sequence[str]], list[list[float]]]
+        self,
+        texts: Sequence[str],
+        name: str,
+        compute: Callable[[Sequence[str]], list[list[float]]],
+        store: EmbeddingCache | _MemoryVectors | None = None,
     ) -> list[list[float]]:
+        """Vectors of ``texts`` under ``name`` from ``store`` (default: the cache file), the missing ones computed
+        once each and kept."""
+        if store is None:
+            store = self.cache
         keys = [cache_key(name, t) for t in texts]
-        found = self.cache.get_many(list(dict.fromkeys(keys)))
+        found = store.get_many(list(dict.fromkeys(keys)))
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         self.hits += len(keys) - sum(1 for k in keys if k not in found)
         if missing:
             by_key = dict(zip(keys, texts, strict=True))
             vecs = compute([by_key[k] for k in missing])
-            self.cache.put_many(list(zip(missing, vecs, strict=True)))
+            store.put_many(list(zip(missing, vecs, strict=True)))
             found.update(zip(missing, vecs, strict=True))
             self.misses += len(missing)
         out = [found[k] for k in keys]
