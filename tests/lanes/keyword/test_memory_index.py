@@ -74,6 +74,20 @@ class TestScores:
         index.close()
         await writer.aclose()
 
+    @pytest.mark.parametrize("k", [1, 3, 7, 12, 40])
+    async def test_ties_at_the_cut_go_by_rowid_as_in_fts5(self, tmp_path: Path, k: int) -> None:
+        """Many rows with equal scores, cut anywhere: the same rows as FTS5's ``ORDER BY bm25, rowid``, whether
+        the floor comes from the shortest posting list alone, from several, or from none (fewer than k rows)."""
+        same = [chunk(f"t{i}", "alpha beta gamma", title="") for i in range(20)]
+        rare = [chunk(f"r{i}", f"alpha rare{i % 2} gamma", title="") for i in range(6)]
+        writer = await _store(tmp_path, [*same, *rare, chunk("z", "beta delta", title="")])
+        index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), 2.0, 1.0)
+        index.refresh()
+        for query in ("alpha gamma", "rare0 rare1 alpha", "rare1 delta", "beta", "delta"):
+            assert _same(_memory(index, query, k), _fts5(index, query, k)), (query, k)
+        index.close()
+        await writer.aclose()
+
     async def test_an_empty_store_has_no_postings(self, tmp_path: Path) -> None:
         writer = await _store(tmp_path, [])
         index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), 2.0, 1.0)
