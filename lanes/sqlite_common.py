@@ -27,6 +27,7 @@ from fabric.writers.model import Chunk, from_stored_simhash, to_stored_simhash
 __all__ = [
     "CHUNKS_DDL",
     "CHUNK_COLUMNS",
+    "MMAP_BYTES",
     "N_CHUNK_COLUMNS",
     "SqliteDb",
     "chunk_row",
@@ -117,6 +118,14 @@ def _migrate_simhash(conn: sqlite3.Connection) -> None:
         raise
 
 
+MMAP_BYTES = 1 << 30
+"""``PRAGMA mmap_size`` of the embedded stores' connections: SQLite reads pages through a memory map instead of a
+``pread`` and a copy into its 2 MB page cache each. A search reads ~50 random rows' payloads (text, metadata); at
+50K passages they are scattered over a 47 MB (keyword) and a 286 MB (vectors) file, so nearly every page missed
+the cache: 50 rows took 350 µs (keyword) and 200-260 µs (vectors) of CPU through ``pread``, 190 and 122 µs mapped
+(2026-11-29). Address space only: the pages are the OS's file cache, shared by every process that maps them."""
+
+
 class SqliteDb:
     """One SQLite file, one connection per thread, blocking work run in worker threads.
 
@@ -143,6 +152,7 @@ class SqliteDb:
             conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
             conn.executescript(self.schema)
             _add_missing_columns(conn)
             self._local.conn = conn

@@ -29,6 +29,7 @@ from fabric.errors import IngestError
 from fabric.models import Trust
 from fabric.writers.model import Chunk
 from lanes.base import LaneResources, LaneSpec
+from lanes.sqlite_common import MMAP_BYTES
 from lanes.vector.ann import ann_config
 from lanes.vector.payload import chunk_payload
 
@@ -77,6 +78,7 @@ def connect(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=60.0, check_same_thread=False, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")  # payload reads through the map (lanes.sqlite_common)
     conn.executescript(_SCHEMA)
     return conn
 
