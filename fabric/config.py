@@ -148,7 +148,8 @@ class Settings:
     """Files the settings were read from, in order."""
     state_url: str = ""
     """``FABRIC_STATE_URL``: the PostgreSQL database that replicas of ``fabric serve`` share (tasks, keys, rate
-    buckets, cursor secret; :mod:`fabric.state`); empty: the embedded SQLite and file backends (one process)."""
+    buckets, cursor secret; :mod:`fabric.state`), or ``sqlite:///<folder>`` for replicas on one host (what
+    ``fabric serve --workers`` sets); empty: the embedded SQLite and file backends (one process)."""
 
     def mode(self, mode: Mode) -> ModeConfig:
         """The budgets of ``mode``."""

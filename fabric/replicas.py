@@ -28,37 +28,53 @@ from fabric.ingest.submission import resolve_root
 from fabric.ingest.tasks import IngestTasks
 from fabric.ingest.writers import build_writers
 from fabric.keys import KeyBackend, KeyStore
-from fabric.limits import LimitConfig, TenantLimits, TenantMetrics
+from fabric.limits import Buckets, LimitConfig, TenantLimits, TenantMetrics
 from fabric.service_data import observed_runner
+from fabric.state.base import ReplicaState
 from fabric.state.keys import SharedKeyStore
+from fabric.state.local import LocalBuckets, LocalState, local_folder
 from fabric.state.postgres import SharedState
-from fabric.state.shared import SharedBuckets, shared_secret
+from fabric.state.shared import SharedBuckets
 from fabric.tenants import DEFAULT_TENANT
 
 __all__ = ["Replica", "default_guard", "ingest_tasks", "key_store", "store_runner", "tenant_tasks"]
 
 
 class Replica:
-    """This process's share of the replicas' database.
+    """This process's share of the replicas' state: a PostgreSQL database (``postgresql://...``, replicas on any
+    hosts) or a folder of SQLite files and file locks (``sqlite:///<folder>``, replicas on this host, as
+    ``fabric serve --workers N`` runs them; :mod:`fabric.state.local`).
 
     Args:
         url: ``FABRIC_STATE_URL``.
+        home: the fabric home (a local state keeps the API keys in the home's ``keys.sqlite``).
 
     Raises:
-        ConfigError: not a PostgreSQL URL.
+        ConfigError: neither a PostgreSQL URL nor ``sqlite:///<absolute folder>``.
     """
 
-    def __init__(self, url: str) -> None:
-        self.state = SharedState(url)
+    def __init__(self, url: str, home: Path | None = None) -> None:
         self.owner = replica_name()
         """This process's name on the tasks it runs."""
-        self.keys = SharedKeyStore(self.state.sync)
-        self.buckets = SharedBuckets(self.state.aio)
+        self.keys: KeyBackend
+        self.buckets: Buckets
+        self.state: ReplicaState
+        folder = local_folder(url)
+        if folder is not None:
+            self.state = LocalState(folder)
+            self.keys = KeyStore(home if home is not None else folder)
+            self.buckets = LocalBuckets(folder)
+        else:
+            shared = SharedState(url)
+            self.state = shared
+            self.keys = SharedKeyStore(shared.sync)
+            self.buckets = SharedBuckets(shared.aio)
 
     @classmethod
     def of(cls, engine: Engine) -> Replica | None:
         """The replica of the engine's settings (None without ``FABRIC_STATE_URL``)."""
-        return cls(engine.settings.state_url) if engine.settings.state_url else None
+        settings = engine.settings
+        return cls(settings.state_url, settings.home) if settings.state_url else None
 
     async def open(self) -> None:
         """Open the pools and create the schema (idempotent).
@@ -71,6 +87,8 @@ class Replica:
     async def aclose(self) -> None:
         """Close the pools."""
         await self.state.aclose()
+        if isinstance(self.buckets, LocalBuckets):
+            self.buckets.close()
 
     def secret_for(self, tenant: str) -> Callable[[], Awaitable[bytes]]:
         """The cursor secret source of ``tenant``'s engine (``FABRIC_CURSOR_SECRET`` wins when set)."""
@@ -79,7 +97,7 @@ class Replica:
             env = os.environ.get(CURSOR_SECRET_ENV)
             if env:
                 return env.encode("utf-8")
-            return await shared_secret(self.state.aio, f"cursor:{tenant}")
+            return await self.state.secret(f"cursor:{tenant}")
 
         return source
 

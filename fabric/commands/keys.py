@@ -73,9 +73,10 @@ def run(args: argparse.Namespace) -> int:
     """Run one key action on the key store (the replicas' database with ``FABRIC_STATE_URL``, else the home's)."""
     from fabric.commands.search import load_cli_settings
     from fabric.keys import KeyStore
+    from fabric.state.local import local_folder
 
     settings = load_cli_settings(args)
-    if not settings.state_url:
+    if not settings.state_url or local_folder(settings.state_url) is not None:  # replicas on one host: the home's
         return _act(KeyStore(settings.home), args)
     from fabric.state.keys import SharedKeyStore
     from fabric.state.postgres import SharedState

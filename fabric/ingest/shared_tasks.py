@@ -1,5 +1,6 @@
 """Ingestion tasks shared by the replicas of ``fabric serve`` (``FABRIC_STATE_URL`` set): one queue per tenant in
-PostgreSQL (:class:`fabric.state.tasks.SharedTaskStore`) instead of ``<home>/tasks.sqlite``.
+PostgreSQL (:class:`fabric.state.tasks.SharedTaskStore`) or, for replicas on one host, in a shared SQLite file
+(:class:`fabric.state.local.LocalTaskStore`) instead of ``<home>/tasks.sqlite``.
 
 Same records, idempotency and spooling as :class:`fabric.ingest.tasks.IngestTasks` (this class extends it); what
 changes is who runs a task:
@@ -31,7 +32,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import psycopg
 import structlog
 from prometheus_client import CollectorRegistry
 
@@ -40,8 +40,7 @@ from fabric.config_sections import IngestConfig
 from fabric.ingest.submission import Submission
 from fabric.ingest.tasks import IngestTasks, Runner
 from fabric.ingest.taskstore import DEFAULT_TENANT, IngestTask, TaskBackend, TaskStatus
-from fabric.state.postgres import SharedState
-from fabric.state.tasks import SharedTaskStore
+from fabric.state.base import ReplicaState, ReplicaTaskStore
 
 __all__ = ["HEARTBEAT_S", "SPOOL_GRACE_S", "SharedIngestTasks", "replica_name"]
 
@@ -83,7 +82,7 @@ class SharedIngestTasks(IngestTasks):
         home: Path,
         runner: Runner,
         root: Path | None,
-        state: SharedState,
+        state: ReplicaState,
         tenant: str = DEFAULT_TENANT,
         owner: str,
         repair: Callable[[], Awaitable[object]] | None = None,
@@ -100,17 +99,18 @@ class SharedIngestTasks(IngestTasks):
         """Tasks of a dead replica this one resumed."""
         self._writing = asyncio.Lock()
         """Held while this replica holds the writer lock (its worker, or :meth:`exclusive`)."""
+        self._away: tuple[type[BaseException], ...] = (*state.errors, OSError)
+        """What a poll of an unreachable state raises (logged; the worker polls again)."""
+        self._lost: tuple[type[BaseException], ...] = (asyncio.CancelledError, *state.errors)
+        """What a run cut off by a lost writer lock (or a failing state) ends with."""
 
     def _open_store(self) -> TaskBackend:
-        return SharedTaskStore(self.state, self.tenant, self.owner)
+        return self.state.task_store(self.tenant, self.owner)
 
     @property
-    def shared(self) -> SharedTaskStore:
-        """The shared task store."""
-        store = self.store
-        if not isinstance(store, SharedTaskStore):  # pragma: no cover - _open_store builds one
-            raise TypeError("not a shared task store")
-        return store
+    def shared(self) -> ReplicaTaskStore:
+        """The shared task store (:meth:`_open_store` builds one)."""
+        return self.store  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ lifecycle and queries
 
@@ -207,7 +207,7 @@ class SharedIngestTasks(IngestTasks):
         while True:
             try:
                 ran = await self._drain()
-            except (psycopg.Error, OSError) as exc:  # the database is away: keep polling
+            except self._away as exc:  # the database is away: keep polling
                 log.warning("shared_tasks_unavailable", tenant=self.tenant, error=str(exc))
                 ran = False
             if not ran:
@@ -252,7 +252,7 @@ class SharedIngestTasks(IngestTasks):
         beat = asyncio.create_task(self._heartbeat(task, run), name=f"ingest-beat-{task.id}")
         try:
             await run
-        except (asyncio.CancelledError, psycopg.Error):
+        except self._lost:
             if not beat.done() or beat.cancelled() or not beat.result():
                 raise  # the worker itself is stopping (or the database failed while it was)
             log.error("ingest_run_abandoned", task_id=task.id, reason="writer lock lost")
@@ -267,5 +267,5 @@ class SharedIngestTasks(IngestTasks):
             if not await asyncio.to_thread(self.shared.writer_alive):
                 run.cancel()
                 return True
-            with contextlib.suppress(psycopg.Error):
+            with contextlib.suppress(*self.state.errors):
                 await asyncio.to_thread(self.store.save, task)

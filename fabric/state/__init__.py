@@ -1,7 +1,10 @@
-"""State shared by replicas of ``fabric serve`` behind one address, in PostgreSQL (``FABRIC_STATE_URL``).
+"""State shared by replicas of ``fabric serve`` behind one address (``FABRIC_STATE_URL``): in PostgreSQL for
+replicas on several hosts, or in SQLite files and file locks in one folder for replicas on one host
+(``sqlite:///<folder>``; what ``fabric serve --workers N`` gives its workers).
 
-:mod:`fabric.state.postgres` (why PostgreSQL, the schema, the pools), :mod:`fabric.state.tasks` (each tenant's
-task queue), :mod:`fabric.state.keys` (API keys), :mod:`fabric.state.shared` (rate buckets, cursor secret).
+:mod:`fabric.state.base` (what either offers), :mod:`fabric.state.postgres` (why PostgreSQL, the schema, the
+pools), :mod:`fabric.state.tasks` (each tenant's task queue), :mod:`fabric.state.keys` (API keys),
+:mod:`fabric.state.shared` (rate buckets, cursor secret), :mod:`fabric.state.local` (all of it on one host).
 Without ``FABRIC_STATE_URL`` the service keeps all of it under its home (SQLite and files, one process).
 """
 

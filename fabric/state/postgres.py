@@ -16,12 +16,16 @@ its sockets and releases them at once.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from fabric.errors import ConfigError
+
+if TYPE_CHECKING:
+    from fabric.state.tasks import SharedTaskStore
 
 __all__ = ["KEEPALIVES", "SCHEMA", "STATE_URL_ENV", "SharedState", "check_state_url", "ensure_schema"]
 
@@ -105,7 +109,8 @@ def check_state_url(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("postgresql", "postgres"):
         raise ConfigError(
-            f"{STATE_URL_ENV}: expected postgresql://user:password@host:port/database, got scheme {parts.scheme!r}",
+            f"{STATE_URL_ENV}: expected postgresql://user:password@host:port/database (replicas on several hosts) "
+            f"or sqlite:///<folder> (replicas on this host), got scheme {parts.scheme!r}",
             key=STATE_URL_ENV,
         )
     if not parts.path.strip("/"):
@@ -134,6 +139,9 @@ class SharedState:
         open_timeout: seconds to keep trying to reach the database at start (it may still be starting) before
             :meth:`open` gives up.
     """
+
+    errors: tuple[type[Exception], ...] = (psycopg.Error,)
+    """The database's errors (the task worker logs them, and an :class:`OSError`, and polls again)."""
 
     def __init__(self, url: str, *, max_size: int = 8, open_timeout: float = 15.0) -> None:
         self.url = check_state_url(url)
@@ -179,6 +187,18 @@ class SharedState:
     def connect(self) -> psycopg.Connection[tuple[object, ...]]:
         """A new connection of its own (autocommit, keepalives), outside the pools: for a held session lock."""
         return psycopg.connect(self.url, autocommit=True, **KEEPALIVES)  # type: ignore[arg-type]
+
+    def task_store(self, tenant: str, owner: str) -> SharedTaskStore:
+        """``tenant``'s task queue, run under ``owner``'s name."""
+        from fabric.state.tasks import SharedTaskStore
+
+        return SharedTaskStore(self, tenant, owner)
+
+    async def secret(self, name: str) -> bytes:
+        """The secret ``name`` of the database, created by the first caller."""
+        from fabric.state.shared import shared_secret
+
+        return await shared_secret(self.aio, name)
 
     async def aclose(self) -> None:
         """Close both pools."""

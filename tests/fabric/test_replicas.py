@@ -1,5 +1,6 @@
-"""Two replicas of the service behind one address, sharing one real PostgreSQL database and one home: each a full
-app on its own loopback port (real HTTP), built as ``fabric serve`` builds it with ``FABRIC_STATE_URL`` set.
+"""Two replicas of the service behind one address, sharing one home and one state: a real PostgreSQL database, or
+a local folder of SQLite files and file locks (``sqlite:///<folder>``, what ``fabric serve --workers`` uses). Each
+is a full app on its own loopback port (real HTTP), built as ``fabric serve`` builds it with ``FABRIC_STATE_URL``.
 
 Tasks submitted through one are polled through the other; an API key revoked through one is refused by the other;
 a cursor minted by one pages on the other; a tenant's rate is its total however its requests are spread.
@@ -39,18 +40,27 @@ def _replica_app(home: Path, state_url: str, limits: LimitConfig) -> Any:
     }  # fmt: skip
     settings = load_settings(env=env)
     engine = Engine(settings, resources=LaneResources(home=home, embedder=BagEmbedder()))
-    replica = Replica(state_url)
+    replica = Replica(state_url, home)
     tenant_limits = TenantLimits(limits, shared=replica.buckets)
     guard = Guard(replica.keys, tenant_limits, TenantMetrics(engine.metrics.registry), cache_seconds=0.0)
     return create_app(engine, guard=guard, replica=replica), replica
 
 
+@pytest.fixture(params=["postgres", "sqlite"])
+def any_state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh PostgreSQL database, or a local state folder."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("state_url"))
+    return f"sqlite://{tmp_path / 'replicas'}"
+
+
 @pytest.fixture
 async def pair(
-    state_url: str, tmp_path: Path, request: pytest.FixtureRequest
+    any_state_url: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> AsyncIterator[tuple[TestClient, TestClient, Replica, str]]:
     """Replicas A and B (clients), A's replica handle, and a writer key of tenant ``acme``; the limits are the
     fixture's parameter (indirect), else high."""
+    state_url = any_state_url
     limits = getattr(request, "param", None) or LimitConfig(rate=10_000.0, burst=10_000, concurrency=256)
     (app_a, replica_a), (app_b, _) = (_replica_app(tmp_path / "home", state_url, limits) for _ in range(2))
     replica_a.state.open_sync()
@@ -162,9 +172,9 @@ async def test_without_state_url_the_embedded_backends_are_used(tmp_path: Path) 
     assert default_guard(engine).limits.shared is None
 
 
-async def test_with_state_url_the_app_shares_its_queue(tmp_path: Path, state_url: str) -> None:
+async def test_with_state_url_the_app_shares_its_queue(tmp_path: Path, any_state_url: str) -> None:
     """With FABRIC_STATE_URL, create_app builds the replica's shared queue by itself."""
-    env = {"FABRIC_HOME": str(tmp_path), "FABRIC_STATE_URL": state_url}
+    env = {"FABRIC_HOME": str(tmp_path), "FABRIC_STATE_URL": any_state_url}
     app = create_app(Engine(load_settings(env=env)))
     assert isinstance(app[TASKS_KEY], SharedIngestTasks)
 

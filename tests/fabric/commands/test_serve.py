@@ -116,8 +116,17 @@ class TestFreezeHeap:
             gc.unfreeze()
 
 
+@pytest.fixture(params=["postgres", "sqlite"])
+def any_state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """``FABRIC_STATE_URL`` of a fresh PostgreSQL database, or of a local state folder (replicas on one host)."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("state_url"))
+    return f"sqlite://{tmp_path / 'replicas'}"
+
+
 class TestTwoServeProcesses:
-    """Two real ``fabric serve`` processes on one PostgreSQL database (``FABRIC_STATE_URL``) and one home."""
+    """Two real ``fabric serve`` processes on one home and one shared state (``FABRIC_STATE_URL``): a PostgreSQL
+    database, or a local folder of SQLite files and file locks."""
 
     @staticmethod
     def _env(state_url: str, **extra: str) -> dict[str, str]:
@@ -152,20 +161,20 @@ class TestTwoServeProcesses:
         )  # fmt: skip
         return done.stdout
 
-    async def test_kill_a_mid_task_b_finishes_it_and_state_is_shared(self, tmp_path: Path, state_url: str) -> None:
+    async def test_kill_a_mid_task_b_finishes_it_and_state_is_shared(self, tmp_path: Path, any_state_url: str) -> None:
         """Keys made by the CLI hold on both; a cursor from A pages on B; a key revoked by the CLI is refused by B;
         A killed (SIGKILL at its first store write) mid-task: B repairs, runs it again (attempt 2), it succeeds."""
         import aiohttp
 
-        home, env = tmp_path / "home", self._env(state_url)
+        home, env = tmp_path / "home", self._env(any_state_url)
         for role, name in (("writer", "w.key"), ("reader", "r.key")):
             self._cli(
                 home, env, "keys", "create", "--tenant", "acme", "--role", role, "--token-file", str(tmp_path / name)
             )
         writer = {"Authorization": "Bearer " + (tmp_path / "w.key").read_text()}
         reader = {"Authorization": "Bearer " + (tmp_path / "r.key").read_text()}
-        a, url_a = await self._start(home, self._env(state_url, FABRIC_CRASH_AT="write.sqlite_fts"))
-        b, url_b = await self._start(home, self._env(state_url, FABRIC__ingest__replica_poll_s="3600"))
+        a, url_a = await self._start(home, self._env(any_state_url, FABRIC_CRASH_AT="write.sqlite_fts"))
+        b, url_b = await self._start(home, self._env(any_state_url, FABRIC__ingest__replica_poll_s="3600"))
         try:
             async with aiohttp.ClientSession() as http:
 

@@ -1,5 +1,6 @@
-"""Ingestion tasks shared by two replicas over one real PostgreSQL database: visible from both, run exactly once,
-one at a time per tenant, idempotency keys shared, a dead replica's task taken over after a repair."""
+"""Ingestion tasks shared by two replicas, over one real PostgreSQL database and over one local state folder
+(SQLite and file locks, :mod:`fabric.state.local`): visible from both, run exactly once, one at a time per
+tenant, idempotency keys shared, a dead replica's task taken over after a repair."""
 
 from __future__ import annotations
 
@@ -17,7 +18,18 @@ from fabric.ingest.pipeline import IngestReport, Progress
 from fabric.ingest.shared_tasks import SharedIngestTasks
 from fabric.ingest.submission import parse_submission
 from fabric.ingest.taskstore import IngestTask, TaskStatus
+from fabric.state.base import ReplicaState
+from fabric.state.local import LocalState
 from fabric.state.postgres import SharedState
+
+
+@pytest.fixture(params=["postgres", "sqlite"])
+def make_state(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], ReplicaState]:
+    """New handles on one shared state: a fresh PostgreSQL database, or one local state folder."""
+    if request.param == "postgres":
+        url = request.getfixturevalue("state_url")
+        return lambda: SharedState(url)
+    return lambda: LocalState(tmp_path / "replicas")
 
 
 class Ledger:
@@ -64,10 +76,10 @@ def _sub(tag: str, n: int = 1) -> Any:
 
 @pytest.fixture
 async def replicas(
-    state_url: str, tmp_path: Path
+    make_state: Callable[[], ReplicaState], tmp_path: Path
 ) -> AsyncIterator[tuple[SharedIngestTasks, SharedIngestTasks, Ledger]]:
-    """Two started replicas of one tenant over one database and one home."""
-    ledger, states, made = Ledger(), [SharedState(state_url), SharedState(state_url)], []
+    """Two started replicas of one tenant over one shared state and one home."""
+    ledger, states, made = Ledger(), [make_state(), make_state()], []
     for name, state in zip("ab", states, strict=True):
         await state.open()
         t = SharedIngestTasks(
@@ -167,7 +179,13 @@ async def test_a_dead_replicas_task_is_repaired_then_resumed(
 def _force(tasks: SharedIngestTasks, task_id: str) -> None:
     """Write the record as a runner that died mid-run leaves it: running, first attempt (its clean-stop hook set
     it back to queued, which a killed process never gets to do)."""
-    with tasks.state.sync.connection() as conn:
+    state = tasks.state
+    if isinstance(state, LocalState):
+        with state.transaction() as db:
+            db.execute("UPDATE fabric_tasks SET status = 'running', attempts = 1 WHERE id = ?", (task_id,))
+        return
+    assert isinstance(state, SharedState)
+    with state.sync.connection() as conn:
         conn.execute("UPDATE fabric_tasks SET status = 'running', attempts = 1 WHERE id = %s", (task_id,))
 
 
@@ -225,10 +243,10 @@ async def test_a_cancelled_submission_does_not_keep_the_keys_mutex(
     assert (await _finished(a, task.id)).status is TaskStatus.SUCCEEDED
 
 
-async def test_aclose_stops_a_worker_woken_just_before(state_url: str, tmp_path: Path) -> None:
+async def test_aclose_stops_a_worker_woken_just_before(make_state: Callable[[], ReplicaState], tmp_path: Path) -> None:
     """A submission's wake-up that lands just before ``aclose`` cancels the idle worker does not eat the
     cancellation (``asyncio.wait_for`` does on Python 3.11), so ``aclose`` returns instead of waiting forever."""
-    state, ledger = SharedState(state_url), Ledger()
+    state, ledger = make_state(), Ledger()
     await state.open()
     tasks = SharedIngestTasks(
         IngestConfig(max_queued=50), home=tmp_path, runner=ledger.runner("a"), root=None, state=state,

@@ -1,0 +1,36 @@
+"""What the replicas' shared state offers, whichever backend keeps it: PostgreSQL (:mod:`fabric.state.postgres`,
+replicas on several hosts) or SQLite files and file locks in one folder (:mod:`fabric.state.local`, replicas on
+one host, ``fabric serve --workers N``)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from fabric.ingest.taskstore import IngestTask, TaskBackend
+
+__all__ = ["ReplicaState", "ReplicaTaskStore"]
+
+
+class ReplicaTaskStore(TaskBackend, Protocol):
+    """One tenant's shared task queue: the task store's interface plus the writer lock, the claim and the
+    submission mutex (:class:`fabric.state.tasks.SharedTaskStore` documents them). Methods block."""
+
+    def try_writer(self) -> bool: ...
+    def writer_alive(self) -> bool: ...
+    def release_writer(self) -> None: ...
+    def claim(self) -> IngestTask | None: ...
+    def lock_key(self, key: str) -> Any: ...
+    def unlock_key(self, lock: Any, key: str) -> None: ...
+
+
+class ReplicaState(Protocol):
+    """The replicas' shared state as the service uses it."""
+
+    errors: tuple[type[Exception], ...]
+    where: str
+
+    def open_sync(self) -> None: ...
+    async def open(self) -> None: ...
+    async def aclose(self) -> None: ...
+    def task_store(self, tenant: str, owner: str) -> ReplicaTaskStore: ...
+    async def secret(self, name: str) -> bytes: ...
