@@ -71,6 +71,20 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (Linux ``/proc/<pid>/task/<tid>/children``)."""
+    out, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        out.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            try:
+                todo.extend(int(c) for c in task.read_text().split())
+            except (OSError, ValueError):
+                continue
+    return out
+
+
 class ServeProcess:
     """``fabric serve`` over ``home`` as a child process on a free loopback port (a context manager).
 
@@ -112,22 +126,30 @@ class ServeProcess:
         raise RuntimeError(f"fabric serve not ready within {timeout_s:.0f} s; see {self.log_path}")
 
     def cpu_s(self) -> float | None:
-        """User + system CPU seconds of the child so far (Linux ``/proc``), or None."""
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return None
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system CPU seconds so far of the child and its own children (``--workers``), or None (Linux
+        ``/proc``)."""
+        total, seen = 0.0, False
+        for pid in _process_tree(self.proc.pid):
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            seen = True
+        return total if seen else None
 
     def rss_mb(self) -> float | None:
-        """Resident memory of the child in MB (Linux ``/proc``), or None."""
-        try:
-            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    return round(int(line.split()[1]) / 1024.0, 1)
-        except OSError:
-            return None
-        return None
+        """Resident memory of the child and its own children in MB (Linux ``/proc``), or None."""
+        total, seen = 0, False
+        for pid in _process_tree(self.proc.pid):
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1])
+                        seen = True
+            except OSError:
+                continue
+        return round(total / 1024.0, 1) if seen else None
 
     def __enter__(self) -> Self:
         return self

@@ -20,6 +20,8 @@ printing under ``load`` one entry per rate with ``rps_target``, ``rps_achieved``
 own client shares the machine with the server; ``loadavg_1m`` before and after tells how busy the machine was.
 ``--replicas N --state-url URL`` starts N such children sharing one PostgreSQL database (docs/replicas.md) and
 sends request ``k`` to replica ``k mod N``; CPU per query and RSS then add up over the replicas.
+``--serve-args "--workers N"`` runs one ``fabric serve --workers N`` instead (N processes on one socket, the
+kernel deals out the connections); CPU per query and RSS add up over its process tree.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import resource
 import signal
+import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -247,16 +248,23 @@ async def read_body(request: web.Request, limit: int, timeout_s: float) -> bytes
 class GuardedSite(web.TCPSite):
     """A TCP site whose connections go through a :class:`ConnectionGuard`."""
 
-    def __init__(self, runner: web.AppRunner, guard: ConnectionGuard, host: str, port: int) -> None:
+    def __init__(
+        self, runner: web.AppRunner, guard: ConnectionGuard, host: str, port: int, sock: socket.socket | None = None
+    ) -> None:
         super().__init__(runner, host, port)
         self.guard = guard
+        self.sock = sock
+        """A listening socket to accept on instead of binding ``host:port`` (a ``--workers`` child's)."""
 
     async def start(self) -> None:
         """Listen with the guard (around the runner's server) as protocol factory."""
         await web.BaseSite.start(self)  # registers the site with its runner
         self.guard.server = self._runner.server
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self.guard, self._host, self._port, backlog=self._backlog)
+        if self.sock is not None:
+            self._server = await loop.create_server(self.guard, sock=self.sock, backlog=self._backlog)
+        else:
+            self._server = await loop.create_server(self.guard, self._host, self._port, backlog=self._backlog)
         self._bound_port = self._server.sockets[0].getsockname()[1] if self._server.sockets else self._port
 
 
@@ -269,14 +277,16 @@ async def serve_app(
     registry: CollectorRegistry | None = None,
     started: Callable[[str], None] = print,
     stop: asyncio.Event | None = None,
+    sock: socket.socket | None = None,
 ) -> None:
-    """Serve ``app`` behind a :class:`ConnectionGuard` until SIGINT/SIGTERM (or ``stop``), then clean up."""
+    """Serve ``app`` behind a :class:`ConnectionGuard` until SIGINT/SIGTERM (or ``stop``), then clean up; on
+    ``sock`` (already listening) when given, else on ``host:port``."""
     guard = ConnectionGuard(limits, registry)
     app[CONNECTION_GUARD_KEY] = guard
     runner = web.AppRunner(app, access_log=None, keepalive_timeout=max(15.0, limits.header_timeout_s))
     await runner.setup()
     try:
-        site = GuardedSite(runner, guard, host, port)
+        site = GuardedSite(runner, guard, host, port, sock)
         await site.start()
         started(site.name)
         stop = stop or asyncio.Event()

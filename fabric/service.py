@@ -84,6 +84,8 @@ from fabric.serverlimits import CONNECTION_GUARD_KEY, ServerLimits, read_body, r
 from fabric.service_data import add_data_routes, observed_runner
 from fabric.tenant_engines import TENANTS_KEY, TenantEngines, scope_middleware, scope_of
 from fabric.validation import parse_request
+from fabric.worker_metrics import WORKERS_KEY
+from fabric.worker_metrics import gather as gather_workers
 
 __all__ = [
     "ENGINE_KEY",
@@ -263,7 +265,9 @@ async def _readyz(request: web.Request) -> web.Response:
 
 
 async def _metrics(request: web.Request) -> web.Response:
-    payload = generate_latest(request.app[ENGINE_KEY].metrics.registry)
+    registry = request.app[ENGINE_KEY].metrics.registry
+    workers = request.app.get(WORKERS_KEY)  # fabric serve --workers: every worker's, labelled
+    payload = generate_latest(registry) if workers is None else await gather_workers(workers, registry)
     resp = web.Response(body=payload)
     resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
     return resp

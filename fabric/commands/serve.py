@@ -1,10 +1,11 @@
 """``fabric serve [--host 127.0.0.1] [--port 8080] [--insecure] [--rate R --burst B --max-concurrent N] [--max-active A
---max-queue Q --max-wait-ms W]``.
+--max-queue Q --max-wait-ms W] [--workers N]``.
 
 The HTTP API (:mod:`fabric.service`) over the engine. With no API key in the home (``fabric keys create``) the
 service is open, as the single tenant ``default``; it then refuses to listen on anything but a loopback address
 unless started with ``--insecure``. Limits apply per tenant (:mod:`fabric.limits`), and searches beyond the
-service's capacity are shed with a fast 503 (:mod:`fabric.admission`).
+service's capacity are shed with a fast 503 (:mod:`fabric.admission`). ``--workers N`` runs N such processes on
+the one address, replicas of one another on this host (:mod:`fabric.workers`, ``docs/replicas.md``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ from __future__ import annotations
 import argparse
 import gc
 import ipaddress
+import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from fabric.errors import ConfigError
@@ -44,6 +48,15 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--max-wait-ms", type=float, default=100.0, help="longest wait for a slot before a 503 (default 100)"
     )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="service processes on the one address (default 1; 0: one per usable core); docs/replicas.md",
+    )
+    p.add_argument("--listen-fd", type=int, default=None, help=argparse.SUPPRESS)  # a worker's inherited socket
+    p.add_argument("--worker-index", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--workers-dir", default="", help=argparse.SUPPRESS)  # the supervisor's private folder
     p.set_defaults(func=run)
 
 
@@ -71,56 +84,148 @@ def check_bind(host: str, active_keys: int, *, insecure: bool) -> None:
     )
 
 
+def worker_count(requested: int) -> int:
+    """``--workers``: ``requested``, or one per usable core for 0.
+
+    Raises:
+        ConfigError: a negative count.
+    """
+    if requested < 0:
+        raise ConfigError(f"--workers must be 0 (one per usable core) or more, got {requested}")
+    if requested == 0:
+        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    return requested
+
+
 def run(args: argparse.Namespace) -> int:
-    """Build the engine from settings and serve until interrupted."""
-    import asyncio
+    """Build the engine from settings and serve until interrupted (or supervise ``--workers`` such services)."""
+    workers = worker_count(args.workers)
+    if workers > 1 and args.listen_fd is None:
+        return _supervise(args, workers)
+    return _serve(args)
 
-    from fabric.admission import AdmissionConfig
-    from fabric.commands.search import load_cli_settings
-    from fabric.engine import Engine
+
+def _limit_configs(args: argparse.Namespace, workers: int = 1) -> tuple[Any, Any]:
+    """The tenant limits and the admission limits of one process; a worker's default admission takes its share
+    of the cores (2 running queries per core, as one process alone: ``fabric.admission``)."""
+    from fabric.admission import AdmissionConfig, usable_cores
     from fabric.limits import LimitConfig
-    from fabric.logs import configure_logging
-    from fabric.replicas import Replica, key_store
-    from fabric.serverlimits import ServerLimits, serve_app
-    from fabric.service import create_app, default_guard
 
-    configure_logging(level="DEBUG" if getattr(args, "verbose", False) else "INFO")
-    settings = load_cli_settings(args)
-    # FABRIC_STATE_URL: one of several replicas sharing tasks, keys, rate buckets and cursor secret (docs/replicas.md)
-    replica = Replica(settings.state_url) if settings.state_url else None
-    if replica is not None:
-        replica.state.open_sync()
-    keys = key_store(settings.home, replica).active_count()
-    check_bind(args.host, keys, insecure=args.insecure)
     try:
         tenant_limits = LimitConfig(rate=args.rate, burst=args.burst, concurrency=args.max_concurrent)
         admission = AdmissionConfig(max_active=args.max_active, max_queue=args.max_queue, max_wait_ms=args.max_wait_ms)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    if not keys:
+    if workers > 1:
+        admission = admission.resolved(max(1, usable_cores() // workers))
+    return tenant_limits, admission
+
+
+def _supervise(args: argparse.Namespace, workers: int) -> int:
+    """``--workers N``: bind once, check what every worker would check, then run the workers (fabric.workers)."""
+    from fabric.commands.search import load_cli_settings
+    from fabric.keys import KeyStore
+    from fabric.logs import configure_logging
+    from fabric.state.local import local_folder, local_url
+    from fabric.workers import Supervisor, listen_socket
+
+    configure_logging(level="DEBUG" if getattr(args, "verbose", False) else "INFO")
+    settings = load_cli_settings(args)
+    _limit_configs(args)
+    url = settings.state_url or local_url(settings.home / "replicas")
+    if local_folder(url) is not None:  # the workers keep their keys in the home (a database's: checked by each)
+        check_bind(args.host, KeyStore(settings.home).active_count(), insecure=args.insecure)
+    try:
+        sock = listen_socket(args.host, args.port)
+    except OSError as exc:
+        raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
+    env = {**os.environ, "FABRIC_STATE_URL": url}
+    if settings.home:
+        env["FABRIC_HOME"] = str(settings.home)
+    with sock, tempfile.TemporaryDirectory(prefix="fabric-workers-") as private:
+        argv = [*sys.argv[1:], "--workers-dir", private]
+        return Supervisor(argv, sock, workers, env).run()
+
+
+def _serve(args: argparse.Namespace) -> int:
+    """One service process (alone, or a worker on the supervisor's socket)."""
+    import asyncio
+    import socket
+
+    from fabric.commands.search import load_cli_settings
+    from fabric.engine import Engine
+    from fabric.logs import configure_logging
+    from fabric.replicas import Replica, key_store
+    from fabric.serverlimits import ServerLimits, serve_app
+    from fabric.service import create_app, default_guard
+    from fabric.worker_metrics import WorkerSet
+
+    configure_logging(level="DEBUG" if getattr(args, "verbose", False) else "INFO")
+    settings = load_cli_settings(args)
+    # FABRIC_STATE_URL: one of several replicas sharing tasks, keys, rate buckets and cursor secret (docs/replicas.md)
+    replica = Replica(settings.state_url, settings.home) if settings.state_url else None
+    if replica is not None:
+        replica.state.open_sync()
+    keys = key_store(settings.home, replica).active_count()
+    check_bind(args.host, keys, insecure=args.insecure)
+    worker = args.listen_fd is not None
+    tenant_limits, admission = _limit_configs(args, worker_count(args.workers) if worker else 1)
+    sock = socket.socket(fileno=args.listen_fd) if worker else None
+    port = sock.getsockname()[1] if sock is not None else args.port
+    if not keys and args.worker_index == 0:
         where = "every interface (--insecure)" if not is_loopback(args.host) else "loopback"
         print(f"fabric: no API key configured: open to any client on {where}, as tenant 'default'", file=sys.stderr)
+    workers = f" ({worker_count(args.workers)} workers)" if worker else ""
     banner = (
-        f"fabric: serving on http://{args.host}:{args.port} "
+        f"fabric: serving on http://{args.host}:{port}{workers} "
         "(POST /v1/search, POST /v1/ingest, GET /v1/ingest/<id>, DELETE /v1/entries, GET /v1/audit, POST /v1/cite, "
         "MCP at /mcp, /healthz, /readyz, /metrics; the API: /openapi.json)"
     )
     engine = Engine(settings)
     guard = default_guard(engine, tenant_limits, replica, open_allowed=is_loopback(args.host) or bool(args.insecure))
     app = create_app(engine, guard=guard, host=args.host, admission=admission, replica=replica)
+    if worker and args.workers_dir:
+        _add_worker_metrics(app, WorkerSet(Path(args.workers_dir), args.worker_index, worker_count(args.workers)))
     limits = ServerLimits(
         header_timeout_s=args.header_timeout_s, body_timeout_s=args.body_timeout_s, max_connections=args.max_connections
     )
 
     def started(_name: str) -> None:  # called once the site listens (after start-up checks)
         freeze_heap()
-        print(banner, flush=True)
+        print(banner if args.worker_index == 0 else f"fabric: worker {args.worker_index} ready", flush=True)
 
     # fabric.serverlimits: head/body read timeouts and a connection cap below the descriptor limit
     asyncio.run(
-        serve_app(app, host=args.host, port=args.port, limits=limits, registry=engine.metrics.registry, started=started)
+        serve_app(
+            app,
+            host=args.host,
+            port=args.port,
+            limits=limits,
+            registry=engine.metrics.registry,
+            started=started,
+            sock=sock,
+        )
     )
     return 0
+
+
+def _add_worker_metrics(app: Any, workers: Any) -> None:
+    """A worker's ``/metrics`` answers for every worker; its own registry is served to them on its socket."""
+    from fabric.service import ENGINE_KEY
+    from fabric.worker_metrics import WORKERS_KEY, serve_own
+
+    app[WORKERS_KEY] = workers
+    runners = []
+
+    async def start(app: Any) -> None:
+        runners.append(await serve_own(workers, app[ENGINE_KEY].metrics.registry))
+
+    async def stop(_app: Any) -> None:
+        for runner in runners:
+            await runner.cleanup()
+
+    app.on_startup.append(start)
+    app.on_cleanup.append(stop)
 
 
 def freeze_heap() -> int:
