@@ -11,10 +11,11 @@ cache and every request pays its own encoding.
 
 Per rate: ``rps_target``, ``rps_achieved`` (answers of any status per second of the window from the first send
 to the last answer), ``p50_ms``/``p95_ms``/``p99_ms`` (``200`` answers), ``errors`` (client failures and
-statuses other than 200/429/503), ``rejected`` (429 and 503 with ``Retry-After``; ``rejected_p95_ms`` how fast),
-``empty_answers`` (200 with no item), ``partial_answers``, ``cpu_ms_per_query`` (the server's CPU time over the
-rate divided by its 200 answers), ``rss_mb`` (the server's resident memory after the rate) and
-``not_closed_after`` (built lanes whose circuit is not closed after the rate, from ``/readyz``).
+statuses other than 200/429/503), ``rejected`` (429 and 503 with ``Retry-After``; ``rejected_p95_ms`` how
+fast, ``rejected_by_10s`` when), ``empty_answers`` (200 with no item), ``partial_answers``,
+``cpu_ms_per_query`` (the server's CPU time over the rate divided by its 200 answers), ``rss_mb`` (the
+server's resident memory after the rate) and ``not_closed_after`` (built lanes whose circuit is not closed
+after the rate, from ``/readyz``).
 """
 
 from __future__ import annotations
@@ -230,6 +231,13 @@ async def _rate(
     return answers, loop.time() - start, lags
 
 
+def _by_window(answers: list[_Answer], rate: float, window_s: float) -> list[int]:
+    """Refusals (429/503) per ``window_s`` of the schedule (answer ``i`` was due at ``i / rate``): whether they
+    came in one burst, at the start, or all along."""
+    per = max(1, round(rate * window_s))
+    return [sum(a.status in (429, 503) for a in answers[i : i + per]) for i in range(0, len(answers), per)]
+
+
 def _figures(rate: float, answers: list[_Answer], window_s: float, lags: list[float]) -> dict[str, Any]:
     ok = [a for a in answers if a.status == 200]
     rejected = [a for a in answers if a.status in (429, 503)]
@@ -250,6 +258,7 @@ def _figures(rate: float, answers: list[_Answer], window_s: float, lags: list[fl
         "rejected_by_reason": dict(sorted(Counter(a.reason or f"http_{a.status}" for a in rejected).items())),
         "rejected_without_retry_after": sum(not a.retry_after for a in rejected),
         "rejected_p95_ms": _pct([a.ms for a in rejected], 0.95),
+        "rejected_by_10s": _by_window(answers, rate, 10.0),
         "empty_answers": sum(a.items == 0 for a in ok),
         "partial_answers": sum(a.partial for a in ok),
         "send_lag_p95_ms": _pct(lags, 0.95),

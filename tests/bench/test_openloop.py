@@ -34,6 +34,14 @@ def test_figures_split_answers_by_kind() -> None:
     assert (f["p50_ms"], f["empty_answers"], f["partial_answers"], f["rps_achieved"]) == (20.0, 1, 1, 100.0)
     assert f["rejected_without_retry_after"] == 0
     assert f["rejected_by_reason"] == {"http_429": 1, "queue_full": 1}
+    assert f["rejected_by_10s"] == [2]  # 7 answers at 100/s: one window
+
+
+def test_refusals_are_counted_per_window_of_the_schedule() -> None:
+    """At 2 requests/s a 10 s window is 20 answers: refusals land in the window their request was due in."""
+    answers = [_Answer(200, 1.0)] * 45
+    answers[3] = answers[21] = answers[22] = answers[44] = _Answer(503, 1.0, retry_after=True)
+    assert _figures(2.0, answers, 22.5, [])["rejected_by_10s"] == [1, 2, 1]
 
 
 def test_public_api() -> None:
