@@ -47,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.cli_argv = list(sys.argv[1:] if argv is None else argv)  # what a command that re-runs the CLI passes on
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

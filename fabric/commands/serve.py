@@ -93,7 +93,9 @@ def worker_count(requested: int) -> int:
     if requested < 0:
         raise ConfigError(f"--workers must be 0 (one per usable core) or more, got {requested}")
     if requested == 0:
-        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+        from fabric.admission import usable_cores
+
+        return usable_cores()
     return requested
 
 
@@ -143,7 +145,7 @@ def _supervise(args: argparse.Namespace, workers: int) -> int:
     if settings.home:
         env["FABRIC_HOME"] = str(settings.home)
     with sock, tempfile.TemporaryDirectory(prefix="fabric-workers-") as private:
-        argv = [*sys.argv[1:], "--workers-dir", private]
+        argv = [*getattr(args, "cli_argv", sys.argv[1:]), "--workers-dir", private]
         return Supervisor(argv, sock, workers, env).run()
 
 

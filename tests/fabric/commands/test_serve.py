@@ -92,6 +92,22 @@ class TestBindCheck:
         args = build_parser().parse_args(["serve"])
         assert (args.rate, args.burst, args.max_concurrent, args.insecure) == (100.0, 200, 32, False)
 
+    def test_workers_count_and_share_of_the_cores(self) -> None:
+        """--workers defaults to 1, 0 means one per usable core, a negative count is refused; each worker's default
+        admission takes its share of the cores (the same 2 per core as one process)."""
+        from fabric.admission import usable_cores
+        from fabric.commands.serve import _limit_configs, worker_count
+
+        assert build_parser().parse_args(["serve"]).workers == 1
+        assert (worker_count(1), worker_count(3), worker_count(0)) == (1, 3, usable_cores())
+        with pytest.raises(ConfigError, match="--workers"):
+            worker_count(-1)
+        args = build_parser().parse_args(["serve"])
+        _, alone = _limit_configs(args)
+        _, shared = _limit_configs(args, workers=usable_cores())
+        assert alone.max_active == 0  # resolved from the cores by the service
+        assert (shared.max_active, shared.max_queue) == (2, 4)
+
 
 class TestFreezeHeap:
     def test_start_up_objects_leave_the_collectors_reach(self) -> None:
