@@ -8,7 +8,44 @@ from typing import Any, Protocol
 
 from fabric.ingest.taskstore import IngestTask, TaskBackend
 
-__all__ = ["ReplicaState", "ReplicaTaskStore"]
+__all__ = ["ReplicaState", "ReplicaTaskStore", "task_tables"]
+
+
+def task_tables(*, serial: str, blob: str) -> str:
+    """The tables both backends keep, in a dialect: ``serial`` is the queue order's column type (an
+    auto-incrementing primary key), ``blob`` a binary column's type. Tasks with their idempotency keys and spooled
+    bodies, and the cursor secrets."""
+    return _TASK_TABLES.format(serial=serial, blob=blob)
+
+
+_TASK_TABLES = """
+CREATE TABLE IF NOT EXISTS fabric_tasks (
+    seq {serial},
+    id TEXT NOT NULL UNIQUE,
+    tenant TEXT NOT NULL,
+    key TEXT NOT NULL,
+    submission TEXT NOT NULL,
+    source_path TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'succeeded', 'failed')),
+    attempts INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    started_at TEXT,
+    finished_at TEXT,
+    progress TEXT NOT NULL,
+    report TEXT,
+    error TEXT,
+    conflicts TEXT,
+    owner TEXT
+);
+CREATE INDEX IF NOT EXISTS fabric_tasks_queue ON fabric_tasks (tenant, status, seq);
+CREATE TABLE IF NOT EXISTS fabric_idem (
+    tenant TEXT NOT NULL, key TEXT NOT NULL, task_id TEXT NOT NULL, PRIMARY KEY (tenant, key)
+);
+CREATE TABLE IF NOT EXISTS fabric_bodies (
+    tenant TEXT NOT NULL, source_path TEXT NOT NULL, body {blob} NOT NULL, PRIMARY KEY (tenant, source_path)
+);
+CREATE TABLE IF NOT EXISTS fabric_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
 
 
 class ReplicaTaskStore(TaskBackend, Protocol):

@@ -36,6 +36,7 @@ import structlog
 
 from fabric.errors import ConfigError
 from fabric.ingest.taskstore import COLUMNS, IngestTask, TaskStatus, row_task, task_row
+from fabric.state.base import task_tables
 
 __all__ = ["LOCAL_SCHEME", "LocalBuckets", "LocalState", "LocalTaskStore", "local_folder", "local_url"]
 
@@ -44,34 +45,7 @@ log = structlog.get_logger(__name__)
 LOCAL_SCHEME = "sqlite"
 """The ``FABRIC_STATE_URL`` scheme of this backend: ``sqlite:///<absolute folder>``."""
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS fabric_tasks (
-    seq INTEGER PRIMARY KEY AUTOINCREMENT,
-    id TEXT NOT NULL UNIQUE,
-    tenant TEXT NOT NULL,
-    key TEXT NOT NULL,
-    submission TEXT NOT NULL,
-    source_path TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'succeeded', 'failed')),
-    attempts INTEGER NOT NULL DEFAULT 0,
-    created_at TEXT NOT NULL,
-    started_at TEXT,
-    finished_at TEXT,
-    progress TEXT NOT NULL,
-    report TEXT,
-    error TEXT,
-    conflicts TEXT,
-    owner TEXT
-);
-CREATE INDEX IF NOT EXISTS fabric_tasks_queue ON fabric_tasks (tenant, status, seq);
-CREATE TABLE IF NOT EXISTS fabric_idem (
-    tenant TEXT NOT NULL, key TEXT NOT NULL, task_id TEXT NOT NULL, PRIMARY KEY (tenant, key)
-);
-CREATE TABLE IF NOT EXISTS fabric_bodies (
-    tenant TEXT NOT NULL, source_path TEXT NOT NULL, body BLOB NOT NULL, PRIMARY KEY (tenant, source_path)
-);
-CREATE TABLE IF NOT EXISTS fabric_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+SCHEMA = task_tables(serial="INTEGER PRIMARY KEY AUTOINCREMENT", blob="BLOB")
 """Tables of ``state.sqlite`` (the PostgreSQL backend's, in SQLite's dialect)."""
 
 _BUCKETS = (

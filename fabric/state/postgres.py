@@ -23,6 +23,7 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from fabric.errors import ConfigError
+from fabric.state.base import task_tables
 
 if TYPE_CHECKING:
     from fabric.state.tasks import SharedTaskStore
@@ -38,32 +39,9 @@ KEEPALIVES = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, 
 _SCHEMA_LOCK = 0x0FAB0001
 """Advisory lock serialising the schema creation of replicas starting together."""
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS fabric_tasks (
-    seq BIGSERIAL PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    tenant TEXT NOT NULL,
-    key TEXT NOT NULL,
-    submission TEXT NOT NULL,
-    source_path TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'succeeded', 'failed')),
-    attempts INTEGER NOT NULL DEFAULT 0,
-    created_at TEXT NOT NULL,
-    started_at TEXT,
-    finished_at TEXT,
-    progress TEXT NOT NULL,
-    report TEXT,
-    error TEXT,
-    conflicts TEXT,
-    owner TEXT
-);
-CREATE INDEX IF NOT EXISTS fabric_tasks_queue ON fabric_tasks (tenant, status, seq);
-CREATE TABLE IF NOT EXISTS fabric_idem (
-    tenant TEXT NOT NULL, key TEXT NOT NULL, task_id TEXT NOT NULL, PRIMARY KEY (tenant, key)
-);
-CREATE TABLE IF NOT EXISTS fabric_bodies (
-    tenant TEXT NOT NULL, source_path TEXT NOT NULL, body BYTEA NOT NULL, PRIMARY KEY (tenant, source_path)
-);
+SCHEMA = (
+    task_tables(serial="BIGSERIAL PRIMARY KEY", blob="BYTEA")
+    + """
 CREATE TABLE IF NOT EXISTS fabric_api_keys (
     key_id TEXT PRIMARY KEY,
     tenant TEXT NOT NULL,
@@ -95,8 +73,8 @@ BEGIN
     UPDATE fabric_buckets SET tokens = have, stamp = now_s WHERE name = p_name;
     RETURN -((1 - have) / p_rate);
 END $$;
-CREATE TABLE IF NOT EXISTS fabric_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+)
 """Tables of the shared state (all prefixed ``fabric_``, so the database may be shared with other software)."""
 
 
