@@ -12,12 +12,16 @@ tenant's ``rate`` is its total, and a cursor minted by one child pages on anothe
 
 The supervisor holds no engine and answers no request. It restarts a child that dies (``kill -9``, out of
 memory) and stops when SIGINT or SIGTERM arrives, passing SIGTERM on and waiting for the children to drain
-(SIGKILL after ``stop_timeout_s``). A child that dies within ``QUICK_EXIT_S`` of its start three times in a row
-(a bad setting, a busy home) stops the whole service with its exit code, rather than restarting forever.
+(SIGKILL after ``stop_timeout_s``). A child whose supervisor died (SIGKILL gives it no time to pass anything on)
+notices within a second and stops too (:func:`watch_parent`). A child that dies within ``QUICK_EXIT_S`` of its
+start three times in a row (a bad setting, a busy home) stops the whole service with its exit code, rather than
+restarting forever.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import signal
 import socket
 import subprocess
@@ -29,7 +33,7 @@ from types import FrameType
 
 import structlog
 
-__all__ = ["QUICK_EXIT_S", "Supervisor", "child_argv", "listen_socket"]
+__all__ = ["QUICK_EXIT_S", "Supervisor", "child_argv", "listen_socket", "watch_parent"]
 
 log = structlog.get_logger(__name__)
 
@@ -55,6 +59,17 @@ def child_argv(argv: Sequence[str], fd: int, index: int) -> list[str]:
     """The command line of child ``index``: the supervisor's own arguments plus the inherited socket's descriptor
     (with ``--listen-fd`` a ``serve`` runs as a worker, whatever ``--workers`` says)."""
     return [sys.executable, "-m", "fabric.cli", *argv, "--listen-fd", str(fd), "--worker-index", str(index)]
+
+
+async def watch_parent(parent: int, stop: asyncio.Event, every_s: float = 1.0) -> None:
+    """Set ``stop`` once this process's parent is no longer ``parent`` (the supervisor died, even by SIGKILL, and
+    the process was re-parented): a worker then drains and exits instead of serving on, unwatched."""
+    while not stop.is_set():
+        if os.getppid() != parent:
+            log.warning("worker_orphaned", supervisor=parent)
+            stop.set()
+            return
+        await asyncio.sleep(every_s)
 
 
 @dataclass

@@ -161,6 +161,7 @@ def _serve(args: argparse.Namespace) -> int:
     from fabric.serverlimits import ServerLimits, serve_app
     from fabric.service import create_app, default_guard
     from fabric.worker_metrics import WorkerSet
+    from fabric.workers import watch_parent
 
     configure_logging(level="DEBUG" if getattr(args, "verbose", False) else "INFO")
     settings = load_cli_settings(args)
@@ -196,18 +197,26 @@ def _serve(args: argparse.Namespace) -> int:
         freeze_heap()
         print(banner if args.worker_index == 0 else f"fabric: worker {args.worker_index} ready", flush=True)
 
-    # fabric.serverlimits: head/body read timeouts and a connection cap below the descriptor limit
-    asyncio.run(
-        serve_app(
-            app,
-            host=args.host,
-            port=args.port,
-            limits=limits,
-            registry=engine.metrics.registry,
-            started=started,
-            sock=sock,
-        )
-    )
+    async def serve() -> None:
+        stop = asyncio.Event()
+        watch = asyncio.create_task(watch_parent(os.getppid(), stop)) if worker else None
+        try:
+            # fabric.serverlimits: head/body read timeouts and a connection cap below the descriptor limit
+            await serve_app(
+                app,
+                host=args.host,
+                port=args.port,
+                limits=limits,
+                registry=engine.metrics.registry,
+                started=started,
+                stop=stop,
+                sock=sock,
+            )
+        finally:
+            if watch is not None:
+                watch.cancel()
+
+    asyncio.run(serve())
     return 0
 
 

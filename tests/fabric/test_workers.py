@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -61,11 +62,13 @@ def supervisor(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
         assert "fabric: worker 1 ready" in lines, lines
         yield proc, f"http://127.0.0.1:{port}"
     finally:
+        left = _children(proc.pid) if proc.poll() is None else []
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for child in _children(proc.pid) if proc.poll() is None else []:
-            os.kill(child, signal.SIGKILL)
+        for child in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
         if proc.stdout is not None:
             proc.stdout.close()
 
@@ -137,6 +140,20 @@ def _gone(pid: int) -> bool:
         return True
 
 
+async def test_workers_stop_when_the_supervisor_is_killed(supervisor: tuple[subprocess.Popen[str], str]) -> None:
+    """SIGKILL gives the supervisor no time to stop its workers: they notice they were orphaned and exit."""
+    proc, _ = supervisor
+    workers = _children(proc.pid)
+    assert len(workers) == 2
+    proc.kill()
+    await asyncio.to_thread(proc.wait, 30)
+    for _ in range(600):
+        if all(_gone(pid) for pid in workers):
+            break
+        await asyncio.sleep(0.05)
+    assert all(_gone(pid) for pid in workers)
+
+
 def test_workers_that_cannot_start_stop_the_service(tmp_path: Path) -> None:
     """A home held by a single-process service: every worker fails at start-up, and after three quick exits in
     a row the supervisor stops with an error instead of restarting them forever."""
@@ -162,4 +179,4 @@ def test_workers_that_cannot_start_stop_the_service(tmp_path: Path) -> None:
 
 
 def test_public_api() -> None:
-    assert set(mod.__all__) == {"QUICK_EXIT_S", "Supervisor", "child_argv", "listen_socket"}
+    assert set(mod.__all__) == {"QUICK_EXIT_S", "Supervisor", "child_argv", "listen_socket", "watch_parent"}
