@@ -8,7 +8,7 @@ processes on one machine that see one file system with working POSIX locks (not 
   :class:`LocalTaskStore`. The tenant's *writer lock* is an exclusive ``flock`` on a file of its own, which the
   kernel drops when its holder dies (``kill -9`` included), as PostgreSQL drops a session advisory lock; the
   claim is one ``BEGIN IMMEDIATE`` transaction (only the lock's holder claims); a submission mutex is a
-  ``flock`` too (one per tenant and idempotency key hash);
+  ``flock`` too (one of :data:`SUBMIT_SLOTS` files per tenant, by the idempotency key's hash);
 - **rate buckets** (``buckets.sqlite``, WAL, not synced: a crash may forget a refill, never a task):
   :class:`LocalBuckets`, one row per bucket read and written in one ``BEGIN IMMEDIATE`` transaction on the
   event loop (tens of microseconds; no thread hop per request);
@@ -38,7 +38,7 @@ from fabric.errors import ConfigError
 from fabric.ingest.taskstore import COLUMNS, IngestTask, TaskStatus, row_task, task_row
 from fabric.state.base import task_tables
 
-__all__ = ["LOCAL_SCHEME", "LocalBuckets", "LocalState", "LocalTaskStore", "local_folder", "local_url"]
+__all__ = ["LOCAL_SCHEME", "SUBMIT_SLOTS", "LocalBuckets", "LocalState", "LocalTaskStore", "local_folder", "local_url"]
 
 log = structlog.get_logger(__name__)
 
@@ -51,6 +51,9 @@ SCHEMA = task_tables(serial="INTEGER PRIMARY KEY AUTOINCREMENT", blob="BLOB")
 _BUCKETS = (
     "CREATE TABLE IF NOT EXISTS fabric_buckets (name TEXT PRIMARY KEY, tokens REAL NOT NULL, stamp REAL NOT NULL)"
 )
+
+SUBMIT_SLOTS = 64
+"""Submission lock files per tenant (:meth:`LocalTaskStore.lock_key`)."""
 
 _SELECT = f"SELECT {COLUMNS} FROM fabric_tasks"
 _SETS = ", ".join(f"{c.strip()} = ?" for c in COLUMNS.split(",")[1:])
@@ -343,8 +346,13 @@ class LocalTaskStore:
         return row_task(row)
 
     def lock_key(self, key: str) -> _FileLock:
-        """Wait for the submission mutex of idempotency key ``key``; the lock to hand back to :meth:`unlock_key`."""
-        lock = _FileLock(self.state.lock_path("submit", self.tenant, key))
+        """Wait for the submission mutex of idempotency key ``key``; the lock to hand back to :meth:`unlock_key`.
+
+        Keys share :data:`SUBMIT_SLOTS` lock files per tenant (a file per key would pile up, one per submission
+        ever made, and deleting a lock file others may be waiting on is not safe); two keys in one slot only take
+        turns."""
+        slot = int(_digest(self.tenant, key), 16) % SUBMIT_SLOTS
+        lock = _FileLock(self.state.lock_path("submit", self.tenant, str(slot)))
         lock.take(wait=True)
         return lock
 

@@ -89,6 +89,23 @@ class TestState:
         assert path.parent == state.locks
         assert "acme" not in path.name
 
+    def test_submission_locks_use_a_bounded_set_of_files(self, tmp_path: Path) -> None:
+        """Many idempotency keys share at most SUBMIT_SLOTS lock files per tenant; one key's lock excludes a
+        second taker of the same key until released."""
+        state = LocalState(tmp_path)
+        state.open_sync()
+        a, b = state.task_store("acme", "a"), state.task_store("acme", "b")
+        for i in range(500):
+            a.unlock_key(a.lock_key(f"key:{i}"), f"key:{i}")
+        assert len(list(state.locks.glob("submit-*.lock"))) <= mod.SUBMIT_SLOTS
+        held = a.lock_key("key:same")
+        probe = mod._FileLock(held.path)
+        assert not probe.take(wait=False)
+        a.unlock_key(held, "key:same")
+        assert probe.take(wait=False)
+        probe.release()
+        b.close()
+
     def test_the_writer_lock_excludes_other_holders_and_is_not_reentrant(self, tmp_path: Path) -> None:
         state = LocalState(tmp_path)
         state.open_sync()
@@ -139,6 +156,7 @@ class TestState:
 def test_public_api() -> None:
     assert set(mod.__all__) == {
         "LOCAL_SCHEME",
+        "SUBMIT_SLOTS",
         "LocalBuckets",
         "LocalState",
         "LocalTaskStore",
