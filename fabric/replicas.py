@@ -1,13 +1,16 @@
 """What the service builds its state from: this process alone (embedded SQLite and files under the home), or a
-replica among several behind one address, sharing a PostgreSQL database (``FABRIC_STATE_URL``, ``docs/replicas.md``).
+replica among several behind one address (``FABRIC_STATE_URL``, ``docs/replicas.md``), sharing a PostgreSQL
+database or, on one host, a folder of SQLite files and file locks (``sqlite:///<folder>``, ``fabric serve
+--workers``).
 
-A :class:`Replica` holds this process's pools over the shared database and hands the service:
+A :class:`Replica` holds this process's handles on the shared state and hands the service:
 
-- the key store (:class:`fabric.state.keys.SharedKeyStore`): keys created or revoked through any replica, or the
-  CLI, hold for all;
-- the rate buckets (:class:`fabric.state.shared.SharedBuckets`): a tenant's ``rate`` is its total;
+- the key store (:class:`fabric.state.keys.SharedKeyStore`; on one host the home's ``keys.sqlite``): keys
+  created or revoked through any replica, or the CLI, hold for all;
+- the rate buckets (:class:`fabric.state.shared.SharedBuckets`, :class:`fabric.state.local.LocalBuckets`): a
+  tenant's ``rate`` is its total;
 - each tenant's task queue (:class:`fabric.ingest.shared_tasks.SharedIngestTasks`);
-- the cursor secret of each tenant (``FABRIC_CURSOR_SECRET`` when set, else one stored in the database).
+- the cursor secret of each tenant (``FABRIC_CURSOR_SECRET`` when set, else one stored in the shared state).
 
 The service's helpers that depend on the choice live here too: :func:`store_runner`, :func:`default_guard`,
 :func:`ingest_tasks` and :func:`tenant_tasks`.
