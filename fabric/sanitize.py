@@ -25,6 +25,7 @@ Cost: clean hits are returned as they are (one regex search per string field; no
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -61,10 +62,14 @@ _LINE_BREAKS = re.compile(r"[\t\n\r\x0b\x0c\x1c-\x1f\x85]")
 _LINE_DROP = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]")
 _TEXT_DROP = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _STR_FIELDS = ("id", "title", "url", "domain", "source_ref", "doc_id", "url_key", "title_key")
+_LINE_LIMITS = tuple(LIMITS[name] for name in _STR_FIELDS)
+"""The limits of :data:`_STR_FIELDS`, in their order."""
 
 
 _TEXT_OK_BYTES = bytes(b for b in range(256) if not (b <= 0x08 or b in (0x0B, 0x0C) or 0x0E <= b <= 0x1F or b == 0x7F))
 """Every byte of clean UTF-8 text: all but the C0 controls other than tab, newline and carriage return, and DEL."""
+_LINE_OK_ASCII = bytes(range(0x20, 0x7F))
+"""Every byte of a clean one-line ASCII field: all but the C0 controls (tab and newline too) and DEL."""
 _C1_UTF8 = re.compile(rb"\xc2[\x80-\x9f]")
 """A C1 control (U+0080–U+009F) in UTF-8."""
 
@@ -129,14 +134,34 @@ def _meta_clean(meta: Mapping[str, Any]) -> bool:
     if len(meta) > MAX_META_ITEMS:
         return False
     for k, v in meta.items():
-        if not isinstance(k, str) or len(k) > 200 or _BAD_LINE.search(k) is not None:
+        if not isinstance(k, str) or len(k) > 200 or not (k.isprintable() or _BAD_LINE.search(k) is None):
             return False
         if isinstance(v, list | tuple):
-            if len(v) > MAX_META_ITEMS or not all(_scalar_clean(x) for x in v):
+            if len(v) > MAX_META_ITEMS or not all(map(_scalar_clean, v)):
                 return False
         elif not _scalar_clean(v):
             return False
     return True
+
+
+def _lines_clean(hit: Hit) -> bool:
+    """Whether every one-line field of ``hit`` is a string that :func:`clean_line` keeps as it is, checked at once
+    over the fields joined: each field's length within :data:`LIMITS`, then no character :func:`clean_line` would
+    repair. ASCII text (``isascii`` is a flag of the string, no scan) is checked on its bytes, as
+    :func:`_text_is_clean` does, about 10 x fewer instructions than ``isprintable``'s per-character lookups; other
+    text by ``isprintable`` (a per-character property, so the join is printable exactly when every field is).
+    False sends the hit through the field-by-field repair, which keeps clean fields as they are."""
+    url_key, title_key = hit.url_key or "", hit.title_key or ""
+    fields = (hit.id, hit.title, hit.url, hit.domain, hit.source_ref, hit.doc_id, url_key, title_key)
+    try:
+        joined = "".join(fields)
+    except TypeError:  # a field that is not a string: repaired one by one
+        return False
+    if not all(map(operator.le, map(len, fields), _LINE_LIMITS)):
+        return False
+    if joined.isascii():
+        return not joined.encode("ascii").translate(None, _LINE_OK_ASCII)
+    return joined.isprintable()
 
 
 def sanitize_hit(hit: Hit) -> Hit | None:
@@ -144,13 +169,14 @@ def sanitize_hit(hit: Hit) -> Hit | None:
     if not isinstance(hit.score, int | float) or not math.isfinite(hit.score) or not isinstance(hit.rank, int):
         return None
     changes: dict[str, Any] = {}
-    for name in _STR_FIELDS:
-        value = getattr(hit, name)
-        if value is None:
-            continue
-        fixed = clean_line(value if isinstance(value, str) else str(value), LIMITS[name])
-        if fixed is not value:
-            changes[name] = fixed
+    if not _lines_clean(hit):
+        for name in _STR_FIELDS:
+            value = getattr(hit, name)
+            if value is None:
+                continue
+            fixed = clean_line(value if isinstance(value, str) else str(value), LIMITS[name])
+            if fixed is not value:
+                changes[name] = fixed
     text = hit.text if isinstance(hit.text, str) else str(hit.text)
     fixed_text = clean_text(text, LIMITS["text"])
     if fixed_text is not hit.text:

@@ -279,3 +279,46 @@ class TestFuzz:
     def test_fast_text_check_on_edges(self, text: str) -> None:
         """Near-miss bytes (C2 B1 of '±' beside C2 85 of NEL), DEL, a lone surrogate and NUL after non-ASCII."""
         assert mod._text_is_clean(text) is (_BAD_TEXT.search(text) is None)
+
+
+_LONG_TEXT = st.text(alphabet="ab", min_size=250, max_size=1100)
+"""Strings around the one-line limits (domain 255, title 1,000, the others 1,024 and more)."""
+
+
+class TestOnePassLineCheck:
+    @given(
+        strings=st.fixed_dictionaries(
+            dict.fromkeys(("id", "title", "url", "domain", "source_ref", "doc_id"), _ANY_TEXT | _LONG_TEXT)
+        ),
+        url_key=st.none() | _ANY_TEXT | _LONG_TEXT,
+        title_key=st.none() | _ANY_TEXT | _LONG_TEXT,
+    )
+    def test_agrees_with_each_field_cleaned(
+        self, strings: dict[str, str], url_key: str | None, title_key: str | None
+    ) -> None:
+        """The one-pass check of the one-line fields never skips a repair: when it says clean, cleaning each field
+        keeps it as is (when it does not, the fields are cleaned one by one, as before)."""
+        hit = Hit(rank=1, score=1.0, url_key=url_key, title_key=title_key, **strings)
+        each = all(
+            clean_line(value, LIMITS[name]) is value
+            for name in mod._STR_FIELDS
+            if (value := getattr(hit, name)) is not None
+        )
+        if mod._lines_clean(hit):
+            assert each
+        if each and all(getattr(hit, n) is None or getattr(hit, n).isprintable() for n in mod._STR_FIELDS):
+            assert mod._lines_clean(hit)  # printable fields within their limits: the fast path takes them
+
+    def test_a_field_that_is_not_a_string_takes_the_field_by_field_repair(self) -> None:
+        """A lane that put a number in a one-line field gets it back as a string."""
+        hit = _hit(domain=42)
+        assert mod._lines_clean(hit) is False
+        fixed = sanitize_hit(hit)
+        assert fixed is not None
+        assert fixed.domain == "42"
+
+    @given(_ANY_TEXT)
+    def test_printable_keys_have_nothing_to_repair(self, key: str) -> None:
+        """The metadata keys' shortcut: a printable key has none of the characters a one-line field loses."""
+        if key.isprintable():
+            assert mod._BAD_LINE.search(key) is None
