@@ -222,8 +222,8 @@ def row_hit(row: Sequence[Any], *, rank: int, score: float, **extra: Any) -> Hit
     """A :class:`~fabric.models.Hit` from a ``chunks`` row (``CHUNK_COLUMNS`` order)."""
     cid, doc_id, _chunk_id, title, text, url, domain, ts, years, kind, ref, trust, quality, meta = row[:14]
     sig, ukey, tkey = row[14:N_CHUNK_COLUMNS]
-    metadata = json.loads(meta) if meta else {}
-    metadata["years"] = json.loads(years) if years else []
+    metadata = json.loads(meta) if meta and meta != "{}" else {}  # most rows store none: no JSON parse for them
+    metadata["years"] = json.loads(years) if years and years != "[]" else []
     metadata.update(extra.pop("metadata", {}))
     return Hit(
         id=cid,
