@@ -11,6 +11,7 @@ the one address, replicas of one another on this host (:mod:`fabric.workers`, ``
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import ipaddress
 import os
@@ -108,8 +109,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _limit_configs(args: argparse.Namespace, workers: int = 1) -> tuple[Any, Any]:
-    """The tenant limits and the admission limits of one process; a worker's default admission takes its share
-    of the cores (2 running queries per core, as one process alone: ``fabric.admission``)."""
+    """The tenant limits and the admission limits of one process.
+
+    A worker's default admission runs its share of the cores (2 queries per core, as one process alone:
+    ``fabric.admission``) but keeps the whole service's queue: a keep-alive connection stays with the worker that
+    accepted it, so from moment to moment one worker has more of the load than its share, and a queue cut to its
+    share (4 a worker with 2 workers on 2 cores, against 8 for one process) refused requests whose wait would have
+    been short (``queue_full`` at an admitted p95 of 55 ms, docs/replicas.md). The wait bound (``--max-wait-ms``)
+    still caps every queued request."""
     from fabric.admission import AdmissionConfig, usable_cores
     from fabric.limits import LimitConfig
 
@@ -119,7 +126,10 @@ def _limit_configs(args: argparse.Namespace, workers: int = 1) -> tuple[Any, Any
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     if workers > 1:
-        admission = admission.resolved(max(1, usable_cores() // workers))
+        cores = usable_cores()
+        if not admission.max_active and not admission.max_queue:  # the defaults: its cores, the service's queue
+            admission = dataclasses.replace(admission, max_queue=admission.resolved(cores).max_queue)
+        admission = admission.resolved(max(1, cores // workers))
     return tenant_limits, admission
 
 

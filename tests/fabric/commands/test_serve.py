@@ -94,8 +94,9 @@ class TestBindCheck:
 
     def test_workers_count_and_share_of_the_cores(self) -> None:
         """--workers defaults to 1, 0 means one per usable core, a negative count is refused; each worker's default
-        admission takes its share of the cores (the same 2 per core as one process)."""
-        from fabric.admission import usable_cores
+        admission runs its share of the cores (the same 2 per core as one process) and queues as many as the whole
+        service would; limits given explicitly apply per worker as they are."""
+        from fabric.admission import AdmissionConfig, usable_cores
         from fabric.commands.serve import _limit_configs, worker_count
 
         assert build_parser().parse_args(["serve"]).workers == 1
@@ -106,7 +107,13 @@ class TestBindCheck:
         _, alone = _limit_configs(args)
         _, shared = _limit_configs(args, workers=usable_cores())
         assert alone.max_active == 0  # resolved from the cores by the service
-        assert (shared.max_active, shared.max_queue) == (2, 4)
+        whole = AdmissionConfig().resolved(usable_cores())
+        assert (shared.max_active, shared.max_queue) == (2, whole.max_queue)
+        explicit = build_parser().parse_args(["serve", "--max-active", "3", "--max-queue", "5"])
+        _, given = _limit_configs(explicit, workers=usable_cores())
+        assert (given.max_active, given.max_queue) == (3, 5)
+        _, active_only = _limit_configs(build_parser().parse_args(["serve", "--max-active", "3"]), workers=2)
+        assert (active_only.max_active, active_only.max_queue) == (3, 6)  # twice the active given, as before
 
 
 class TestFreezeHeap:
