@@ -45,7 +45,12 @@ def register(sub: Any) -> None:
     p.add_argument("--burst", type=int, default=200, help="token bucket size per tenant (default 200)")
     p.add_argument("--max-concurrent", type=int, default=32, help="requests in flight per tenant (default 32)")
     p.add_argument("--max-active", type=int, default=0, help="searches running at once (default 0: 2 per usable core)")
-    p.add_argument("--max-queue", type=int, default=0, help="searches waiting for a slot (default 0: 2 x max-active)")
+    p.add_argument(
+        "--max-queue",
+        type=int,
+        default=0,
+        help="searches waiting for a slot (default 0: 2 x max-active; each of --workers: the service's)",
+    )
     p.add_argument(
         "--max-wait-ms", type=float, default=100.0, help="longest wait for a slot before a 503 (default 100)"
     )
