@@ -309,13 +309,14 @@ class TestOnePassLineCheck:
         if each and all(getattr(hit, n) is None or getattr(hit, n).isprintable() for n in mod._STR_FIELDS):
             assert mod._lines_clean(hit)  # printable fields within their limits: the fast path takes them
 
-    def test_a_field_that_is_not_a_string_takes_the_field_by_field_repair(self) -> None:
-        """A lane that put a number in a one-line field gets it back as a string."""
-        hit = _hit(domain=42)
+    @pytest.mark.parametrize(("name", "value"), [("domain", 42), ("url_key", 0), ("title_key", False)])
+    def test_a_field_that_is_not_a_string_takes_the_field_by_field_repair(self, name: str, value: Any) -> None:
+        """A lane that put a number in a one-line field (a falsy one too) gets it back as a string."""
+        hit = _hit(**{name: value})
         assert mod._lines_clean(hit) is False
         fixed = sanitize_hit(hit)
         assert fixed is not None
-        assert fixed.domain == "42"
+        assert getattr(fixed, name) == str(value)
 
     @given(_ANY_TEXT)
     def test_printable_keys_have_nothing_to_repair(self, key: str) -> None:
