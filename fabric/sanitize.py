@@ -63,6 +63,8 @@ _LINE_BREAKS = re.compile(r"[\t\n\r\x0b\x0c\x1c-\x1f\x85]")
 _LINE_DROP = re.compile(r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]")
 _TEXT_DROP = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _STR_FIELDS = ("id", "title", "url", "domain", "source_ref", "doc_id", "url_key", "title_key")
+_LINE_FIELDS = operator.attrgetter(*_STR_FIELDS)
+"""A hit's :data:`_STR_FIELDS`, as a tuple in their order."""
 _LINE_LIMITS = tuple(LIMITS[name] for name in _STR_FIELDS)
 """The limits of :data:`_STR_FIELDS`, in their order."""
 
@@ -149,16 +151,17 @@ def _lines_clean(hit: Hit) -> bool:
     """Whether every one-line field of ``hit`` is a string that :func:`clean_line` keeps as it is, checked at once
     over the fields joined: each field's length within :data:`LIMITS`, then no character :func:`clean_line` would
     repair. ASCII text (``isascii`` is a flag of the string, no scan) is checked on its bytes, as
-    :func:`_text_is_clean` does, about 10 x fewer instructions than ``isprintable``'s per-character lookups; other
-    text by ``isprintable`` (a per-character property, so the join is printable exactly when every field is).
-    False sends the hit through the field-by-field repair, which keeps clean fields as they are."""
-    url_key = hit.url_key if hit.url_key is not None else ""  # absent keys are skipped, as by the repair below
-    title_key = hit.title_key if hit.title_key is not None else ""
-    fields = (hit.id, hit.title, hit.url, hit.domain, hit.source_ref, hit.doc_id, url_key, title_key)
+    :func:`_text_is_clean` does; other text by ``isprintable`` (a per-character property, so the join is printable
+    exactly when every field is). False sends the hit through the field-by-field repair, which keeps clean fields
+    as they are."""
+    fields = _LINE_FIELDS(hit)
     try:
         joined = "".join(fields)
-    except TypeError:  # a field that is not a string: repaired one by one
-        return False
+    except TypeError:  # an absent dedup key (None) is empty, as the repair skips it; any other non-string fails
+        fields = tuple("" if value is None else value for value in fields)
+        if not all(isinstance(value, str) for value in fields):
+            return False
+        joined = "".join(fields)
     if not all(map(operator.le, map(len, fields), _LINE_LIMITS)):
         return False
     if joined.isascii():
