@@ -242,6 +242,35 @@ class TestExport:
         assert path.stat().st_mtime_ns == mtime
         assert onnx_model_path(onnx_cache, model_dir, int8=False).name == "model.onnx"
 
+    @pytest.mark.parametrize("matmul_only", [False, True])
+    def test_no_skip_layer_norm_in_the_graph_a_session_runs(
+        self, onnx_cache: Path, int8: OnnxMiniLMEmbedder, tmp_path: Path, matmul_only: bool
+    ) -> None:
+        """The fused exports keep Add + LayerNormalization (ONNX Runtime's CPU SkipLayerNormalization is several
+        times slower), and the sessions' own optimisations do not fuse them again."""
+        import onnx
+        import onnxruntime as ort
+
+        int8.warm()
+        path = build_onnx_model(onnx_cache, int8._model_dir(), int8=True, matmul_only=matmul_only)
+        ops = {node.op_type for node in onnx.load(str(path), load_external_data=False).graph.node}
+        assert "SkipLayerNormalization" not in ops
+        assert "LayerNormalization" in ops
+        assert {"Attention", "QAttention"} & ops  # the other BERT fusions stay (int8 quantises Attention)
+        opts = mod.session_options(1)
+        opts.optimized_model_filepath = str(tmp_path / "optimised.onnx")
+        ort.InferenceSession(
+            str(path), opts, providers=["CPUExecutionProvider"], disabled_optimizers=list(mod.DISABLED_OPTIMIZERS)
+        )
+        ops = {node.op_type for node in onnx.load(opts.optimized_model_filepath, load_external_data=False).graph.node}
+        assert "SkipLayerNormalization" not in ops
+        assert "LayerNormalization" in ops
+        again = mod.session_options(1)
+        again.optimized_model_filepath = str(tmp_path / "refused.onnx")
+        ort.InferenceSession(str(path), again, providers=["CPUExecutionProvider"])  # the fusion is on by default
+        ops = {node.op_type for node in onnx.load(again.optimized_model_filepath, load_external_data=False).graph.node}
+        assert "SkipLayerNormalization" in ops  # so the disabled list is what keeps it out
+
     def test_openvino_reads_the_plain_export(self, onnx_cache: Path, openvino: OnnxMiniLMEmbedder) -> None:
         """OpenVINO compiles the fp32 export before ONNX Runtime's fusions, kept beside the fused one."""
         openvino.warm()
@@ -325,8 +354,8 @@ def test_public_api() -> None:
     """The module's public names."""
     assert sorted(mod.__all__) == sorted(
         [
-            "EXPORT_SETTINGS", "MAX_SEQ_LENGTH", "QUERY_WEIGHTS", "MiniLMEmbedder", "OnnxMiniLMEmbedder",
-            "RUNTIMES", "build_onnx_model", "minilm_embedder", "onnx_model_path", "openvino_precision",
-            "weights_digest",
+            "DISABLED_OPTIMIZERS", "EXPORT_SETTINGS", "MAX_SEQ_LENGTH", "QUERY_WEIGHTS", "MiniLMEmbedder",
+            "OnnxMiniLMEmbedder", "RUNTIMES", "build_onnx_model", "minilm_embedder", "onnx_model_path",
+            "openvino_precision", "session_options", "weights_digest",
         ]
     )  # fmt: skip
