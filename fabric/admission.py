@@ -21,9 +21,16 @@ local stores' circuit breakers (issue 14: 95.6 % empty answers after a 200-clien
 Because nothing is queued for longer than ``max_wait_ms``, the service is back to normal that long after a
 burst ends. The defaults come from the cores this process may use (:func:`default_config`).
 
+With ``hand_back`` (``fabric serve --workers``: the workers accept from one listening socket) a busy worker gives
+its keep-alive connections back: a refusal, and an answer sent while requests wait in its queue, carry
+``Connection: close`` (:meth:`AdmissionControl.hand_back`). A keep-alive connection otherwise stays with the worker
+that accepted it, and a client that reuses a few connections can keep one worker saturated while the other idles
+(``docs/replicas.md``); the client's next connection goes to the worker that calls ``accept`` first, the idle one.
+
 Metrics (in the engine's registry): ``fabric_admission_admitted_total``, ``fabric_admission_rejected_total{reason}``
 (``queue_full``, ``expected_wait``, ``queue_timeout``), ``fabric_admission_queue_wait_seconds`` (admitted requests),
-``fabric_admission_active``, ``fabric_admission_queued`` and ``fabric_admission_capacity{limit}``.
+``fabric_admission_active``, ``fabric_admission_queued``, ``fabric_admission_capacity{limit}`` and
+``fabric_admission_connections_handed_back_total``.
 """
 
 from __future__ import annotations
@@ -90,6 +97,9 @@ class AdmissionConfig:
     """Longest wait in the queue before the request is refused."""
     retry_after_s: int = 1
     """The ``Retry-After`` of a refusal, in whole seconds."""
+    hand_back: bool = False
+    """Close the connection of a refusal and of an answer sent while requests wait (:meth:`AdmissionControl.
+    hand_back`): for processes that share one listening socket."""
 
     def __post_init__(self) -> None:
         if self.max_active < 0 or self.max_queue < 0:
@@ -102,7 +112,8 @@ class AdmissionConfig:
     def resolved(self, cores: int | None = None) -> AdmissionConfig:
         """This config with the derived defaults filled in."""
         active = self.max_active or 2 * (cores or usable_cores())
-        return AdmissionConfig(active, self.max_queue or 2 * active, self.max_wait_ms, self.retry_after_s)
+        queue = self.max_queue or 2 * active
+        return AdmissionConfig(active, queue, self.max_wait_ms, self.retry_after_s, self.hand_back)
 
 
 def default_config() -> AdmissionConfig:
@@ -132,6 +143,11 @@ class _Metrics:
         )  # fmt: skip
         self.active = Gauge("fabric_admission_active", "Search requests running", registry=r)
         self.queued = Gauge("fabric_admission_queued", "Search requests waiting for a slot", registry=r)
+        self.handed_back = Counter(
+            "fabric_admission_connections_handed_back",
+            "Responses that closed their keep-alive connection because this process was busy (hand_back)",
+            registry=r,
+        )
         capacity = Gauge("fabric_admission_capacity", "Admission limits", ["limit"], registry=r)
         capacity.labels("max_active").set(config.max_active)
         capacity.labels("max_queue").set(config.max_queue)
@@ -222,6 +238,14 @@ class AdmissionControl:
                 self._release()  # a slot was handed to us: pass it on
             raise
         self._admitted(time.monotonic() - t0, handed=True)
+
+    def hand_back(self, response: web.StreamResponse, *, refused: bool = False) -> web.StreamResponse:
+        """``response``, closing its connection after it when ``hand_back`` is on and this process is busy: the
+        request was refused, or others wait for a slot now."""
+        if self.config.hand_back and (refused or self._waiters):
+            response.force_close()
+            self.metrics.handed_back.inc()
+        return response
 
     def _abandon(self, waiter: asyncio.Future[None]) -> bool:
         """Leave the queue; False when ``waiter`` was already handed a slot (the caller owns it)."""

@@ -171,8 +171,9 @@ async def _read_json(request: web.Request, limit: int, *, in_thread: bool = Fals
         raise _BodyError(web.json_response(error_body(exc.where or "body", exc.reason), status=400)) from None
 
 
-async def _search(request: web.Request) -> web.Response:
+async def _search(request: web.Request) -> web.StreamResponse:
     engine = (await scope_of(request)).engine
+    admission = request.app[ADMISSION_KEY]
     try:
         data = await _read_json(request, request.app[_SEARCH_LIMIT_KEY])
     except _BodyError as exc:
@@ -181,11 +182,11 @@ async def _search(request: web.Request) -> web.Response:
         return web.json_response(error_body("body", "expected a JSON object"), status=400)
     try:
         search_request = parse_request(data, engine.settings)
-        async with request.app[ADMISSION_KEY].slot():  # fabric.admission: the budget starts once admitted
+        async with admission.slot():  # fabric.admission: the budget starts once admitted
             result = await engine.search(search_request)
         engine.metrics.observe_answer(principal(request).tenant, result)
     except Overloaded as exc:
-        return overloaded_response(exc)
+        return admission.hand_back(overloaded_response(exc), refused=True)
     except PartialResultError as exc:
         return web.json_response(error_body(exc.field, exc.message, lanes=exc.lanes), status=503)
     except QueryError as exc:  # 422: well-formed, refused by a rule the OpenAPI document cannot express
@@ -194,7 +195,7 @@ async def _search(request: web.Request) -> web.Response:
     except FabricError as exc:
         log.warning("search_failed", error=str(exc))
         return web.json_response(error_body(None, str(exc)), status=500)
-    return web.json_response(result.to_dict())
+    return admission.hand_back(web.json_response(result.to_dict()))
 
 
 def _idempotency_key(request: web.Request) -> str | None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestServer
 from prometheus_client import CollectorRegistry
 
@@ -189,6 +190,31 @@ class TestAdmissionControl:
             assert control.active == 1
 
 
+class TestHandBack:
+    async def test_a_busy_process_closes_the_connection_of_what_it_answers(self) -> None:
+        """With hand_back, a refusal and an answer sent while a request waits close their connection; an answer
+        with nobody waiting keeps it; without hand_back nothing is closed."""
+        registry = CollectorRegistry()
+        control = AdmissionControl(AdmissionConfig(max_active=1, max_queue=2, hand_back=True), registry)
+        quiet = AdmissionControl(AdmissionConfig(max_active=1, max_queue=2), CollectorRegistry())
+        assert control.hand_back(web.json_response({})).keep_alive is None  # nobody waits: aiohttp decides
+        assert quiet.hand_back(web.json_response({}), refused=True).keep_alive is None
+        assert control.hand_back(web.json_response({}), refused=True).keep_alive is False
+        release = asyncio.Event()
+        held = asyncio.ensure_future(_hold(control, release))
+        queued = asyncio.ensure_future(_hold(control, release))
+        await _until(lambda: control.queued == 1)
+        assert control.hand_back(web.json_response({})).keep_alive is False
+        release.set()
+        await asyncio.gather(held, queued)
+        assert control.hand_back(web.json_response({})).keep_alive is None
+        assert _value(registry, "fabric_admission_connections_handed_back_total") == 2
+
+    def test_resolving_the_defaults_keeps_it(self) -> None:
+        """The derived limits carry hand_back over."""
+        assert AdmissionConfig(hand_back=True).resolved(cores=2).hand_back
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """A home with the test entries in the embedded stores (ingested on a loop of its own)."""
@@ -257,6 +283,49 @@ class TestServiceBurst:
             assert (await _search(client, base, 0))[0] == 200
         assert (control.active, control.queued) == (0, 0)
         assert not any(eng.penalties.is_suspended(lane.provider) for lane in eng.lanes.values())
+
+
+async def test_a_worker_hands_back_the_connection_it_refused_on(home: Path) -> None:
+    """Over real HTTP: a worker's (hand_back) refusal says ``Connection: close`` and the client's next request
+    comes on a new connection; an answer with nobody waiting keeps the connection for the next request."""
+    eng = engine(home)
+    app = create_app(eng, mcp=False, admission=AdmissionConfig(max_active=1, max_queue=1, hand_back=True))
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    base = f"http://127.0.0.1:{server.port}"
+    control = app[ADMISSION_KEY]
+    events: list[str] = []
+    trace = aiohttp.TraceConfig()
+
+    async def created(*_: Any) -> None:
+        events.append("new")
+
+    async def reused(*_: Any) -> None:
+        events.append("reused")
+
+    trace.on_connection_create_end.append(created)
+    trace.on_connection_reuseconn.append(reused)
+    body = {"query": "deployment release", "top_k": 3}
+    try:
+        async with aiohttp.ClientSession(trace_configs=[trace]) as client:
+            for _ in range(2):
+                async with client.post(f"{base}/v1/search", json=body) as resp:
+                    assert resp.status == 200
+                    assert resp.headers.get("Connection", "").lower() != "close"
+            release = asyncio.Event()
+            holders = [asyncio.ensure_future(_hold(control, release)) for _ in range(2)]
+            await _until(lambda: control.active == 1 and control.queued == 1)
+            async with client.post(f"{base}/v1/search", json=body) as resp:
+                assert resp.status == 503
+                assert resp.headers["Connection"].lower() == "close"
+                assert resp.headers["Retry-After"] == "1"
+            release.set()
+            await asyncio.gather(*holders)
+            async with client.post(f"{base}/v1/search", json=body) as resp:
+                assert resp.status == 200
+        assert events == ["new", "reused", "reused", "new"]
+    finally:
+        await server.close()
 
 
 async def test_mcp_query_tool_is_admitted_like_the_search_route(home: Path) -> None:

@@ -114,6 +114,9 @@ class TestBindCheck:
         assert (given.max_active, given.max_queue) == (3, 5)
         _, active_only = _limit_configs(build_parser().parse_args(["serve", "--max-active", "3"]), workers=2)
         assert (active_only.max_active, active_only.max_queue) == (3, 6)  # twice the active given, as before
+        assert active_only.hand_back  # workers share a socket: a busy one hands its connections back
+        assert _limit_configs(args, workers=2)[1].hand_back
+        assert not alone.hand_back
 
 
 class TestFreezeHeap:
