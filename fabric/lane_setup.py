@@ -105,13 +105,16 @@ async def close_lanes(lanes: Mapping[str, Lane]) -> None:
 def lane_health(
     lanes: Mapping[str, Lane], build_errors: Mapping[str, str], unopened: AbstractSet[str], penalties: ProviderPenalties
 ) -> dict[str, Any]:
-    """Each lane, built or not: opened, provider, build error and provider health (``Engine.health``)."""
+    """Each lane, built or not: opened, warming (:meth:`lanes.base.BaseLane.warming`; lanes without it never are),
+    provider, build error and provider health (``Engine.health``)."""
     out: dict[str, Any] = {}
     for name in sorted(set(lanes) | set(build_errors)):
         lane = lanes.get(name)
+        warming = getattr(lane, "warming", None)
         out[name] = {
             "built": lane is not None,
             "opened": lane is not None and name not in unopened,
+            "warming": bool(warming()) if callable(warming) else False,
             "provider": lane.provider if lane is not None else None,
             "error": build_errors.get(name),
             "health": penalties.snapshot(lane.provider) if lane is not None else None,

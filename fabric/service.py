@@ -10,9 +10,10 @@ Routes:
 ``GET /healthz``
     Liveness: the process answers.
 ``GET /readyz``
-    Readiness: the engine is open, at least one lane was built, the home is locked by this process, the start-up
-    repair made the stores agree with the ledger and the stores can be written (:mod:`fabric.homegate`); ``503``
-    otherwise, with per-lane health and ``stores`` (``writable``, ``error``, ``startup_repair``).
+    Readiness: the engine is open, at least one lane was built and none is still warming (the keyword lane
+    reading its in-memory postings), the home is locked by this process, the start-up repair made the stores agree
+    with the ledger and the stores can be written (:mod:`fabric.homegate`); ``503`` otherwise, with per-lane health
+    and ``stores`` (``writable``, ``error``, ``startup_repair``).
 ``GET /metrics``
     Prometheus text exposition of the engine's own registry.
 ``POST /v1/ingest``
@@ -255,7 +256,9 @@ async def _healthz(_request: web.Request) -> web.Response:
 async def _readyz(request: web.Request) -> web.Response:
     health = request.app[ENGINE_KEY].health()
     home_ok, home = await request.app[GATE_KEY].ready()
-    ready = bool(health["open"]) and any(lane["built"] for lane in health["lanes"].values()) and home_ok
+    lanes = health["lanes"].values()
+    ready = bool(health["open"]) and any(lane["built"] for lane in lanes) and home_ok
+    ready = ready and not any(lane["warming"] for lane in lanes)
     body = {
         "status": "ready" if ready else "not_ready",
         "stores": home,

@@ -147,6 +147,11 @@ class BaseLane:
     async def open(self) -> None:
         """Connect early; the default does nothing."""
 
+    def warming(self) -> bool:
+        """Whether the lane still builds what makes it fast after :meth:`open` (it answers meanwhile, slower): the
+        service is not ready until no lane is (``/readyz``). The default: never."""
+        return False
+
     async def aclose(self) -> None:
         """Release resources; the default does nothing."""
 

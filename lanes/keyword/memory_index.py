@@ -152,6 +152,12 @@ class MemoryIndex:
                 self._loader.start()
         return None
 
+    @property
+    def loading_first(self) -> bool:
+        """Whether the first snapshot is being read (none was ever read, and the read is under way)."""
+        with self._lock:
+            return self._snapshot is None and self._loader is not None and self._loader.is_alive()
+
     def refresh(self) -> None:
         """Read a new snapshot now (in the calling thread) on a new connection that then watches the store."""
         started = time.monotonic()

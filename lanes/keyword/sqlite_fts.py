@@ -127,6 +127,10 @@ class SqliteFtsKeywordLane(BaseLane):
         if self.memory is not None:
             self.memory.snapshot()
 
+    def warming(self) -> bool:
+        """While the first in-memory copy of the postings is read (2.7 s at 50K entries), FTS5 ranks alone."""
+        return self.memory is not None and self.memory.loading_first
+
     async def search(self, request: LaneRequest) -> list[Hit]:
         """BM25-ranked chunks matching any query term or phrase; inside the query's years first (deep fill)."""
         expr = match_expression(request.query, request.constraints.phrases, self.phrase_boost)

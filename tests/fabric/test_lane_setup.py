@@ -121,4 +121,6 @@ class TestLaneLifecycle:
         assert not out["a"]["opened"]
         assert out["a"]["provider"] == "pa"
         assert out["a"]["health"]["state"] == "closed"
-        assert out["x"] == {"built": False, "opened": False, "provider": None, "error": "boom", "health": None}
+        assert out["x"] == {
+            "built": False, "opened": False, "warming": False, "provider": None, "error": "boom", "health": None
+        }  # fmt: skip

@@ -145,6 +145,24 @@ class TestOpsEndpoints:
         body = await resp.json()
         assert (resp.status, body["status"], sorted(body["lanes"])) == (200, "ready", ["graph", "keyword", "vector"])
 
+    async def test_readyz_waits_for_a_warming_lane(self, tmp_path: Path) -> None:
+        """A lane that is still warming (the keyword lane reading its in-memory postings) keeps /readyz at 503,
+        and says so in its health; once it is warm the service is ready."""
+        settings = load_settings(env={"FABRIC_HOME": str(tmp_path)})
+        keyword = FakeLane(name="keyword", hits=5)
+        warm = [False]
+        keyword.warming = lambda: not warm[0]  # type: ignore[attr-defined]
+        engine = Engine(settings, lanes={"keyword": keyword}, resources=LaneResources(home=tmp_path))
+        async with TestClient(TestServer(create_app(engine), host="127.0.0.1")) as c:
+            resp = await c.get("/readyz")
+            body = await resp.json()
+            assert (resp.status, body["status"], body["lanes"]["keyword"]["warming"]) == (503, "not_ready", True)
+            assert (await c.post("/v1/search", json={"query": "x"})).status == 200  # it answers meanwhile
+            warm[0] = True
+            resp = await c.get("/readyz")
+            body = await resp.json()
+            assert (resp.status, body["status"], body["lanes"]["keyword"]["warming"]) == (200, "ready", False)
+
     async def test_metrics_prometheus_text(self, client: TestClient) -> None:
         """/metrics is Prometheus text including query counters after a search."""
         await client.post("/v1/search", json={"query": "x", "budget_ms": 200})

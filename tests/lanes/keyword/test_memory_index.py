@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,6 +160,50 @@ class TestLane:
                 want = await fts_only.search(LaneRequest(query=query, top_k=3))
                 assert [(h.id, pytest.approx(h.score, rel=1e-12)) for h in got] == [(h.id, h.score) for h in want]
             assert with_memory.memory.snapshot() is not None
+
+
+class TestWarming:
+    async def test_the_lane_warms_until_its_first_snapshot_is_read(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """From ``open`` until the first in-memory copy is read the lane says it is warming (and answers from
+        FTS5 meanwhile); afterwards it never is, not even while a later commit's copy is read."""
+        writer = await _store(tmp_path)
+        gate = threading.Event()
+        read = mod.read_snapshot
+
+        def held(*args: Any) -> Any:
+            gate.wait(30)
+            return read(*args)
+
+        monkeypatch.setattr(mod, "read_snapshot", held)
+        lane = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+        fts_only = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts", memory=False), resources(tmp_path))
+        async with lane, fts_only:
+            assert lane.warming()
+            assert not fts_only.warming()
+            assert [h.id for h in await lane.search(LaneRequest(query="rank fusion", top_k=3))]  # FTS5 answers
+            gate.set()
+            assert lane.memory is not None
+            lane.memory.wait()
+            assert not lane.warming()
+            monkeypatch.setattr(mod, "read_snapshot", held)
+            gate.clear()
+            await writer.upsert([chunk("f", "Zeppelin fusion", title="Airship")])
+            assert lane.memory.snapshot() is None  # a fresh copy is being read: not warming again
+            assert not lane.warming()
+            gate.set()
+            lane.memory.wait()
+        await writer.aclose()
+
+    async def test_a_first_read_that_fails_is_not_warming(self, tmp_path: Path) -> None:
+        """An unreadable store leaves no snapshot but no read under way either (FTS5 reports its errors)."""
+        index = MemoryIndex(tmp_path / "other.sqlite", 2.0, 1.0)
+        assert not index.loading_first
+        assert index.snapshot() is None
+        index.wait()
+        assert not index.loading_first
+        index.close()
 
 
 async def test_reads_pause_after_a_read(tmp_path: Path) -> None:
