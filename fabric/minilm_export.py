@@ -35,7 +35,9 @@ UNFUSED = ("enable_skip_layer_norm", "enable_bias_skip_layer_norm")
 """BERT fusions the export leaves out. ONNX Runtime's CPU ``SkipLayerNormalization`` took 6.5 x the time of the
 ``Add`` + ``LayerNormalization`` it replaces (496 against 76 us for 12 nodes of 20 x 384, one thread, 1.31.1 on
 this project's AMD EPYC), 14 % of a 20-token query's encoding; the sessions keep ONNX Runtime from fusing them
-again (:data:`fabric.minilm.DISABLED_OPTIMIZERS`). The result is the same to 1e-7."""
+again (:data:`fabric.minilm.DISABLED_OPTIMIZERS`). In fp32 the result is the same to 1e-7; the int8 query model's
+dynamic quantisation rounds some activations the other way (up to 0.015 in a coordinate, the same cos to fp32:
+docs/engine.md)."""
 
 
 class ExportFailed(Exception):
