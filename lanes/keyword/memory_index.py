@@ -134,6 +134,7 @@ class MemoryIndex:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
         self._loader: threading.Thread | None = None
+        self._first_read_ended = False
         self._stems: dict[str, str | None] = {}
         self._tokenizer = sqlite3.connect(":memory:", check_same_thread=False)
         self._tokenizer.execute(f"CREATE VIRTUAL TABLE t USING fts5(x, tokenize='{_TOKENIZER}')")
@@ -154,12 +155,20 @@ class MemoryIndex:
 
     @property
     def loading_first(self) -> bool:
-        """Whether the first snapshot is being read (none was ever read, and the read is under way)."""
+        """Whether the first read of a snapshot is under way (none has ended yet, in success or failure: a store
+        that cannot be read is not "loading" while later reads retry it)."""
         with self._lock:
-            return self._snapshot is None and self._loader is not None and self._loader.is_alive()
+            return not self._first_read_ended and self._loader is not None and self._loader.is_alive()
 
     def refresh(self) -> None:
         """Read a new snapshot now (in the calling thread) on a new connection that then watches the store."""
+        try:
+            self._read()
+        finally:
+            with self._lock:
+                self._first_read_ended = True
+
+    def _read(self) -> None:
         started = time.monotonic()
         conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
         try:

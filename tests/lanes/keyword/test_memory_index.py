@@ -203,6 +203,14 @@ class TestWarming:
         assert index.snapshot() is None
         index.wait()
         assert not index.loading_first
+        gate = threading.Event()
+        index.refresh = lambda: gate.wait(30)  # type: ignore[method-assign]  # a retry that takes its time
+        assert index.snapshot() is None
+        assert index._loader is not None
+        assert index._loader.is_alive()
+        assert not index.loading_first  # retrying a store that failed is not warming
+        gate.set()
+        index.wait()
         index.close()
 
 
