@@ -49,11 +49,13 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = [
+    "ACTIVE_PER_CORE",
     "ADMISSION_KEY",
     "CURRENT_ADMISSION",
     "PACE_MAX_AGE_S",
     "PACE_WINDOW",
     "SHED_WINDOW_S",
+    "WORKER_ACTIVE_PER_CORE",
     "AdmissionConfig",
     "AdmissionControl",
     "Overloaded",
@@ -72,6 +74,13 @@ PACE_MAX_AGE_S = 2.0
 """A pace whose last release is older than this is stale: the service has not been busy since."""
 SHED_WINDOW_S = 1.0
 """Refusals on the expected wait happen only this long after a queued request last timed out."""
+ACTIVE_PER_CORE = 2
+"""Default running queries per usable core of one process (``docs/servers.md``, "Why 2 per core")."""
+WORKER_ACTIVE_PER_CORE = 3
+"""Default running queries per core of its share for a ``fabric serve --workers`` child: 3 for 2 workers on 2 cores.
+At 100 RPS on the 50K home each worker admits 50 searches a second that take 20-30 ms of wall time (its core is
+shared with the other worker and the lane threads), 1.0-1.5 in flight on average: with 2 slots a worker's burst
+queued past ``max_wait_ms`` in every run (9-318 of 6,000 refused), with 3 in none (``docs/replicas.md``)."""
 
 
 def usable_cores() -> int:
@@ -109,9 +118,9 @@ class AdmissionConfig:
         if self.retry_after_s < 1:
             raise ValueError(f"retry_after_s: expected at least 1, got {self.retry_after_s}")
 
-    def resolved(self, cores: int | None = None) -> AdmissionConfig:
-        """This config with the derived defaults filled in."""
-        active = self.max_active or 2 * (cores or usable_cores())
+    def resolved(self, cores: int | None = None, per_core: int = ACTIVE_PER_CORE) -> AdmissionConfig:
+        """This config with the derived defaults filled in (``per_core`` running queries per core)."""
+        active = self.max_active or per_core * (cores or usable_cores())
         queue = self.max_queue or 2 * active
         return AdmissionConfig(active, queue, self.max_wait_ms, self.retry_after_s, self.hand_back)
 

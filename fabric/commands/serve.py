@@ -116,14 +116,14 @@ def run(args: argparse.Namespace) -> int:
 def _limit_configs(args: argparse.Namespace, workers: int = 1) -> tuple[Any, Any]:
     """The tenant limits and the admission limits of one process.
 
-    A worker's default admission runs its share of the cores (2 queries per core, as one process alone:
-    ``fabric.admission``) but keeps the whole service's queue: a keep-alive connection stays with the worker that
-    accepted it, so from moment to moment one worker has more of the load than its share, and a queue cut to its
-    share (4 a worker with 2 workers on 2 cores, against 8 for one process) refused requests whose wait would have
-    been short (``queue_full`` at an admitted p95 of 55 ms, docs/replicas.md). The wait bound (``--max-wait-ms``)
-    still caps every queued request. A busy worker also hands its connections back (``hand_back``: the next
-    connection goes to the worker that accepts first)."""
-    from fabric.admission import AdmissionConfig, usable_cores
+    A worker's default admission runs its share of the cores (3 queries per core of it:
+    ``fabric.admission.WORKER_ACTIVE_PER_CORE``) but keeps the whole service's queue: a keep-alive connection stays
+    with the worker that accepted it, so from moment to moment one worker has more of the load than its share, and a
+    queue cut to its share (4 a worker with 2 workers on 2 cores, against 8 for one process) refused requests whose
+    wait would have been short (``queue_full`` at an admitted p95 of 55 ms, docs/replicas.md). The wait bound
+    (``--max-wait-ms``) still caps every queued request. A busy worker also hands its connections back
+    (``hand_back``: the next connection goes to the worker that accepts first)."""
+    from fabric.admission import WORKER_ACTIVE_PER_CORE, AdmissionConfig, usable_cores
     from fabric.limits import LimitConfig
 
     try:
@@ -135,7 +135,8 @@ def _limit_configs(args: argparse.Namespace, workers: int = 1) -> tuple[Any, Any
         cores = usable_cores()
         if not admission.max_active and not admission.max_queue:  # the defaults: its cores, the service's queue
             admission = dataclasses.replace(admission, max_queue=admission.resolved(cores).max_queue)
-        admission = dataclasses.replace(admission.resolved(max(1, cores // workers)), hand_back=True)
+        share = max(1, cores // workers)
+        admission = dataclasses.replace(admission.resolved(share, per_core=WORKER_ACTIVE_PER_CORE), hand_back=True)
     return tenant_limits, admission
 
 

@@ -30,6 +30,8 @@ class TestConfig:
         cfg = AdmissionConfig().resolved(cores=2)
         assert (cfg.max_active, cfg.max_queue, cfg.max_wait_ms) == (4, 8, 100.0)
         assert default_config().max_active >= 2
+        worker = AdmissionConfig().resolved(cores=1, per_core=mod.WORKER_ACTIVE_PER_CORE)
+        assert (worker.max_active, worker.max_queue) == (3, 6)  # per_core replaces the 2 of one process
 
     def test_explicit_limits_are_kept(self) -> None:
         """Given limits are not replaced by the derived ones."""
@@ -358,7 +360,8 @@ def test_public_api() -> None:
     """The module's public names."""
     assert sorted(mod.__all__) == sorted(
         [
-            "ADMISSION_KEY", "CURRENT_ADMISSION", "PACE_MAX_AGE_S", "PACE_WINDOW", "SHED_WINDOW_S", "AdmissionConfig",
-            "AdmissionControl", "Overloaded", "default_config", "overloaded_response", "usable_cores",
+            "ACTIVE_PER_CORE", "ADMISSION_KEY", "CURRENT_ADMISSION", "PACE_MAX_AGE_S", "PACE_WINDOW", "SHED_WINDOW_S",
+            "WORKER_ACTIVE_PER_CORE", "AdmissionConfig", "AdmissionControl", "Overloaded", "default_config",
+            "overloaded_response", "usable_cores",
         ]
     )  # fmt: skip

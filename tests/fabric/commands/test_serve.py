@@ -94,9 +94,9 @@ class TestBindCheck:
 
     def test_workers_count_and_share_of_the_cores(self) -> None:
         """--workers defaults to 1, 0 means one per usable core, a negative count is refused; each worker's default
-        admission runs its share of the cores (the same 2 per core as one process) and queues as many as the whole
-        service would; limits given explicitly apply per worker as they are."""
-        from fabric.admission import AdmissionConfig, usable_cores
+        admission runs its share of the cores (3 per core of it, one process alone 2 per core) and queues as many
+        as the whole service would; limits given explicitly apply per worker as they are."""
+        from fabric.admission import WORKER_ACTIVE_PER_CORE, AdmissionConfig, usable_cores
         from fabric.commands.serve import _limit_configs, worker_count
 
         assert build_parser().parse_args(["serve"]).workers == 1
@@ -108,7 +108,10 @@ class TestBindCheck:
         _, shared = _limit_configs(args, workers=usable_cores())
         assert alone.max_active == 0  # resolved from the cores by the service
         whole = AdmissionConfig().resolved(usable_cores())
-        assert (shared.max_active, shared.max_queue) == (2, whole.max_queue)
+        assert WORKER_ACTIVE_PER_CORE == 3
+        assert (shared.max_active, shared.max_queue) == (3, whole.max_queue)  # one core each, the service's queue
+        _, halves = _limit_configs(args, workers=2)
+        assert halves.max_active == 3 * max(1, usable_cores() // 2)
         explicit = build_parser().parse_args(["serve", "--max-active", "3", "--max-queue", "5"])
         _, given = _limit_configs(explicit, workers=usable_cores())
         assert (given.max_active, given.max_queue) == (3, 5)
