@@ -35,6 +35,8 @@ def test_figures_split_answers_by_kind() -> None:
     assert f["rejected_without_retry_after"] == 0
     assert f["rejected_by_reason"] == {"http_429": 1, "queue_full": 1}
     assert f["rejected_by_10s"] == [2]  # 7 answers at 100/s: one window
+    assert (f["send_lag_p95_ms"], f["send_lag_max_ms"]) == (1.0, 1.0)
+    assert _figures(100.0, answers, 0.07, [])["send_lag_max_ms"] is None
 
 
 def test_refusals_are_counted_per_window_of_the_schedule() -> None:
