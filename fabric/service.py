@@ -13,7 +13,9 @@ Routes:
     Readiness: the engine is open, at least one lane was built and none is still warming (the keyword lane
     reading its in-memory postings), the home is locked by this process, the start-up repair made the stores agree
     with the ledger and the stores can be written (:mod:`fabric.homegate`); ``503`` otherwise, with per-lane health
-    and ``stores`` (``writable``, ``error``, ``startup_repair``).
+    and ``stores`` (``writable``, ``error``, ``startup_repair``). With ``fabric serve --workers``, every worker
+    must be ready (each is asked on its socket, :func:`fabric.worker_metrics.not_ready`), and ``workers`` names the
+    ones that are not.
 ``GET /metrics``
     Prometheus text exposition of the engine's own registry.
 ``POST /v1/ingest``
@@ -87,6 +89,7 @@ from fabric.tenant_engines import TENANTS_KEY, TenantEngines, scope_middleware, 
 from fabric.validation import parse_request
 from fabric.worker_metrics import WORKERS_KEY
 from fabric.worker_metrics import gather as gather_workers
+from fabric.worker_metrics import not_ready as workers_not_ready
 
 __all__ = [
     "ENGINE_KEY",
@@ -97,6 +100,7 @@ __all__ = [
     "default_guard",
     "error_body",
     "ingest_tasks",
+    "own_readiness",
     "store_runner",
 ]
 
@@ -253,9 +257,11 @@ async def _healthz(_request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
-async def _readyz(request: web.Request) -> web.Response:
-    health = request.app[ENGINE_KEY].health()
-    home_ok, home = await request.app[GATE_KEY].ready()
+async def own_readiness(app: web.Application) -> tuple[bool, dict[str, Any]]:
+    """Whether this process is ready (the engine open with a lane built and none warming, the home writable), and
+    the body of its ``/readyz``."""
+    health = app[ENGINE_KEY].health()
+    home_ok, home = await app[GATE_KEY].ready()
     lanes = health["lanes"].values()
     ready = bool(health["open"]) and any(lane["built"] for lane in lanes) and home_ok
     ready = ready and not any(lane["warming"] for lane in lanes)
@@ -265,6 +271,17 @@ async def _readyz(request: web.Request) -> web.Response:
         "lanes": health["lanes"],
         "inflight": health["inflight"],
     }
+    return ready, body
+
+
+async def _readyz(request: web.Request) -> web.Response:
+    ready, body = await own_readiness(request.app)
+    workers = request.app.get(WORKERS_KEY)  # fabric serve --workers: ready when every worker is
+    if workers is not None:
+        waiting = await workers_not_ready(workers)
+        ready = ready and not waiting
+        body["status"] = "ready" if ready else "not_ready"
+        body["workers"] = {"count": workers.count, "this": workers.index, "not_ready": waiting}
     return web.json_response(body, status=200 if ready else 503, dumps=lambda o: json.dumps(o, default=str))
 
 

@@ -9,12 +9,17 @@ reads every sibling's (1 s each at most) and answers all of them, adding ``worke
 (``sum without (worker) (...)`` gives the service's totals). A sibling that does not answer (restarting) is left
 out of that scrape, and ``fabric_workers_scraped`` says how many answered. ``*_created`` series are dropped: they
 are per-process start times.
+
+The same socket answers ``/readyz`` with that worker's own readiness, so the public ``/readyz`` of any worker can
+say whether the whole service is ready (:func:`not_ready`): the kernel spreads connections over every worker, and
+a worker still warming (its keyword lane reading the postings, FTS5 ranking alone at several times the CPU) would
+take its share of the load before it can carry it.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +29,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-__all__ = ["WORKERS_KEY", "WorkerSet", "gather", "merge", "serve_own", "socket_path"]
+__all__ = ["WORKERS_KEY", "WorkerSet", "gather", "merge", "not_ready", "serve_own", "socket_path"]
 
 SCRAPE_TIMEOUT_S = 1.0
 """How long a scrape waits for one sibling."""
@@ -76,16 +81,25 @@ def merge(texts: dict[int, str]) -> bytes:
     return generate_latest(registry)
 
 
-async def _sibling(path: Path) -> str | None:
+async def _sibling(path: Path, route: str = "/metrics") -> str | None:
+    """The body of ``route`` on a sibling's socket, or None when it does not answer 200 in time."""
     try:
         timeout = aiohttp.ClientTimeout(total=SCRAPE_TIMEOUT_S)
         async with (
             aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(path)), timeout=timeout) as client,
-            client.get("http://worker/metrics") as resp,
+            client.get(f"http://worker{route}") as resp,
         ):
             return await resp.text() if resp.status == 200 else None
     except (aiohttp.ClientError, OSError, TimeoutError):
         return None
+
+
+async def not_ready(workers: WorkerSet) -> list[int]:
+    """The siblings that are not ready: they answer 503 on their socket's ``/readyz``, or do not answer at all
+    (starting, restarting), ascending."""
+    others = [i for i in range(workers.count) if i != workers.index]
+    answers = await asyncio.gather(*(_sibling(socket_path(workers.folder, i), "/readyz") for i in others))
+    return [i for i, answer in zip(others, answers, strict=True) if answer is None]
 
 
 async def gather(workers: WorkerSet, own: CollectorRegistry) -> bytes:
@@ -104,14 +118,22 @@ async def gather(workers: WorkerSet, own: CollectorRegistry) -> bytes:
     return merge(texts) + scraped.encode("ascii")
 
 
-async def serve_own(workers: WorkerSet, registry: CollectorRegistry) -> web.AppRunner:
-    """Serve this worker's registry alone on its socket (for its siblings' scrapes); the runner to clean up."""
+async def serve_own(
+    workers: WorkerSet, registry: CollectorRegistry, ready: Callable[[], Awaitable[bool]] | None = None
+) -> web.AppRunner:
+    """Serve this worker's registry alone on its socket (for its siblings' scrapes), and its own readiness
+    (``ready``; 503 without one) for their ``/readyz``; the runner to clean up."""
 
     async def own(_request: web.Request) -> web.Response:
         return web.Response(body=generate_latest(registry), content_type="text/plain")
 
+    async def own_ready(_request: web.Request) -> web.Response:
+        ok = ready is not None and await ready()
+        return web.Response(text="ready" if ok else "not_ready", status=200 if ok else 503)
+
     app = web.Application()
     app.router.add_get("/metrics", own)
+    app.router.add_get("/readyz", own_ready)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     path = socket_path(workers.folder, workers.index)

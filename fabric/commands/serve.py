@@ -238,15 +238,19 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _add_worker_metrics(app: Any, workers: Any) -> None:
-    """A worker's ``/metrics`` answers for every worker; its own registry is served to them on its socket."""
-    from fabric.service import ENGINE_KEY
+    """A worker's ``/metrics`` answers for every worker and its ``/readyz`` for the whole service; its own registry
+    and readiness are served to them on its socket."""
+    from fabric.service import ENGINE_KEY, own_readiness
     from fabric.worker_metrics import WORKERS_KEY, serve_own
 
     app[WORKERS_KEY] = workers
     runners = []
 
+    async def ready() -> bool:
+        return (await own_readiness(app))[0]
+
     async def start(app: Any) -> None:
-        runners.append(await serve_own(workers, app[ENGINE_KEY].metrics.registry))
+        runners.append(await serve_own(workers, app[ENGINE_KEY].metrics.registry, ready))
 
     async def stop(_app: Any) -> None:
         for runner in runners:

@@ -163,6 +163,44 @@ class TestOpsEndpoints:
             body = await resp.json()
             assert (resp.status, body["status"], body["lanes"]["keyword"]["warming"]) == (200, "ready", False)
 
+    async def test_readyz_of_a_worker_waits_for_every_worker(self, tmp_path: Path) -> None:
+        """With ``--workers``, /readyz of a ready worker stays 503 while a sibling is not ready (warming on its
+        socket) or not there at all (starting), naming it; 200 once every worker answers ready."""
+        from prometheus_client import CollectorRegistry
+
+        from fabric.worker_metrics import WORKERS_KEY, WorkerSet, serve_own
+
+        settings = load_settings(env={"FABRIC_HOME": str(tmp_path / "home")})
+        engine = Engine(settings, lanes={"keyword": FakeLane(name="keyword", hits=5)}, resources=LaneResources())
+        folder = tmp_path / "socks"
+        folder.mkdir()
+        app = create_app(engine)
+        app[WORKERS_KEY] = WorkerSet(folder, 0, 3)
+        warm = [False]
+
+        async def sibling_ready() -> bool:
+            return warm[0]
+
+        async with TestClient(TestServer(app, host="127.0.0.1")) as c:
+            one = await serve_own(WorkerSet(folder, 1, 3), CollectorRegistry(), sibling_ready)
+            try:
+                resp = await c.get("/readyz")
+                body = await resp.json()
+                assert (resp.status, body["status"]) == (503, "not_ready")
+                assert body["workers"] == {"count": 3, "this": 0, "not_ready": [1, 2]}
+                warm[0] = True
+                body = await (await c.get("/readyz")).json()
+                assert body["workers"]["not_ready"] == [2]  # worker 2 has no socket yet
+                two = await serve_own(WorkerSet(folder, 2, 3), CollectorRegistry(), sibling_ready)
+                try:
+                    resp = await c.get("/readyz")
+                    body = await resp.json()
+                    assert (resp.status, body["status"], body["workers"]["not_ready"]) == (200, "ready", [])
+                finally:
+                    await two.cleanup()
+            finally:
+                await one.cleanup()
+
     async def test_metrics_prometheus_text(self, client: TestClient) -> None:
         """/metrics is Prometheus text including query counters after a search."""
         await client.post("/v1/search", json={"query": "x", "budget_ms": 200})
@@ -183,5 +221,6 @@ def test_public_api() -> None:
         "default_guard",
         "error_body",
         "ingest_tasks",
+        "own_readiness",
         "store_runner",
     }

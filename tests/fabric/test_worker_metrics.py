@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.parser import text_string_to_metric_families
 
 import fabric.worker_metrics as mod
-from fabric.worker_metrics import WorkerSet, gather, merge, serve_own
+from fabric.worker_metrics import WorkerSet, gather, merge, not_ready, serve_own
 
 
 def _registry(searches: int, latency: float) -> CollectorRegistry:
@@ -53,5 +53,30 @@ async def test_gather_reads_siblings_over_their_sockets_and_skips_the_silent(tmp
     assert got[("fabric_workers", ())] == 3
 
 
+async def test_not_ready_names_the_siblings_that_are_warming_or_silent(tmp_path: Path) -> None:
+    """Worker 1 is ready, worker 2 answers 503 on its socket, worker 3 was served with no readiness (503 too),
+    worker 4 never started: worker 0 hears 2, 3 and 4 are not ready."""
+
+    async def yes() -> bool:
+        return True
+
+    async def no() -> bool:
+        return False
+
+    runners = [
+        await serve_own(WorkerSet(tmp_path, 1, 5), CollectorRegistry(), yes),
+        await serve_own(WorkerSet(tmp_path, 2, 5), CollectorRegistry(), no),
+        await serve_own(WorkerSet(tmp_path, 3, 5), CollectorRegistry()),
+    ]
+    try:
+        assert await not_ready(WorkerSet(tmp_path, 0, 5)) == [2, 3, 4]
+        assert await not_ready(WorkerSet(tmp_path, 2, 3)) == [0]  # a worker does not ask itself
+    finally:
+        for runner in runners:
+            await runner.cleanup()
+
+
 def test_public_api() -> None:
-    assert set(mod.__all__) == {"WORKERS_KEY", "WorkerSet", "gather", "merge", "serve_own", "socket_path"}
+    assert set(mod.__all__) == {
+        "WORKERS_KEY", "WorkerSet", "gather", "merge", "not_ready", "serve_own", "socket_path",
+    }  # fmt: skip
