@@ -80,7 +80,8 @@ WORKER_ACTIVE_PER_CORE = 3
 """Default running queries per core of its share for a ``fabric serve --workers`` child: 3 for 2 workers on 2 cores.
 At 100 RPS on the 50K home each worker admits 50 searches a second that take 20-30 ms of wall time (its core is
 shared with the other worker and the lane threads), 1.0-1.5 in flight on average: with 2 slots a worker's burst
-queued past ``max_wait_ms`` in every run (9-318 of 6,000 refused), with 3 in none (``docs/replicas.md``)."""
+queued past ``max_wait_ms`` in every run (9-318 of 6,000 refused, 4 runs); with 3, 7 of 13 runs refused none and
+the others 5-146, most in slow phases of the machine (``docs/replicas.md``)."""
 
 
 def usable_cores() -> int:
