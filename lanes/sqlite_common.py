@@ -35,6 +35,7 @@ __all__ = [
     "filter_sql",
     "non_increasing",
     "placeholders",
+    "query_years_span",
     "query_years_sql",
     "row_hit",
 ]
@@ -285,12 +286,18 @@ def query_years_sql(constraints: BoundConstraints, *, alias: str = "c") -> tuple
     already match them as terms. Lanes run it first and deep-fill a short answer from the same query without
     it (:func:`deep_fill`).
     """
+    span = query_years_span(constraints)
+    if span is None:
+        return None
+    return f"({alias}.published_at IS NULL OR {alias}.published_at BETWEEN ? AND ?)", list(span)
+
+
+def query_years_span(constraints: BoundConstraints) -> tuple[float, float] | None:
+    """The POSIX times of :func:`query_years_sql`'s range (first and last second of its years, UTC), or None."""
     if constraints.query_years is None:
         return None
     lo, hi = constraints.query_years
-    lo_ts = datetime(lo, 1, 1, tzinfo=UTC).timestamp()
-    hi_ts = datetime(hi, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
-    return f"({alias}.published_at IS NULL OR {alias}.published_at BETWEEN ? AND ?)", [lo_ts, hi_ts]
+    return datetime(lo, 1, 1, tzinfo=UTC).timestamp(), datetime(hi, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def deep_fill(preferred: Sequence[Any], fallback: Sequence[Any], top_k: int) -> list[Any]:

@@ -48,11 +48,17 @@ class Snapshot:
     size: int
     """One more than the highest rowid (the length of a query's accumulator)."""
     n_rows: int
+    published: npt.NDArray[np.float64] | None = None
+    """Each rowid's ``chunks.published_at`` (NaN: undated or no such row), for :meth:`top`'s ``published``."""
 
-    def top(self, terms: Sequence[str], k: int) -> list[tuple[int, float]]:
+    def top(
+        self, terms: Sequence[str], k: int, published: tuple[float, float] | None = None
+    ) -> list[tuple[int, float]]:
         """``(rowid, -score)`` of the ``k`` best rows matching any of ``terms`` (stems, repeats counted), best
         first, ties by rowid (as FTS5's ``ORDER BY bm25(...), rowid``); the negated score is what FTS5's
-        ``bm25()`` returns.
+        ``bm25()`` returns. With ``published`` ``(lo, hi)`` only undated rows and rows published in the range
+        (inclusive) count, as FTS5 joined with ``published_at IS NULL OR published_at BETWEEN lo AND hi`` ranks
+        them (the scores keep the whole store's statistics, as ``bm25()`` does).
 
         The scan for the best rows starts from a floor: the ``k``-th best score among the rows of the shortest
         posting lists (at least ``k`` rows; their scores are final once every term is added). The ``k`` best rows
@@ -67,6 +73,16 @@ class Snapshot:
                 continue
             acc[rows] += score
             lists.append(rows)
+        if published is not None:
+            if self.published is None:
+                raise ValueError("this snapshot holds no publication times")
+            dates = self.published
+            lo, hi = published
+            # comparisons with NaN are False: undated rows are kept by isnan alone
+            keep = np.isnan(dates) | ((dates >= lo) & (dates <= hi))
+            acc[~keep] = 0.0
+            lists = [rows[keep[rows]] for rows in lists]
+            lists = [rows for rows in lists if len(rows)]
         if not lists:
             return []
         lists.sort(key=len)
@@ -92,8 +108,9 @@ def read_snapshot(conn: sqlite3.Connection, title_weight: float, text_weight: fl
     text = conn.execute("SELECT group_concat(doc * 2 + (col = 'title'), ' ') FROM temp.kw_inst").fetchone()[0]
     codes = np.fromstring(text or "", dtype=np.int64, sep=" ")
     n_rows = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
+    dated = conn.execute("SELECT rowid, published_at FROM chunks WHERE published_at IS NOT NULL").fetchall()
     if not len(codes):
-        return Snapshot(postings={}, size=1, n_rows=n_rows)
+        return Snapshot(postings={}, size=1, n_rows=n_rows, published=np.full(1, np.nan))
     rowids = codes >> 1
     weight = np.where(codes & 1, title_weight, text_weight)
     length = np.bincount(rowids).astype(np.float64)
@@ -115,7 +132,13 @@ def read_snapshot(conn: sqlite3.Connection, title_weight: float, text_weight: fl
     postings = {
         term: (rows[bounds[i] : bounds[i + 1]], score[bounds[i] : bounds[i + 1]]) for i, (term, _) in enumerate(vocab)
     }
-    return Snapshot(postings=postings, size=len(norm), n_rows=n_rows)
+    published = np.full(len(norm), np.nan)
+    if dated:
+        ids, stamps = zip(*dated, strict=True)
+        pos = np.asarray(ids, dtype=np.int64)
+        inside = pos < len(norm)  # a dated row with no token has no posting: it never matches
+        published[pos[inside]] = np.asarray(stamps, dtype=np.float64)[inside]
+    return Snapshot(postings=postings, size=len(norm), n_rows=n_rows, published=published)
 
 
 class MemoryIndex:

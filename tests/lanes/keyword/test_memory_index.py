@@ -67,6 +67,50 @@ class TestScores:
         index.close()
         await writer.aclose()
 
+    @pytest.mark.parametrize("k", [1, 2, 4, 30])
+    async def test_a_publication_range_ranks_as_fts5_joined_with_it(self, tmp_path: Path, k: int) -> None:
+        """``published`` keeps undated rows and rows published in the range (bounds included): the same rows,
+        order and scores as FTS5 joined with the query years' condition, the best-scoring rows outside it left out,
+        and none when nothing inside matches."""
+        from datetime import UTC, datetime
+
+        def at(year: int) -> datetime:
+            return datetime(year, 6, 1, tzinfo=UTC)
+
+        dated = [
+            chunk("d1", "fusion fusion fusion rank", title="Fusion", published_at=at(2019)),
+            chunk("d2", "fusion rank", published_at=at(2021)),
+            chunk("d3", "fusion of ranks and runners", published_at=datetime(2022, 1, 1, tzinfo=UTC)),
+            chunk("d4", "rank fusion rank", published_at=at(2023)),
+            chunk("d5", "reactor", published_at=at(2021)),
+        ]
+        writer = await _store(tmp_path, [*CORPUS, *dated])
+        index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), 2.0, 1.0)
+        index.refresh()
+        snap = index.snapshot()
+        assert snap is not None
+        lo, hi = datetime(2020, 1, 1, tzinfo=UTC).timestamp(), datetime(2022, 1, 1, tzinfo=UTC).timestamp()
+        sql = (
+            "SELECT f.rowid, bm25(chunks_fts, 2.0, 1.0) AS s FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
+            "WHERE chunks_fts MATCH ? AND (c.published_at IS NULL OR c.published_at BETWEEN ? AND ?) "
+            "ORDER BY s, f.rowid LIMIT ?"
+        )
+        assert index._conn is not None
+        for query in [*QUERIES, "fusion rank", "runners"]:
+            stems = index.stems(query_terms(query))
+            assert stems is not None
+            want = index._conn.execute(sql, [match_expression(query), lo, hi, k]).fetchall()
+            got = snap.top(stems, k, (lo, hi))
+            assert _same(got, want), (query, k)
+        rowid = {cid: r for r, cid in index._conn.execute("SELECT rowid, id FROM chunks")}
+        ranked = [r for r, _ in snap.top(index.stems(["fusion"]) or [], 30, (lo, hi))]
+        assert {rowid["d1"], rowid["d4"]}.isdisjoint(ranked)  # 2019 and 2023: outside
+        assert {rowid["d2"], rowid["d3"]} <= set(ranked)  # 2021 and the range's last second
+        undated = [r for r, _ in snap.top(index.stems(["runners"]) or [], 5, (0.0, 1.0))]  # 1970: undated only
+        assert sorted(undated) == sorted([rowid["c"], rowid["d"]])  # d3 (2022) mentions runners too
+        index.close()
+        await writer.aclose()
+
     async def test_top_k_keeps_the_best(self, tmp_path: Path) -> None:
         """With fewer slots than matches the best rows are kept, best first."""
         writer = await _store(tmp_path)
@@ -159,6 +203,35 @@ class TestLane:
                 got = await with_memory.search(LaneRequest(query=query, top_k=3))
                 want = await fts_only.search(LaneRequest(query=query, top_k=3))
                 assert [(h.id, pytest.approx(h.score, rel=1e-12)) for h in got] == [(h.id, h.score) for h in want]
+            assert with_memory.memory.snapshot() is not None
+
+    async def test_lane_with_query_years_answers_as_fts5_alone(self, tmp_path: Path) -> None:
+        """The query years' soft preference ranked in memory (undated and in-range chunks first, then the rest)
+        gives the hits and scores FTS5 gives."""
+        from datetime import UTC, datetime
+
+        from fabric.vocabulary import BoundConstraints
+
+        dated = [
+            chunk("y1", "fusion rank fusion", title="Fusion", published_at=datetime(2019, 3, 1, tzinfo=UTC)),
+            chunk("y2", "fusion of runners", published_at=datetime(2021, 3, 1, tzinfo=UTC)),
+            chunk("y3", "rank reactor", published_at=datetime(2024, 3, 1, tzinfo=UTC)),
+        ]
+        writer = await _store(tmp_path, [*CORPUS, *dated])
+        await writer.aclose()
+        with_memory = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+        fts_only = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts", memory=False), resources(tmp_path))
+        async with with_memory, fts_only:
+            assert with_memory.memory is not None
+            with_memory.memory.wait()
+            for years in [(2021, 2021), (2019, 2024), (1990, 1991)]:
+                for query in [*QUERIES, "fusion rank runners"]:
+                    c = BoundConstraints(query_years=years)
+                    got = await with_memory.search(LaneRequest(query=query, top_k=4, constraints=c))
+                    want = await fts_only.search(LaneRequest(query=query, top_k=4, constraints=c))
+                    assert [(h.id, pytest.approx(h.score, rel=1e-12)) for h in got] == [
+                        (h.id, h.score) for h in want
+                    ], (query, years)
             assert with_memory.memory.snapshot() is not None
 
 
