@@ -48,7 +48,7 @@ class Snapshot:
     size: int
     """One more than the highest rowid (the length of a query's accumulator)."""
     n_rows: int
-    published: npt.NDArray[np.float64] | None = None
+    published: npt.NDArray[np.float64]
     """Each rowid's ``chunks.published_at`` (NaN: undated or no such row), for :meth:`top`'s ``published``."""
 
     def top(
@@ -74,8 +74,6 @@ class Snapshot:
             acc[rows] += score
             lists.append(rows)
         if published is not None:
-            if self.published is None:
-                raise ValueError("this snapshot holds no publication times")
             dates = self.published
             lo, hi = published
             # comparisons with NaN are False: undated rows are kept by isnan alone
