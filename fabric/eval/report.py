@@ -236,7 +236,8 @@ def _latency_section(
     return {
         "measured": (
             f"wall time around engine.search, {config.get('concurrency', 1)} query in flight, "
-            "after an untimed warm-up pass (embedding cache warm)"
+            "after an untimed warm-up pass (models loaded, stores open); every query encoded inside its timed call "
+            "(no cached query vectors)"
         ),
         "calibration_ms": round(calibration_ms, 4) if calibration_ms else None,
         "calibration_samples": calibration_samples,
