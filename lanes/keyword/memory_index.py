@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
-__all__ = ["MemoryIndex", "Snapshot"]
+__all__ = ["MemoryIndex", "Posting", "Snapshot"]
 
 log = structlog.get_logger(__name__)
 
@@ -37,11 +37,15 @@ _TOKENIZER = "porter unicode61 remove_diacritics 2"
 _MAX_STEMS = 100_000
 
 
+Posting = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
+"""Rows and their BM25 contribution for one query phrase (a term's, or a phrase's read from FTS5 itself)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """The postings of one committed state of the store, each with its BM25 contribution already computed."""
 
-    postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
+    postings: dict[str, Posting]
     """term -> (rowids, the term's BM25 contribution in that row: ``idf * f * (k1 + 1) / (f + norm)`` with ``f``
     the column-weighted frequency and ``norm`` ``k1 * (1 - b + b * length / average length)``). All are fixed
     for a snapshot, so a query only adds them up."""
@@ -52,11 +56,13 @@ class Snapshot:
     """Each rowid's ``chunks.published_at`` (NaN: undated or no such row), for :meth:`top`'s ``published``."""
 
     def top(
-        self, terms: Sequence[str], k: int, published: tuple[float, float] | None = None
+        self, terms: Sequence[str | Posting], k: int, published: tuple[float, float] | None = None
     ) -> list[tuple[int, float]]:
         """``(rowid, -score)`` of the ``k`` best rows matching any of ``terms`` (stems, repeats counted), best
         first, ties by rowid (as FTS5's ``ORDER BY bm25(...), rowid``); the negated score is what FTS5's
-        ``bm25()`` returns. With ``published`` ``(lo, hi)`` only undated rows and rows published in the range
+        ``bm25()`` returns. A term may also be a :data:`Posting` the caller read (an FTS5 phrase of this
+        snapshot's state): its contributions are added in its place, as ``bm25()`` adds one per query phrase.
+        With ``published`` ``(lo, hi)`` only undated rows and rows published in the range
         (inclusive) count, as FTS5 joined with ``published_at IS NULL OR published_at BETWEEN lo AND hi`` ranks
         them (the scores keep the whole store's statistics, as ``bm25()`` does).
 
@@ -68,8 +74,8 @@ class Snapshot:
         acc = np.zeros(self.size)
         lists: list[npt.NDArray[np.int64]] = []
         for term in terms:
-            rows, score = self.postings.get(term, (None, None))
-            if rows is None or score is None:
+            rows, score = self.postings.get(term, (None, None)) if isinstance(term, str) else term
+            if rows is None or score is None or not len(rows):
                 continue
             acc[rows] += score
             lists.append(rows)

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 import lanes.keyword.memory_index as mod
+import lanes.keyword.sqlite_fts as mod_fts
 from fabric.models import LaneKind, LaneRequest
 from lanes.keyword.memory_index import MemoryIndex
 from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane, match_expression, query_terms
@@ -235,6 +236,96 @@ class TestLane:
             assert with_memory.memory.snapshot() is not None
 
 
+PHRASED = [
+    chunk("p1", "Reciprocal rank fusion: rank fusion of ranked lists.", title="Rank fusion"),
+    chunk("p2", "The snake_case names and snake case words; fusion of cases.", title="Naming"),
+    chunk("p3", "A case of snake bites, and fusion rank again.", title="Snakes"),
+    chunk("p4", "CRF01_1b2k origin", title="Virus strains"),
+]
+PHRASE_QUERIES = [
+    ("rank fusion", ("rank fusion",)),
+    ("fusion", ("rank fusion",)),
+    ("snake_case fusion", ()),
+    ("CRF01_1b2k origin", ()),
+    ("snake case", ("snake case", "ranked lists")),
+    ("the of", ("rank fusion",)),
+    ("absent", ("absent phrase words",)),
+    ("fusion", ("of the",)),
+    ("crf01_1b2k", ("snake_case names",)),
+    ("_ __init__ rank", ()),
+]
+"""Queries with quoted phrases (FTS5 phrases, ``phrase_boost`` times) and words FTS5 splits into phrases."""
+
+
+class TestPhrases:
+    async def test_phrases_and_split_words_rank_in_memory_as_fts5_alone(self, tmp_path: Path) -> None:
+        """A query with phrases, or with a word FTS5 splits, ranks in memory (the phrases' rows read from FTS5),
+        with FTS5's hits and scores, with and without the query years' preference."""
+        from datetime import UTC, datetime
+
+        from fabric.vocabulary import BoundConstraints
+
+        dated = [chunk("y1", "rank fusion in 2019", published_at=datetime(2019, 3, 1, tzinfo=UTC))]
+        writer = await _store(tmp_path, [*CORPUS, *PHRASED, *dated])
+        await writer.aclose()
+        with_memory = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+        fts_only = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts", memory=False), resources(tmp_path))
+        async with with_memory, fts_only:
+            assert with_memory.memory is not None
+            with_memory.memory.wait()
+            for query, phrases in PHRASE_QUERIES:
+                for years in [None, (2019, 2019), (1990, 1991)]:
+                    for k in (1, 3, 20):
+                        c = BoundConstraints(phrases=phrases, query_years=years)
+                        got = await with_memory.search(LaneRequest(query=query, top_k=k, constraints=c))
+                        want = await fts_only.search(LaneRequest(query=query, top_k=k, constraints=c))
+                        assert [(h.id, pytest.approx(h.score, rel=1e-12)) for h in got] == [
+                            (h.id, h.score) for h in want
+                        ], (query, phrases, years, k)
+                parts = mod_fts.expression_parts(query, phrases, with_memory.phrase_boost)
+                top = await with_memory.db.run(lambda conn, p=parts: with_memory._memory_top(conn, p, 5))
+                assert top is not None  # the copy answered: FTS5 matched only the phrases
+            assert any(
+                len(parts) > len(set(parts)) for parts in (mod_fts.expression_parts(q, p) for q, p in PHRASE_QUERIES)
+            )
+
+    async def test_a_commit_while_phrases_are_read_hands_the_query_to_fts5(self, tmp_path: Path) -> None:
+        """The phrases' rows come from the store's latest state: when a writer committed after the copy was read,
+        the copy does not answer (None), and the lane's answer is FTS5's."""
+        writer = await _store(tmp_path, [*CORPUS, *PHRASED])
+        lane = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+        async with lane:
+            assert lane.memory is not None
+            lane.memory.wait()
+            parts = mod_fts.expression_parts("fusion", ("rank fusion",))
+            assert await lane.db.run(lambda conn: lane._memory_top(conn, parts, 3)) is not None
+            await writer.upsert([chunk("p5", "rank fusion rank fusion", title="Rank fusion")])
+            assert await lane.db.run(lambda conn: lane._memory_top(conn, parts, 3)) is None
+            hits = await lane.search(LaneRequest(query="fusion", top_k=3))
+            assert "p5" in [h.id for h in hits]
+        await writer.aclose()
+
+    async def test_a_commit_during_the_phrase_reads_is_noticed(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The copy is current when the phrases are read but not after (a writer committed in between): the copy
+        does not answer, since the phrases' rows may be of the newer state."""
+        writer = await _store(tmp_path, [*CORPUS, *PHRASED])
+        await writer.aclose()
+        lane = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+        async with lane:
+            memory = lane.memory
+            assert memory is not None
+            memory.wait()
+            snap = memory.snapshot()
+            answers = iter([snap, None])
+            monkeypatch.setattr(memory, "snapshot", lambda: next(answers))
+            parts = mod_fts.expression_parts("fusion", ("rank fusion",))
+            assert await lane.db.run(lambda conn: lane._memory_top(conn, parts, 3)) is None
+            answers = iter([snap, snap])
+            assert await lane.db.run(lambda conn: lane._memory_top(conn, parts, 3)) is not None
+
+
 class TestWarming:
     async def test_the_lane_warms_until_its_first_snapshot_is_read(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -300,4 +391,4 @@ async def test_reads_pause_after_a_read(tmp_path: Path) -> None:
 
 
 def test_public_api() -> None:
-    assert sorted(mod.__all__) == ["MemoryIndex", "Snapshot"]
+    assert sorted(mod.__all__) == ["MemoryIndex", "Posting", "Snapshot"]

@@ -10,7 +10,7 @@ import pytest
 import lanes.keyword.sqlite_fts as mod
 from fabric.models import BoundConstraints, LaneKind, LaneRequest, Trust
 from lanes.base import LaneResources
-from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane, match_expression, query_terms
+from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane, expression_parts, match_expression, query_terms
 from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
 from tests.support.embedded import chunk, resources, spec
 from tests.support.tenants import own_ids, plain, search_as_each, write_as_each
@@ -219,7 +219,7 @@ class TestSearch:
         query = "rank fusion notes reactor runners"
         expr = match_expression(query)
         assert expr is not None
-        terms = query_terms(query) if in_memory else None
+        terms = expression_parts(query) if in_memory else None
         assert lane.memory is not None
         assert lane.memory.snapshot() is not None  # current: the in-memory path really ranks when given terms
         split = await lane.db.run(lambda conn: lane._ranked(conn, expr, "1", [], top_k, terms))
@@ -239,7 +239,9 @@ class TestSearch:
 
 def test_public_api() -> None:
     """The module exports exactly its lane and the expression builder."""
-    assert sorted(mod.__all__) == ["BACKEND", "SqliteFtsKeywordLane", "match_expression", "query_terms"]
+    assert sorted(mod.__all__) == [
+        "BACKEND", "SqliteFtsKeywordLane", "expression_parts", "match_expression", "query_terms"
+    ]  # fmt: skip
 
 
 class TestTenants:
