@@ -7,7 +7,8 @@
   store created before the feature columns existed gains them when it is opened (empty until re-ingested), and
   one whose SimHash column held signed integers is migrated to the hex text every store uses.
 - :func:`filter_sql` turns :class:`~fabric.models.BoundConstraints` (date range, ``site:`` domains) plus an
-  optional trust filter into a SQL condition on that table.
+  optional trust filter into a SQL condition on that table; :func:`date_bounds` gives its date range's numbers,
+  which the keyword lane's in-memory index applies as a mask too.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ __all__ = [
     "CHUNK_COLUMNS",
     "MMAP_BYTES",
     "N_CHUNK_COLUMNS",
+    "DateBounds",
     "SqliteDb",
     "chunk_row",
+    "date_bounds",
     "deep_fill",
     "filter_sql",
     "non_increasing",
@@ -248,6 +251,23 @@ def row_hit(row: Sequence[Any], *, rank: int, score: float, **extra: Any) -> Hit
     )
 
 
+DateBounds = tuple[float, float, int, int]
+"""A hard date range as :func:`filter_sql` applies it: first and last POSIX time, first and last year."""
+
+
+def date_bounds(constraints: BoundConstraints) -> DateBounds | None:
+    """The hard date range of ``constraints`` (an open end as a far bound), or None when there is none."""
+    lo, hi = constraints.date_from, constraints.date_to
+    if lo is None and hi is None:
+        return None
+    return (
+        lo.timestamp() if lo else -1e18,
+        hi.timestamp() if hi else 1e18,
+        lo.year if lo else 0,
+        hi.year if hi else 9999,
+    )
+
+
 def filter_sql(constraints: BoundConstraints, *, alias: str = "c", trust: str | None = None) -> tuple[str, list[Any]]:
     """A SQL condition (``"1"`` when unconstrained) and its parameters for date, site and trust filters.
 
@@ -256,15 +276,13 @@ def filter_sql(constraints: BoundConstraints, *, alias: str = "c", trust: str | 
     """
     parts: list[str] = []
     params: list[Any] = []
-    lo, hi = constraints.date_from, constraints.date_to
-    if lo is not None or hi is not None:
-        lo_ts = lo.timestamp() if lo else -1e18
-        hi_ts = hi.timestamp() if hi else 1e18
+    bounds = date_bounds(constraints)
+    if bounds is not None:
         parts.append(
             f"(({alias}.published_at BETWEEN ? AND ?) OR "
             f"EXISTS (SELECT 1 FROM json_each({alias}.years) WHERE value BETWEEN ? AND ?))"
         )
-        params += [lo_ts, hi_ts, lo.year if lo else 0, hi.year if hi else 9999]
+        params += list(bounds)
     if constraints.sites:
         ors = []
         for site in constraints.sites:

@@ -28,6 +28,8 @@ import numpy as np
 import numpy.typing as npt
 import structlog
 
+from lanes.sqlite_common import DateBounds
+
 __all__ = ["MemoryIndex", "Posting", "Snapshot"]
 
 log = structlog.get_logger(__name__)
@@ -54,9 +56,34 @@ class Snapshot:
     n_rows: int
     published: npt.NDArray[np.float64]
     """Each rowid's ``chunks.published_at`` (NaN: undated or no such row), for :meth:`top`'s ``published``."""
+    year_rows: npt.NDArray[np.int64]
+    """With :attr:`year_values`: one ``(rowid, year)`` pair per year a row's ``chunks.years`` lists."""
+    year_values: npt.NDArray[np.float64]
+    trusts: dict[str, npt.NDArray[np.int64]]
+    """``chunks.trust`` value -> the rowids holding it."""
+
+    def passing(self, dates: DateBounds | None, trust: str | None) -> npt.NDArray[np.bool_]:
+        """Which rowids pass the hard filters :func:`~lanes.sqlite_common.filter_sql` writes for ``dates`` and
+        ``trust`` (no ``site:``): published in the range, or listing a year of it; and of that trust."""
+        keep = np.ones(self.size, dtype=bool)
+        if dates is not None:
+            lo, hi, first, last = dates
+            keep = (self.published >= lo) & (self.published <= hi)  # NaN (undated) compares False
+            listed = self.year_rows[(self.year_values >= first) & (self.year_values <= last)]
+            keep[listed[listed < self.size]] = True
+        if trust:
+            rows = self.trusts.get(trust, np.empty(0, dtype=np.int64))
+            of_trust = np.zeros(self.size, dtype=bool)
+            of_trust[rows[rows < self.size]] = True
+            keep &= of_trust
+        return keep
 
     def top(
-        self, terms: Sequence[str | Posting], k: int, published: tuple[float, float] | None = None
+        self,
+        terms: Sequence[str | Posting],
+        k: int,
+        published: tuple[float, float] | None = None,
+        keep: npt.NDArray[np.bool_] | None = None,
     ) -> list[tuple[int, float]]:
         """``(rowid, -score)`` of the ``k`` best rows matching any of ``terms`` (stems, repeats counted), best
         first, ties by rowid (as FTS5's ``ORDER BY bm25(...), rowid``); the negated score is what FTS5's
@@ -64,7 +91,8 @@ class Snapshot:
         snapshot's state): its contributions are added in its place, as ``bm25()`` adds one per query phrase.
         With ``published`` ``(lo, hi)`` only undated rows and rows published in the range
         (inclusive) count, as FTS5 joined with ``published_at IS NULL OR published_at BETWEEN lo AND hi`` ranks
-        them (the scores keep the whole store's statistics, as ``bm25()`` does).
+        them (the scores keep the whole store's statistics, as ``bm25()`` does). ``keep`` (:meth:`passing`)
+        leaves out the rows that fail the hard filters, as FTS5 joined with ``chunks`` under them does.
 
         The scan for the best rows starts from a floor: the ``k``-th best score among the rows of the shortest
         posting lists (at least ``k`` rows; their scores are final once every term is added). The ``k`` best rows
@@ -83,7 +111,9 @@ class Snapshot:
             dates = self.published
             lo, hi = published
             # comparisons with NaN are False: undated rows are kept by isnan alone
-            keep = np.isnan(dates) | ((dates >= lo) & (dates <= hi))
+            soft = np.isnan(dates) | ((dates >= lo) & (dates <= hi))
+            keep = soft if keep is None else keep & soft
+        if keep is not None:
             acc[~keep] = 0.0
             lists = [rows[keep[rows]] for rows in lists]
             lists = [rows for rows in lists if len(rows)]
@@ -113,8 +143,16 @@ def read_snapshot(conn: sqlite3.Connection, title_weight: float, text_weight: fl
     codes = np.fromstring(text or "", dtype=np.int64, sep=" ")
     n_rows = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
     dated = conn.execute("SELECT rowid, published_at FROM chunks WHERE published_at IS NOT NULL").fetchall()
+    listed = conn.execute("SELECT c.rowid, j.value FROM chunks c, json_each(c.years) j").fetchall()
+    year_rows = np.array([r for r, _ in listed], dtype=np.int64)
+    year_values = np.array([y for _, y in listed], dtype=np.float64)
+    trusts = {
+        trust: np.fromstring(ids, dtype=np.int64, sep=",")
+        for trust, ids in conn.execute("SELECT trust, group_concat(rowid) FROM chunks GROUP BY trust")
+    }
     if not len(codes):
-        return Snapshot(postings={}, size=1, n_rows=n_rows, published=np.full(1, np.nan))
+        empty = np.full(1, np.nan)
+        return Snapshot({}, 1, n_rows, empty, year_rows, year_values, trusts)
     rowids = codes >> 1
     weight = np.where(codes & 1, title_weight, text_weight)
     length = np.bincount(rowids).astype(np.float64)
@@ -142,7 +180,7 @@ def read_snapshot(conn: sqlite3.Connection, title_weight: float, text_weight: fl
         pos = np.asarray(ids, dtype=np.int64)
         inside = pos < len(norm)  # a dated row with no token has no posting: it never matches
         published[pos[inside]] = np.asarray(stamps, dtype=np.float64)[inside]
-    return Snapshot(postings=postings, size=len(norm), n_rows=n_rows, published=published)
+    return Snapshot(postings, len(norm), n_rows, published, year_rows, year_values, trusts)
 
 
 class MemoryIndex:

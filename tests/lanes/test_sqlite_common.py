@@ -17,7 +17,9 @@ from lanes.sqlite_common import (
     N_CHUNK_COLUMNS,
     SqliteDb,
     chunk_row,
+    date_bounds,
     deep_fill,
+    filter_sql,
     non_increasing,
     query_years_sql,
     row_hit,
@@ -39,6 +41,19 @@ def test_query_years_condition_keeps_undated_and_in_range_rows() -> None:
     cond, params = query_years_sql(BoundConstraints(query_years=(2001, 2001))) or ("", [])
     found = [r[0] for r in conn.execute(f"SELECT id FROM chunks c WHERE {cond} ORDER BY id", params)]
     assert found == ["in", "undated"]
+
+
+def test_date_bounds_are_the_filters_numbers_with_far_open_ends() -> None:
+    """A closed range gives its first and last second and years; an open end a far bound; no range None. The
+    SQL filter takes exactly these numbers."""
+    from datetime import UTC, datetime
+
+    lo, hi = datetime(2019, 1, 1, tzinfo=UTC), datetime(2021, 12, 31, tzinfo=UTC)
+    assert date_bounds(BoundConstraints()) is None
+    assert date_bounds(BoundConstraints(date_from=lo, date_to=hi)) == (lo.timestamp(), hi.timestamp(), 2019, 2021)
+    assert date_bounds(BoundConstraints(date_from=lo)) == (lo.timestamp(), 1e18, 2019, 9999)
+    assert date_bounds(BoundConstraints(date_to=hi)) == (-1e18, hi.timestamp(), 0, 2021)
+    assert filter_sql(BoundConstraints(date_to=hi))[1] == [-1e18, hi.timestamp(), 0, 2021]
 
 
 def test_deep_fill_appends_unseen_rows_up_to_top_k() -> None:

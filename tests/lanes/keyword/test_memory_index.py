@@ -6,10 +6,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import lanes.keyword.memory_index as mod
 import lanes.keyword.sqlite_fts as mod_fts
+import lanes.sqlite_common as mod_sql
 from fabric.models import LaneKind, LaneRequest
 from lanes.keyword.memory_index import MemoryIndex
 from lanes.keyword.sqlite_fts import SqliteFtsKeywordLane, match_expression, query_terms
@@ -324,6 +326,102 @@ class TestPhrases:
             assert await lane.db.run(lambda conn: lane._memory_top(conn, parts, 3)) is None
             answers = iter([snap, snap])
             assert await lane.db.run(lambda conn: lane._memory_top(conn, parts, 3)) is not None
+
+
+def _filtered_corpus() -> list[Any]:
+    from datetime import UTC, datetime
+
+    from fabric.models import Trust
+
+    def at(year: int) -> datetime:
+        return datetime(year, 6, 1, tzinfo=UTC)
+
+    return [
+        *CORPUS,
+        chunk("h1", "rank fusion published in 2019", published_at=at(2019), trust=Trust.TRUSTED),
+        chunk("h2", "fusion of runners, a study of 2005 and 2012", title="Rank review"),
+        chunk("h3", "rank reactor fusion", published_at=at(2024)),
+        chunk("h4", "fusion rank fusion notes", published_at=at(2012), trust=Trust.TRUSTED),
+        chunk("h5", "runners rank in 1999", trust=Trust.TRUSTED),
+        chunk("h6", "reactor", published_at=datetime(2012, 12, 31, 23, 59, 59, tzinfo=UTC)),
+    ]
+
+
+def _hard_filters() -> list[Any]:
+    """Date ranges (closed, open at either end, one matched only through a mentioned year), none, and sites."""
+    from datetime import UTC, datetime
+
+    from fabric.vocabulary import BoundConstraints
+
+    def day(y: int, m: int = 1, d: int = 1) -> datetime:
+        return datetime(y, m, d, tzinfo=UTC)
+
+    return [
+        BoundConstraints(),
+        BoundConstraints(date_from=day(2012), date_to=datetime(2012, 12, 31, 23, 59, 59, tzinfo=UTC)),
+        BoundConstraints(date_from=day(2013)),
+        BoundConstraints(date_to=day(2006)),
+        BoundConstraints(date_from=day(1999), date_to=day(1999, 12, 31)),
+        BoundConstraints(date_from=day(2030)),
+        BoundConstraints(date_from=day(2010), query_years=(2012, 2012)),
+        BoundConstraints(sites=("example.org",)),
+    ]
+
+
+class TestHardFilters:
+    async def test_passing_rows_are_those_the_sql_filter_keeps(self, tmp_path: Path) -> None:
+        """The copy's mask of a date range and a trust is the rows ``filter_sql``'s condition selects."""
+        from lanes.sqlite_common import date_bounds, filter_sql
+
+        writer = await _store(tmp_path, _filtered_corpus())
+        await writer.aclose()
+        index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), 2.0, 1.0)
+        index.refresh()
+        snap = index.snapshot()
+        assert snap is not None
+        assert index._conn is not None
+        existing = {r for (r,) in index._conn.execute("SELECT rowid FROM chunks") if r < snap.size}
+        checked = 0
+        for c in _hard_filters():
+            if c.sites:
+                continue
+            for trust in (None, "trusted", "untrusted", "nobody"):
+                where, params = filter_sql(c, trust=trust)
+                sql = f"SELECT rowid FROM chunks c WHERE {where}"
+                want = {r for (r,) in index._conn.execute(sql, params) if r < snap.size}
+                got = set(np.flatnonzero(snap.passing(date_bounds(c), trust)).tolist()) & existing
+                assert got == want, (c, trust)
+                checked += len(want)
+        assert checked > 0
+        index.close()
+
+    async def test_lane_under_hard_filters_answers_as_fts5_alone(self, tmp_path: Path) -> None:
+        """Dates and trust ranked in memory, ``site:`` by FTS5: the lane with the copy and without it give the
+        same hits and scores, and the copy really answers whenever no ``site:`` is asked."""
+        writer = await _store(tmp_path, _filtered_corpus())
+        await writer.aclose()
+        for trust in ("", "trusted"):
+            with_memory = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts", trust=trust), resources(tmp_path))
+            fts_only = SqliteFtsKeywordLane(
+                spec(LaneKind.KEYWORD, "sqlite_fts", trust=trust, memory=False), resources(tmp_path)
+            )
+            async with with_memory, fts_only:
+                assert with_memory.memory is not None
+                with_memory.memory.wait()
+                for c in _hard_filters():
+                    for query in [*QUERIES, "fusion rank runners", "rank"]:
+                        for k in (1, 2, 10):
+                            got = await with_memory.search(LaneRequest(query=query, top_k=k, constraints=c))
+                            want = await fts_only.search(LaneRequest(query=query, top_k=k, constraints=c))
+                            assert [(h.id, pytest.approx(h.score, rel=1e-12)) for h in got] == [
+                                (h.id, h.score) for h in want
+                            ], (query, c, trust, k)
+                    filters = (mod_sql.date_bounds(c), trust or None)
+                    top = await with_memory.db.run(
+                        lambda conn, f=filters, lane=with_memory: lane._memory_top(conn, ["rank"], 3, None, f)
+                    )
+                    assert top is not None
+                assert await fts_only.search(LaneRequest(query="rank", top_k=3, constraints=_hard_filters()[1]))
 
 
 class TestWarming:
