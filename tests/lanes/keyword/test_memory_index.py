@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,26 @@ async def _store(tmp_path: Path, chunks=CORPUS) -> SqliteFtsWriter:
     await writer.open()
     await writer.upsert(chunks)
     return writer
+
+
+@asynccontextmanager
+async def _two_lanes(
+    tmp_path: Path, **options: Any
+) -> AsyncIterator[tuple[SqliteFtsKeywordLane, SqliteFtsKeywordLane]]:
+    """The lane over the store in ``tmp_path`` with its in-memory copy (read) and the same lane without it."""
+    with_memory = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts", **options), resources(tmp_path))
+    fts_only = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts", memory=False, **options), resources(tmp_path))
+    async with with_memory, fts_only:
+        assert with_memory.memory is not None
+        assert fts_only.memory is None
+        with_memory.memory.wait()
+        yield with_memory, fts_only
+
+
+async def _answer_alike(lanes: tuple[SqliteFtsKeywordLane, SqliteFtsKeywordLane], request: LaneRequest) -> None:
+    """Both lanes give the same hits, in the same order, with the same scores (to 1e-12)."""
+    got, want = await lanes[0].search(request), await lanes[1].search(request)
+    assert [(h.id, pytest.approx(h.score, rel=1e-12)) for h in got] == [(h.id, h.score) for h in want], request
 
 
 def _fts5(index: MemoryIndex, query: str, k: int = 10) -> list[tuple[int, float]]:
@@ -194,19 +216,12 @@ class TestStems:
 class TestLane:
     async def test_lane_answers_as_fts5_alone(self, tmp_path: Path) -> None:
         """The lane with its in-memory index and the lane without it give the same hits and scores."""
-        writer = await _store(tmp_path)
-        await writer.aclose()
-        with_memory = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
-        fts_only = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts", memory=False), resources(tmp_path))
-        async with with_memory, fts_only:
-            assert with_memory.memory is not None
-            assert fts_only.memory is None
-            with_memory.memory.wait()
+        await (await _store(tmp_path)).aclose()
+        async with _two_lanes(tmp_path) as lanes:
             for query in QUERIES:
-                got = await with_memory.search(LaneRequest(query=query, top_k=3))
-                want = await fts_only.search(LaneRequest(query=query, top_k=3))
-                assert [(h.id, pytest.approx(h.score, rel=1e-12)) for h in got] == [(h.id, h.score) for h in want]
-            assert with_memory.memory.snapshot() is not None
+                await _answer_alike(lanes, LaneRequest(query=query, top_k=3))
+            assert lanes[0].memory is not None
+            assert lanes[0].memory.snapshot() is not None
 
     async def test_lane_with_query_years_answers_as_fts5_alone(self, tmp_path: Path) -> None:
         """The query years' soft preference ranked in memory (undated and in-range chunks first, then the rest)
@@ -220,22 +235,14 @@ class TestLane:
             chunk("y2", "fusion of runners", published_at=datetime(2021, 3, 1, tzinfo=UTC)),
             chunk("y3", "rank reactor", published_at=datetime(2024, 3, 1, tzinfo=UTC)),
         ]
-        writer = await _store(tmp_path, [*CORPUS, *dated])
-        await writer.aclose()
-        with_memory = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
-        fts_only = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts", memory=False), resources(tmp_path))
-        async with with_memory, fts_only:
-            assert with_memory.memory is not None
-            with_memory.memory.wait()
+        await (await _store(tmp_path, [*CORPUS, *dated])).aclose()
+        async with _two_lanes(tmp_path) as lanes:
             for years in [(2021, 2021), (2019, 2024), (1990, 1991)]:
                 for query in [*QUERIES, "fusion rank runners"]:
                     c = BoundConstraints(query_years=years)
-                    got = await with_memory.search(LaneRequest(query=query, top_k=4, constraints=c))
-                    want = await fts_only.search(LaneRequest(query=query, top_k=4, constraints=c))
-                    assert [(h.id, pytest.approx(h.score, rel=1e-12)) for h in got] == [
-                        (h.id, h.score) for h in want
-                    ], (query, years)
-            assert with_memory.memory.snapshot() is not None
+                    await _answer_alike(lanes, LaneRequest(query=query, top_k=4, constraints=c))
+            assert lanes[0].memory is not None
+            assert lanes[0].memory.snapshot() is not None
 
 
 PHRASED = [
@@ -268,22 +275,14 @@ class TestPhrases:
         from fabric.vocabulary import BoundConstraints
 
         dated = [chunk("y1", "rank fusion in 2019", published_at=datetime(2019, 3, 1, tzinfo=UTC))]
-        writer = await _store(tmp_path, [*CORPUS, *PHRASED, *dated])
-        await writer.aclose()
-        with_memory = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
-        fts_only = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts", memory=False), resources(tmp_path))
-        async with with_memory, fts_only:
-            assert with_memory.memory is not None
-            with_memory.memory.wait()
+        await (await _store(tmp_path, [*CORPUS, *PHRASED, *dated])).aclose()
+        async with _two_lanes(tmp_path) as lanes:
+            with_memory = lanes[0]
             for query, phrases in PHRASE_QUERIES:
                 for years in [None, (2019, 2019), (1990, 1991)]:
                     for k in (1, 3, 20):
                         c = BoundConstraints(phrases=phrases, query_years=years)
-                        got = await with_memory.search(LaneRequest(query=query, top_k=k, constraints=c))
-                        want = await fts_only.search(LaneRequest(query=query, top_k=k, constraints=c))
-                        assert [(h.id, pytest.approx(h.score, rel=1e-12)) for h in got] == [
-                            (h.id, h.score) for h in want
-                        ], (query, phrases, years, k)
+                        await _answer_alike(lanes, LaneRequest(query=query, top_k=k, constraints=c))
                 parts = mod_fts.expression_parts(query, phrases, with_memory.phrase_boost)
                 top = await with_memory.db.run(lambda conn, p=parts: with_memory._memory_top(conn, p, 5))
                 assert top is not None  # the copy answered: FTS5 matched only the phrases
@@ -398,24 +397,14 @@ class TestHardFilters:
     async def test_lane_under_hard_filters_answers_as_fts5_alone(self, tmp_path: Path) -> None:
         """Dates and trust ranked in memory, ``site:`` by FTS5: the lane with the copy and without it give the
         same hits and scores, and the copy really answers whenever no ``site:`` is asked."""
-        writer = await _store(tmp_path, _filtered_corpus())
-        await writer.aclose()
+        await (await _store(tmp_path, _filtered_corpus())).aclose()
         for trust in ("", "trusted"):
-            with_memory = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts", trust=trust), resources(tmp_path))
-            fts_only = SqliteFtsKeywordLane(
-                spec(LaneKind.KEYWORD, "sqlite_fts", trust=trust, memory=False), resources(tmp_path)
-            )
-            async with with_memory, fts_only:
-                assert with_memory.memory is not None
-                with_memory.memory.wait()
+            async with _two_lanes(tmp_path, trust=trust) as lanes:
+                with_memory, fts_only = lanes
                 for c in _hard_filters():
                     for query in [*QUERIES, "fusion rank runners", "rank"]:
                         for k in (1, 2, 10):
-                            got = await with_memory.search(LaneRequest(query=query, top_k=k, constraints=c))
-                            want = await fts_only.search(LaneRequest(query=query, top_k=k, constraints=c))
-                            assert [(h.id, pytest.approx(h.score, rel=1e-12)) for h in got] == [
-                                (h.id, h.score) for h in want
-                            ], (query, c, trust, k)
+                            await _answer_alike(lanes, LaneRequest(query=query, top_k=k, constraints=c))
                     filters = (mod_sql.date_bounds(c), trust or None)
                     top = await with_memory.db.run(
                         lambda conn, f=filters, lane=with_memory: lane._memory_top(conn, ["rank"], 3, None, f)
