@@ -143,7 +143,9 @@ def read_snapshot(conn: sqlite3.Connection, title_weight: float, text_weight: fl
     codes = np.fromstring(text or "", dtype=np.int64, sep=" ")
     n_rows = int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0])
     dated = conn.execute("SELECT rowid, published_at FROM chunks WHERE published_at IS NOT NULL").fetchall()
-    listed = conn.execute("SELECT c.rowid, j.value FROM chunks c, json_each(c.years) j").fetchall()
+    # numbers only: a text value never passes filter_sql's numeric BETWEEN (SQLite orders text after numbers)
+    sql = "SELECT c.rowid, j.value FROM chunks c, json_each(c.years) j WHERE j.type IN ('integer', 'real')"
+    listed = conn.execute(sql).fetchall()
     year_rows = np.array([r for r, _ in listed], dtype=np.int64)
     year_values = np.array([y for _, y in listed], dtype=np.float64)
     trusts = {

@@ -369,12 +369,18 @@ def _hard_filters() -> list[Any]:
 
 class TestHardFilters:
     async def test_passing_rows_are_those_the_sql_filter_keeps(self, tmp_path: Path) -> None:
-        """The copy's mask of a date range and a trust is the rows ``filter_sql``'s condition selects."""
+        """The copy's mask of a date range and a trust is the rows ``filter_sql``'s condition selects (a year
+        stored as text too, which SQLite's numeric ``BETWEEN`` never passes)."""
+        import sqlite3
+
         from lanes.sqlite_common import date_bounds, filter_sql
 
         writer = await _store(tmp_path, _filtered_corpus())
         await writer.aclose()
-        index = MemoryIndex(fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path)), 2.0, 1.0)
+        path = fts_path(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
+        with sqlite3.connect(path) as raw:
+            raw.execute("""UPDATE chunks SET years = '["2012", 1999]' WHERE id = 'h5'""")
+        index = MemoryIndex(path, 2.0, 1.0)
         index.refresh()
         snap = index.snapshot()
         assert snap is not None
