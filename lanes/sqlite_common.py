@@ -41,6 +41,7 @@ __all__ = [
     "query_years_span",
     "query_years_sql",
     "row_hit",
+    "sites_sql",
 ]
 
 T = TypeVar("T")
@@ -268,6 +269,17 @@ def date_bounds(constraints: BoundConstraints) -> DateBounds | None:
     )
 
 
+def sites_sql(sites: Sequence[str], column: str) -> tuple[str, list[Any]]:
+    """The ``site:`` condition on ``column`` (a domain): the site itself or any subdomain of it, by SQLite's
+    ``=`` and ``LIKE`` (so ASCII case and ``LIKE``'s wildcards count as SQLite counts them)."""
+    ors: list[str] = []
+    params: list[Any] = []
+    for site in sites:
+        ors.append(f"({column} = ? OR {column} LIKE ?)")
+        params += [site.lower(), f"%.{site.lower()}"]
+    return "(" + " OR ".join(ors) + ")", params
+
+
 def filter_sql(constraints: BoundConstraints, *, alias: str = "c", trust: str | None = None) -> tuple[str, list[Any]]:
     """A SQL condition (``"1"`` when unconstrained) and its parameters for date, site and trust filters.
 
@@ -284,11 +296,9 @@ def filter_sql(constraints: BoundConstraints, *, alias: str = "c", trust: str | 
         )
         params += list(bounds)
     if constraints.sites:
-        ors = []
-        for site in constraints.sites:
-            ors.append(f"({alias}.domain = ? OR {alias}.domain LIKE ?)")
-            params += [site.lower(), f"%.{site.lower()}"]
-        parts.append("(" + " OR ".join(ors) + ")")
+        cond, site_params = sites_sql(constraints.sites, f"{alias}.domain")
+        parts.append(cond)
+        params += site_params
     if trust:
         parts.append(f"{alias}.trust = ?")
         params.append(trust)

@@ -20,7 +20,7 @@ import math
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,10 +61,15 @@ class Snapshot:
     year_values: npt.NDArray[np.float64]
     trusts: dict[str, npt.NDArray[np.int64]]
     """``chunks.trust`` value -> the rowids holding it."""
+    domains: dict[str, npt.NDArray[np.int64]]
+    """``chunks.domain`` value -> the rowids holding it."""
 
-    def passing(self, dates: DateBounds | None, trust: str | None) -> npt.NDArray[np.bool_]:
-        """Which rowids pass the hard filters :func:`~lanes.sqlite_common.filter_sql` writes for ``dates`` and
-        ``trust`` (no ``site:``): published in the range, or listing a year of it; and of that trust."""
+    def passing(
+        self, dates: DateBounds | None, trust: str | None, domains: Collection[str] | None = None
+    ) -> npt.NDArray[np.bool_]:
+        """Which rowids pass the hard filters :func:`~lanes.sqlite_common.filter_sql` writes for ``dates``,
+        ``trust`` and ``site:``: published in the range, or listing a year of it; of that trust; and of one of
+        ``domains`` (the domains of :attr:`domains` the sites match, which SQLite itself tells: its ``LIKE``)."""
         keep = np.ones(self.size, dtype=bool)
         if dates is not None:
             lo, hi, first, last = dates
@@ -76,6 +81,12 @@ class Snapshot:
             of_trust = np.zeros(self.size, dtype=bool)
             of_trust[rows[rows < self.size]] = True
             keep &= of_trust
+        if domains is not None:
+            of_site = np.zeros(self.size, dtype=bool)
+            for domain in domains:
+                rows = self.domains.get(domain, np.empty(0, dtype=np.int64))
+                of_site[rows[rows < self.size]] = True
+            keep &= of_site
         return keep
 
     def top(
@@ -148,13 +159,16 @@ def read_snapshot(conn: sqlite3.Connection, title_weight: float, text_weight: fl
     listed = conn.execute(sql).fetchall()
     year_rows = np.array([r for r, _ in listed], dtype=np.int64)
     year_values = np.array([y for _, y in listed], dtype=np.float64)
-    trusts = {
-        trust: np.fromstring(ids, dtype=np.int64, sep=",")
-        for trust, ids in conn.execute("SELECT trust, group_concat(rowid) FROM chunks GROUP BY trust")
-    }
+    trusts, domains = (
+        {value: np.fromstring(ids, dtype=np.int64, sep=",") for value, ids in conn.execute(sql)}
+        for sql in (
+            "SELECT trust, group_concat(rowid) FROM chunks GROUP BY trust",
+            "SELECT domain, group_concat(rowid) FROM chunks GROUP BY domain",
+        )
+    )
     if not len(codes):
         empty = np.full(1, np.nan)
-        return Snapshot({}, 1, n_rows, empty, year_rows, year_values, trusts)
+        return Snapshot({}, 1, n_rows, empty, year_rows, year_values, trusts, domains)
     rowids = codes >> 1
     weight = np.where(codes & 1, title_weight, text_weight)
     length = np.bincount(rowids).astype(np.float64)
@@ -182,7 +196,7 @@ def read_snapshot(conn: sqlite3.Connection, title_weight: float, text_weight: fl
         pos = np.asarray(ids, dtype=np.int64)
         inside = pos < len(norm)  # a dated row with no token has no posting: it never matches
         published[pos[inside]] = np.asarray(stamps, dtype=np.float64)[inside]
-    return Snapshot(postings, len(norm), n_rows, published, year_rows, year_values, trusts)
+    return Snapshot(postings, len(norm), n_rows, published, year_rows, year_values, trusts, domains)
 
 
 class MemoryIndex:

@@ -15,9 +15,9 @@ filter: chunks published outside them come after every other match (deep fill), 
 Ranking: FTS5's ``bm25()`` scores every row matching any term (no top-k pruning), 15-20 ms a query at 50K
 passages. The OR is therefore ranked in :class:`~lanes.keyword.memory_index.MemoryIndex`, an in-memory copy of
 the same postings with the same formula and scores (about 1 ms at 50K), while that copy matches the committed
-store: its phrases (quoted, or a word FTS5 splits) are matched by FTS5 alone and added in their place, and a hard
-date range and the lane's trust are masks over it (:meth:`SqliteFtsKeywordLane._memory_top`). Otherwise, and for
-``site:``, FTS5 ranks. Only the ``top_k`` best rows' payload is read from ``chunks``. ``memory = false`` turns the
+store: its phrases (quoted, or a word FTS5 splits) are matched by FTS5 alone and added in their place, and the
+hard filters (a date range, ``site:``, the lane's trust) are masks over it (:meth:`SqliteFtsKeywordLane._memory_top`).
+Otherwise FTS5 ranks. Only the ``top_k`` best rows' payload is read from ``chunks``. ``memory = false`` turns the
 copy off.
 
 Options (``lanes.toml``)::
@@ -56,13 +56,17 @@ from lanes.sqlite_common import (
     query_years_span,
     query_years_sql,
     row_hit,
+    sites_sql,
 )
 
 __all__ = ["BACKEND", "SqliteFtsKeywordLane", "expression_parts", "match_expression", "query_terms"]
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
-RowFilter = tuple[DateBounds | None, str | None]
-"""The hard filters the in-memory copy applies: a date range (:func:`~lanes.sqlite_common.date_bounds`), a trust."""
+RowFilter = tuple[DateBounds | None, str | None, tuple[str, ...]]
+"""The hard filters: a date range (:func:`~lanes.sqlite_common.date_bounds`), a trust, ``site:`` domains."""
+NO_FILTER: RowFilter = (None, None, ())
+_MAX_DOMAINS = 30_000
+"""Most distinct domains the copy matches ``site:`` against (one SQL parameter each); more: FTS5 filters."""
 _MAX_TERMS = 64
 
 
@@ -159,8 +163,7 @@ class SqliteFtsKeywordLane(BaseLane):
         if expr is None or request.top_k <= 0:
             return []
         where, params = filter_sql(request.constraints, trust=self.trust)
-        # the copy filters by date and trust; LIKE's rules for site: stay FTS5's
-        filters = None if request.constraints.sites else (date_bounds(request.constraints), self.trust)
+        filters = (date_bounds(request.constraints), self.trust, request.constraints.sites)
         soft = query_years_sql(request.constraints)
         try:
             rows = await self.db.run(
@@ -191,7 +194,7 @@ class SqliteFtsKeywordLane(BaseLane):
         params: list[Any],
         top_k: int,
         parts: list[str] | None = None,
-        filters: RowFilter | None = (None, None),
+        filters: RowFilter = NO_FILTER,
         published: tuple[float, float] | None = None,
     ) -> list[Any]:
         """The ``top_k`` best chunk rows (``CHUNK_COLUMNS`` and the score) matching ``expr`` under ``where``.
@@ -201,7 +204,7 @@ class SqliteFtsKeywordLane(BaseLane):
         FTS5 joined with ``chunks``. Only the ``top_k`` best rows' payload is read: joining ``chunks`` before the
         sort reads a payload row for every match (thousands at 50K entries), 1.5 x the time.
         """
-        if parts is not None and filters is not None:
+        if parts is not None:
             top = self._memory_top(conn, parts, top_k, published, filters)
             if top is not None:
                 return _with_payload(conn, top)
@@ -223,14 +226,15 @@ class SqliteFtsKeywordLane(BaseLane):
         parts: list[str],
         top_k: int,
         published: tuple[float, float] | None = None,
-        filters: RowFilter = (None, None),
+        filters: RowFilter = NO_FILTER,
     ) -> list[tuple[int, float]] | None:
         """``(rowid, bm25)`` of the ``top_k`` best rows from the in-memory index, or None when it cannot answer
         (no index, or not current). ``published`` ``(lo, hi)`` keeps undated chunks and those published in the
         range: the query years' soft preference (``query_years_sql``), which FTS5 ranked by joining ``chunks``,
-        40-55 ms of CPU for a claim with a year at 50K entries. ``filters`` (a hard date range, a trust) keep
-        the rows :func:`~lanes.sqlite_common.filter_sql` keeps (:meth:`Snapshot.passing`): FTS5 joined with
-        ``chunks`` took 11 ms p50, 23 ms p95 at 50K under a date range.
+        40-55 ms of CPU for a claim with a year at 50K entries. ``filters`` (a hard date range, a trust, ``site:``)
+        keep the rows :func:`~lanes.sqlite_common.filter_sql` keeps (:meth:`Snapshot.passing`): FTS5 joined with
+        ``chunks`` took 11 ms p50, 23 ms p95 at 50K under a date range. Which of the copy's domains the sites
+        match, SQLite tells (the same ``sites_sql`` over the domains bound as parameters).
 
         A part that is one FTS5 token is looked up in the copy; a phrase, or a word FTS5 splits (``CRF01_1b2k``),
         is matched by FTS5 alone on ``conn`` (its rows and their ``bm25()`` as the only phrase of a query, which is
@@ -257,8 +261,16 @@ class SqliteFtsKeywordLane(BaseLane):
             memory.snapshot() is not snap or any(len(r) and r.max() >= snap.size for r, _ in phrases.values())
         ):
             return None  # a writer committed meanwhile: the phrases' rows may be of another state
-        dates, trust = filters
-        keep = snap.passing(dates, trust) if dates is not None or trust else None
+        dates, trust, sites = filters
+        domains: set[str] | None = None
+        if sites:
+            if len(snap.domains) > _MAX_DOMAINS:
+                return None
+            cond, params = sites_sql(sites, "value")
+            rows_sql = ", ".join(["(?)"] * len(snap.domains)) or "(NULL)"
+            sql = f"WITH d(value) AS (VALUES {rows_sql}) SELECT value FROM d WHERE {cond}"
+            domains = {d for (d,) in conn.execute(sql, [*snap.domains, *params])}
+        keep = snap.passing(dates, trust, domains) if dates is not None or trust or sites else None
         return snap.top(terms, top_k, published, keep)
 
     async def aclose(self) -> None:

@@ -337,17 +337,20 @@ def _filtered_corpus() -> list[Any]:
 
     return [
         *CORPUS,
-        chunk("h1", "rank fusion published in 2019", published_at=at(2019), trust=Trust.TRUSTED),
-        chunk("h2", "fusion of runners, a study of 2005 and 2012", title="Rank review"),
-        chunk("h3", "rank reactor fusion", published_at=at(2024)),
-        chunk("h4", "fusion rank fusion notes", published_at=at(2012), trust=Trust.TRUSTED),
-        chunk("h5", "runners rank in 1999", trust=Trust.TRUSTED),
-        chunk("h6", "reactor", published_at=datetime(2012, 12, 31, 23, 59, 59, tzinfo=UTC)),
+        chunk("h1", "rank fusion published in 2019", published_at=at(2019), trust=Trust.TRUSTED, domain="example.org"),
+        chunk("h2", "fusion of runners, a study of 2005 and 2012", title="Rank review", domain="news.example.org"),
+        chunk("h3", "rank reactor fusion", published_at=at(2024), domain="example.org.evil.net"),
+        chunk("h4", "fusion rank fusion notes", published_at=at(2012), trust=Trust.TRUSTED, domain="Docs.Example.ORG"),
+        chunk("h5", "runners rank in 1999", trust=Trust.TRUSTED, domain="exampleXorg"),
+        chunk("h6", "reactor rank", published_at=datetime(2012, 12, 31, 23, 59, 59, tzinfo=UTC), domain="a_b.com"),
+        chunk("h7", "rank fusion of a_b", domain="axb.com"),
+        chunk("h8", "rank runners of axb", domain="www.axb.com"),
     ]
 
 
 def _hard_filters() -> list[Any]:
-    """Date ranges (closed, open at either end, one matched only through a mentioned year), none, and sites."""
+    """Date ranges (closed, open at either end, one matched only through a mentioned year), none, and sites
+    (subdomains, ASCII case, ``LIKE``'s ``_`` wildcard, a site no row has, a site with a date range)."""
     from datetime import UTC, datetime
 
     from fabric.vocabulary import BoundConstraints
@@ -364,6 +367,9 @@ def _hard_filters() -> list[Any]:
         BoundConstraints(date_from=day(2030)),
         BoundConstraints(date_from=day(2010), query_years=(2012, 2012)),
         BoundConstraints(sites=("example.org",)),
+        BoundConstraints(sites=("EXAMPLE.org", "a_b.com")),
+        BoundConstraints(sites=("nowhere.test",)),
+        BoundConstraints(sites=("example.org",), date_from=day(2012)),
     ]
 
 
@@ -373,7 +379,7 @@ class TestHardFilters:
         stored as text too, which SQLite's numeric ``BETWEEN`` never passes)."""
         import sqlite3
 
-        from lanes.sqlite_common import date_bounds, filter_sql
+        from lanes.sqlite_common import date_bounds, filter_sql, sites_sql
 
         writer = await _store(tmp_path, _filtered_corpus())
         await writer.aclose()
@@ -388,21 +394,24 @@ class TestHardFilters:
         existing = {r for (r,) in index._conn.execute("SELECT rowid FROM chunks") if r < snap.size}
         checked = 0
         for c in _hard_filters():
-            if c.sites:
-                continue
+            cond, site_params = sites_sql(c.sites, "value")
+            sites_of = (
+                f"WITH d(value) AS (VALUES {', '.join(['(?)'] * len(snap.domains))}) SELECT value FROM d WHERE {cond}"
+            )
+            domains = {d for (d,) in index._conn.execute(sites_of, [*snap.domains, *site_params])} if c.sites else None
             for trust in (None, "trusted", "untrusted", "nobody"):
                 where, params = filter_sql(c, trust=trust)
                 sql = f"SELECT rowid FROM chunks c WHERE {where}"
                 want = {r for (r,) in index._conn.execute(sql, params) if r < snap.size}
-                got = set(np.flatnonzero(snap.passing(date_bounds(c), trust)).tolist()) & existing
+                got = set(np.flatnonzero(snap.passing(date_bounds(c), trust, domains)).tolist()) & existing
                 assert got == want, (c, trust)
                 checked += len(want)
         assert checked > 0
         index.close()
 
     async def test_lane_under_hard_filters_answers_as_fts5_alone(self, tmp_path: Path) -> None:
-        """Dates and trust ranked in memory, ``site:`` by FTS5: the lane with the copy and without it give the
-        same hits and scores, and the copy really answers whenever no ``site:`` is asked."""
+        """Dates, ``site:`` and trust ranked in memory: the lane with the copy and without it give the same hits
+        and scores, and the copy really answers."""
         await (await _store(tmp_path, _filtered_corpus())).aclose()
         for trust in ("", "trusted"):
             async with _two_lanes(tmp_path, trust=trust) as lanes:
@@ -411,12 +420,15 @@ class TestHardFilters:
                     for query in [*QUERIES, "fusion rank runners", "rank"]:
                         for k in (1, 2, 10):
                             await _answer_alike(lanes, LaneRequest(query=query, top_k=k, constraints=c))
-                    filters = (mod_sql.date_bounds(c), trust or None)
+                    filters = (mod_sql.date_bounds(c), trust or None, c.sites)
                     top = await with_memory.db.run(
                         lambda conn, f=filters, lane=with_memory: lane._memory_top(conn, ["rank"], 3, None, f)
                     )
                     assert top is not None
                 assert await fts_only.search(LaneRequest(query="rank", top_k=3, constraints=_hard_filters()[1]))
+                sites = _hard_filters()[-3]  # EXAMPLE.org and a_b.com: subdomains, case and LIKE's "_" count
+                hits = await with_memory.search(LaneRequest(query="rank fusion runners", top_k=20, constraints=sites))
+                assert {h.id for h in hits} == ({"h1", "h4"} if trust else {"h1", "h2", "h4", "h6", "h8"})
 
 
 class TestWarming:
