@@ -37,6 +37,7 @@ log = structlog.get_logger(__name__)
 _K1, _B = 1.2, 0.75
 _TOKENIZER = "porter unicode61 remove_diacritics 2"
 _MAX_STEMS = 100_000
+_NO_ROWS = np.empty(0, dtype=np.int64)
 
 
 Posting = tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]
@@ -74,20 +75,19 @@ class Snapshot:
         if dates is not None:
             lo, hi, first, last = dates
             keep = (self.published >= lo) & (self.published <= hi)  # NaN (undated) compares False
-            listed = self.year_rows[(self.year_values >= first) & (self.year_values <= last)]
-            keep[listed[listed < self.size]] = True
+            keep |= self._holding([self.year_rows[(self.year_values >= first) & (self.year_values <= last)]])
         if trust:
-            rows = self.trusts.get(trust, np.empty(0, dtype=np.int64))
-            of_trust = np.zeros(self.size, dtype=bool)
-            of_trust[rows[rows < self.size]] = True
-            keep &= of_trust
+            keep &= self._holding([self.trusts.get(trust, _NO_ROWS)])
         if domains is not None:
-            of_site = np.zeros(self.size, dtype=bool)
-            for domain in domains:
-                rows = self.domains.get(domain, np.empty(0, dtype=np.int64))
-                of_site[rows[rows < self.size]] = True
-            keep &= of_site
+            keep &= self._holding([self.domains.get(d, _NO_ROWS) for d in domains])
         return keep
+
+    def _holding(self, groups: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.bool_]:
+        """The mask of the rowids in ``groups`` (those past :attr:`size` have no posting: they never match)."""
+        mask = np.zeros(self.size, dtype=bool)
+        for rows in groups:
+            mask[rows[rows < self.size]] = True
+        return mask
 
     def top(
         self,
@@ -159,13 +159,7 @@ def read_snapshot(conn: sqlite3.Connection, title_weight: float, text_weight: fl
     listed = conn.execute(sql).fetchall()
     year_rows = np.array([r for r, _ in listed], dtype=np.int64)
     year_values = np.array([y for _, y in listed], dtype=np.float64)
-    trusts, domains = (
-        {value: np.fromstring(ids, dtype=np.int64, sep=",") for value, ids in conn.execute(sql)}
-        for sql in (
-            "SELECT trust, group_concat(rowid) FROM chunks GROUP BY trust",
-            "SELECT domain, group_concat(rowid) FROM chunks GROUP BY domain",
-        )
-    )
+    trusts, domains = _rowids_by(conn, "trust"), _rowids_by(conn, "domain")
     if not len(codes):
         empty = np.full(1, np.nan)
         return Snapshot({}, 1, n_rows, empty, year_rows, year_values, trusts, domains)
@@ -197,6 +191,12 @@ def read_snapshot(conn: sqlite3.Connection, title_weight: float, text_weight: fl
         inside = pos < len(norm)  # a dated row with no token has no posting: it never matches
         published[pos[inside]] = np.asarray(stamps, dtype=np.float64)[inside]
     return Snapshot(postings, len(norm), n_rows, published, year_rows, year_values, trusts, domains)
+
+
+def _rowids_by(conn: sqlite3.Connection, column: str) -> dict[str, npt.NDArray[np.int64]]:
+    """Each value of ``chunks.<column>`` -> the rowids holding it."""
+    sql = f"SELECT {column}, group_concat(rowid) FROM chunks GROUP BY {column}"
+    return {value: np.fromstring(ids, dtype=np.int64, sep=",") for value, ids in conn.execute(sql)}
 
 
 class MemoryIndex:

@@ -16,9 +16,9 @@ Ranking: FTS5's ``bm25()`` scores every row matching any term (no top-k pruning)
 passages. The OR is therefore ranked in :class:`~lanes.keyword.memory_index.MemoryIndex`, an in-memory copy of
 the same postings with the same formula and scores (about 1 ms at 50K), while that copy matches the committed
 store: its phrases (quoted, or a word FTS5 splits) are matched by FTS5 alone and added in their place, and the
-hard filters (a date range, ``site:``, the lane's trust) are masks over it (:meth:`SqliteFtsKeywordLane._memory_top`).
-Otherwise FTS5 ranks. Only the ``top_k`` best rows' payload is read from ``chunks``. ``memory = false`` turns the
-copy off.
+hard filters (a date range, ``site:``, the lane's trust) are masks over it
+(:meth:`SqliteFtsKeywordLane._memory_ranker`). Otherwise FTS5 ranks. Only the ``top_k`` best rows' payload is
+read from ``chunks``. ``memory = false`` turns the copy off.
 
 Options (``lanes.toml``)::
 
@@ -32,8 +32,10 @@ Options (``lanes.toml``)::
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -65,6 +67,8 @@ _TOKEN = re.compile(r"\w+", re.UNICODE)
 RowFilter = tuple[DateBounds | None, str | None, tuple[str, ...]]
 """The hard filters: a date range (:func:`~lanes.sqlite_common.date_bounds`), a trust, ``site:`` domains."""
 NO_FILTER: RowFilter = (None, None, ())
+MemoryRanker = Callable[[int, tuple[float, float] | None], list[tuple[int, float]]]
+"""``(top_k, published) -> (rowid, bm25)`` rows: the in-memory index's ranking of one query under its filters."""
 _MAX_DOMAINS = 30_000
 """Most distinct domains the copy matches ``site:`` against (one SQL parameter each); more: FTS5 filters."""
 _MAX_TERMS = 64
@@ -165,19 +169,21 @@ class SqliteFtsKeywordLane(BaseLane):
         where, params = filter_sql(request.constraints, trust=self.trust)
         filters = (date_bounds(request.constraints), self.trust, request.constraints.sites)
         soft = query_years_sql(request.constraints)
+        top_k = request.top_k
+
+        def ranked(conn: sqlite3.Connection) -> list[Any]:
+            ranker = self._memory_ranker(conn, parts, filters)  # phrases and masks read once for both rankings
+            rows = self._ranked(conn, expr, where, params, top_k, ranker)
+            if soft is None:
+                return rows
+            # the query's years: matching or undated chunks first, then the rest
+            cond, extra = soft
+            span = query_years_span(request.constraints)
+            preferred = self._ranked(conn, expr, f"{where} AND {cond}", [*params, *extra], top_k, ranker, span)
+            return deep_fill(preferred, rows, top_k)
+
         try:
-            rows = await self.db.run(
-                lambda conn: self._ranked(conn, expr, where, params, request.top_k, parts, filters)
-            )
-            if soft is not None:  # the query's years: matching or undated chunks first, then the rest
-                cond, extra = soft
-                span = query_years_span(request.constraints)
-                preferred = await self.db.run(
-                    lambda conn: self._ranked(
-                        conn, expr, f"{where} AND {cond}", [*params, *extra], request.top_k, parts, filters, span
-                    )
-                )
-                rows = deep_fill(preferred, rows, request.top_k)
+            rows = await self.db.run(ranked)
         except sqlite3.Error as exc:
             raise _map_error(exc) from exc
         scores = non_increasing([-float(row[N_CHUNK_COLUMNS]) for row in rows])
@@ -193,21 +199,18 @@ class SqliteFtsKeywordLane(BaseLane):
         where: str,
         params: list[Any],
         top_k: int,
-        parts: list[str] | None = None,
-        filters: RowFilter = NO_FILTER,
+        ranker: MemoryRanker | None = None,
         published: tuple[float, float] | None = None,
     ) -> list[Any]:
         """The ``top_k`` best chunk rows (``CHUNK_COLUMNS`` and the score) matching ``expr`` under ``where``.
 
-        Ranked in the in-memory copy of the index when it can (:meth:`_memory_top`: given the ``parts`` and the
-        ``filters`` ``where`` says in SQL, the copy current); else by FTS5 alone when nothing filters, else by
-        FTS5 joined with ``chunks``. Only the ``top_k`` best rows' payload is read: joining ``chunks`` before the
-        sort reads a payload row for every match (thousands at 50K entries), 1.5 x the time.
+        Ranked by ``ranker`` (:meth:`_memory_ranker`, which applies the filters ``where`` says in SQL, and
+        ``published`` the soft years ``where`` adds) when there is one; else by FTS5 alone when nothing filters,
+        else by FTS5 joined with ``chunks``. Only the ``top_k`` best rows' payload is read: joining ``chunks``
+        before the sort reads a payload row for every match (thousands at 50K entries), 1.5 x the time.
         """
-        if parts is not None:
-            top = self._memory_top(conn, parts, top_k, published, filters)
-            if top is not None:
-                return _with_payload(conn, top)
+        if ranker is not None:
+            return _with_payload(conn, ranker(top_k, published))
         if where == "1":
             sql = "SELECT rowid, bm25(chunks_fts, ?, ?) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s, rowid"
             sql += " LIMIT ?"
@@ -220,21 +223,16 @@ class SqliteFtsKeywordLane(BaseLane):
         )
         return conn.execute(sql, [self.title_weight, self.text_weight, expr, *params, top_k]).fetchall()
 
-    def _memory_top(
-        self,
-        conn: sqlite3.Connection,
-        parts: list[str],
-        top_k: int,
-        published: tuple[float, float] | None = None,
-        filters: RowFilter = NO_FILTER,
-    ) -> list[tuple[int, float]] | None:
-        """``(rowid, bm25)`` of the ``top_k`` best rows from the in-memory index, or None when it cannot answer
-        (no index, or not current). ``published`` ``(lo, hi)`` keeps undated chunks and those published in the
-        range: the query years' soft preference (``query_years_sql``), which FTS5 ranked by joining ``chunks``,
-        40-55 ms of CPU for a claim with a year at 50K entries. ``filters`` (a hard date range, a trust, ``site:``)
-        keep the rows :func:`~lanes.sqlite_common.filter_sql` keeps (:meth:`Snapshot.passing`): FTS5 joined with
-        ``chunks`` took 11 ms p50, 23 ms p95 at 50K under a date range. Which of the copy's domains the sites
-        match, SQLite tells (the same ``sites_sql`` over the domains bound as parameters).
+    def _memory_ranker(
+        self, conn: sqlite3.Connection, parts: list[str], filters: RowFilter = NO_FILTER
+    ) -> MemoryRanker | None:
+        """``(top_k, published) -> (rowid, bm25)`` of the best rows from the in-memory index, or None when it
+        cannot answer (no index, or not current). ``published`` ``(lo, hi)`` keeps undated chunks and those
+        published in the range: the query years' soft preference (``query_years_sql``), which FTS5 ranked by
+        joining ``chunks``, 40-55 ms of CPU for a claim with a year at 50K entries. ``filters`` (a hard date range,
+        a trust, ``site:``) keep the rows :func:`~lanes.sqlite_common.filter_sql` keeps (:meth:`Snapshot.passing`):
+        FTS5 joined with ``chunks`` took 11 ms p50, 23 ms p95 at 50K under a date range. Which of the copy's
+        domains the sites match, SQLite tells (the same ``sites_sql`` over the domains bound as parameters).
 
         A part that is one FTS5 token is looked up in the copy; a phrase, or a word FTS5 splits (``CRF01_1b2k``),
         is matched by FTS5 alone on ``conn`` (its rows and their ``bm25()`` as the only phrase of a query, which is
@@ -271,7 +269,7 @@ class SqliteFtsKeywordLane(BaseLane):
             sql = f"WITH d(value) AS (VALUES {rows_sql}) SELECT value FROM d WHERE {cond}"
             domains = {d for (d,) in conn.execute(sql, [*snap.domains, *params])}
         keep = snap.passing(dates, trust, domains) if dates is not None or trust or sites else None
-        return snap.top(terms, top_k, published, keep)
+        return functools.partial(snap.top, terms, keep=keep)
 
     async def aclose(self) -> None:
         """Close the connections (after a running refresh of the in-memory index)."""

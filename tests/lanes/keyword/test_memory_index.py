@@ -284,7 +284,7 @@ class TestPhrases:
                         c = BoundConstraints(phrases=phrases, query_years=years)
                         await _answer_alike(lanes, LaneRequest(query=query, top_k=k, constraints=c))
                 parts = mod_fts.expression_parts(query, phrases, with_memory.phrase_boost)
-                top = await with_memory.db.run(lambda conn, p=parts: with_memory._memory_top(conn, p, 5))
+                top = await with_memory.db.run(lambda conn, p=parts: with_memory._memory_ranker(conn, p))
                 assert top is not None  # the copy answered: FTS5 matched only the phrases
             assert any(
                 len(parts) > len(set(parts)) for parts in (mod_fts.expression_parts(q, p) for q, p in PHRASE_QUERIES)
@@ -299,9 +299,9 @@ class TestPhrases:
             assert lane.memory is not None
             lane.memory.wait()
             parts = mod_fts.expression_parts("fusion", ("rank fusion",))
-            assert await lane.db.run(lambda conn: lane._memory_top(conn, parts, 3)) is not None
+            assert await lane.db.run(lambda conn: lane._memory_ranker(conn, parts)) is not None
             await writer.upsert([chunk("p5", "rank fusion rank fusion", title="Rank fusion")])
-            assert await lane.db.run(lambda conn: lane._memory_top(conn, parts, 3)) is None
+            assert await lane.db.run(lambda conn: lane._memory_ranker(conn, parts)) is None
             hits = await lane.search(LaneRequest(query="fusion", top_k=3))
             assert "p5" in [h.id for h in hits]
         await writer.aclose()
@@ -322,9 +322,9 @@ class TestPhrases:
             answers = iter([snap, None])
             monkeypatch.setattr(memory, "snapshot", lambda: next(answers))
             parts = mod_fts.expression_parts("fusion", ("rank fusion",))
-            assert await lane.db.run(lambda conn: lane._memory_top(conn, parts, 3)) is None
+            assert await lane.db.run(lambda conn: lane._memory_ranker(conn, parts)) is None
             answers = iter([snap, snap])
-            assert await lane.db.run(lambda conn: lane._memory_top(conn, parts, 3)) is not None
+            assert await lane.db.run(lambda conn: lane._memory_ranker(conn, parts)) is not None
 
 
 def _filtered_corpus() -> list[Any]:
@@ -422,7 +422,7 @@ class TestHardFilters:
                             await _answer_alike(lanes, LaneRequest(query=query, top_k=k, constraints=c))
                     filters = (mod_sql.date_bounds(c), trust or None, c.sites)
                     top = await with_memory.db.run(
-                        lambda conn, f=filters, lane=with_memory: lane._memory_top(conn, ["rank"], 3, None, f)
+                        lambda conn, f=filters, lane=with_memory: lane._memory_ranker(conn, ["rank"], f)
                     )
                     assert top is not None
                 assert await fts_only.search(LaneRequest(query="rank", top_k=3, constraints=_hard_filters()[1]))

@@ -222,7 +222,9 @@ class TestSearch:
         terms = expression_parts(query) if in_memory else None
         assert lane.memory is not None
         assert lane.memory.snapshot() is not None  # current: the in-memory path really ranks when given terms
-        split = await lane.db.run(lambda conn: lane._ranked(conn, expr, "1", [], top_k, terms))
+        split = await lane.db.run(
+            lambda conn: lane._ranked(conn, expr, "1", [], top_k, lane._memory_ranker(conn, terms) if terms else None)
+        )
         joined = await lane.db.run(lambda conn: lane._ranked(conn, expr, "1 = 1", [], top_k))
         assert len(split) == min(top_k, 6)
         assert [row[:-1] for row in split] == [row[:-1] for row in joined]
