@@ -29,7 +29,7 @@ test: setup test-deps
 
 # Debian packages the tests run for real, installed only when missing: promtool (prometheus) for
 # tests/deploy/test_alerts.py, the PostgreSQL server (postgresql: initdb, pg_ctl) for the replicas' shared state
-# (tests/fabric/state, tests/fabric/test_replicas.py). With apt-get when root, else a message (those tests then
+# (tests/fabric/serve/state, tests/fabric/serve/test_replicas.py). With apt-get when root, else a message (those tests then
 # skip, saying why). About a minute on a Debian host.
 test-deps:
 	@missing=""; \
@@ -65,6 +65,7 @@ lint: setup
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 
 clean:
 	rm -rf $(VENV) .fabric .cache .mypy_cache .ruff_cache .pytest_cache build

@@ -31,11 +31,11 @@ from typing import Any
 
 from aiohttp import web
 
-from fabric.config import LaneConfig, ModeConfig, PenaltyConfig, PreflightConfig, Settings
-from fabric.httpclient import AllowList, HostRule, StaticResolver, create_session
-from fabric.logs import configure_logging
-from fabric.models import LaneKind, LaneRequest, LaneStatus, Mode, SearchRequest
-from fabric.webcache import WebCache
+from fabric.core.logs import configure_logging
+from fabric.core.models import LaneKind, LaneRequest, LaneStatus, Mode, SearchRequest
+from fabric.net.httpclient import AllowList, HostRule, StaticResolver, create_session
+from fabric.net.webcache import WebCache
+from fabric.settings import LaneConfig, ModeConfig, PenaltyConfig, PreflightConfig, Settings
 from lanes.base import Lane, LaneResources, LaneSpec
 from lanes.fake import FakeLane
 
@@ -258,8 +258,8 @@ def _web_lanes(base: str, resources: LaneResources) -> _Adapters:
 def _other_lanes(base: str, port: int, resources: LaneResources) -> _Adapters:
     """The store, graph, feed and markets adapters against the fake server at ``base``."""
     from lanes.feeds.rss import RssNewsLane
-    from lanes.graph.arango import ArangoGraphLane
-    from lanes.keyword.meilisearch import MeilisearchKeywordLane
+    from lanes.graph.arango.lane import ArangoGraphLane
+    from lanes.keyword.meilisearch.lane import MeilisearchKeywordLane
     from lanes.markets.quotes import QuotesMarketsLane
 
     spec = _spec
@@ -343,9 +343,9 @@ async def _overheads(port: int, resources: LaneResources, iterations: int) -> di
 async def _hung(
     port: int, resources: LaneResources, state: dict[str, bool], args: argparse.Namespace
 ) -> dict[str, Any]:
-    from fabric.engine import Engine
-    from lanes.web.cache import CachedWebLane
+    from fabric.query.engine import Engine
     from lanes.web.searxng import SearxngWebLane
+    from lanes.web.web_cache import CachedWebLane
 
     web_spec = LaneSpec(
         name="web",
@@ -416,7 +416,7 @@ async def _hung_each(
     port: int, resources: LaneResources, state: dict[str, bool], args: argparse.Namespace
 ) -> dict[str, Any]:
     """Every adapter against a hung server, through the engine: latency against budget, status, provider health."""
-    from fabric.engine import Engine
+    from fabric.query.engine import Engine
 
     out: dict[str, Any] = {}
     for name, (lane, _m, _u, _b) in _lanes(port, resources).items():
@@ -481,7 +481,7 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark and return its figures."""
     if args.iterations < 1 or args.budget_ms <= 0 or args.hung_queries < 1:
-        from fabric.errors import QueryError
+        from fabric.core.errors import QueryError
 
         raise QueryError("bench", "--iterations, --budget-ms and --hung-queries must be positive")
     configure_logging(level="CRITICAL")

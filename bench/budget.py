@@ -34,10 +34,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fabric.config import LaneConfig, ModeConfig, PenaltyConfig, PreflightConfig, Settings
-from fabric.errors import LaneRejected
-from fabric.logs import configure_logging
-from fabric.models import Hit, LaneKind, LaneRequest, LaneStatus, Mode, SearchRequest, SearchResult
+from fabric.core.errors import LaneRejected
+from fabric.core.logs import configure_logging
+from fabric.core.models import Hit, LaneKind, LaneRequest, LaneStatus, Mode, SearchRequest, SearchResult
+from fabric.settings import LaneConfig, ModeConfig, PenaltyConfig, PreflightConfig, Settings
 from lanes.base import BaseLane, Lane, LaneResources, LaneSpec
 from lanes.fake import FakeLane, synthetic_hits
 from tests.support.hits import ingest_features
@@ -189,7 +189,7 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     import gc
     import tempfile
 
-    from fabric.engine import Engine
+    from fabric.query.engine import Engine
 
     request = SearchRequest(query="budget bench", top_k=50, mode=Mode.TECHNICAL)
     sem = asyncio.Semaphore(max(1, args.concurrency))
@@ -265,7 +265,7 @@ def _figures(
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark and return its figures."""
     if args.queries < 1 or args.concurrency < 1 or args.budget_ms <= 0 or args.overhead_queries < 0:
-        from fabric.errors import QueryError
+        from fabric.core.errors import QueryError
 
         raise QueryError("bench", "--queries, --concurrency and --budget-ms must be positive")
     configure_logging(level="CRITICAL")

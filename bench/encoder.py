@@ -3,7 +3,7 @@
 ``fabric bench encoder [--json] [--dataset /work/shared/datasets/scifact] [--queries 200] [--docs 0]
 [--runtimes torch,onnx,onnx-int8,openvino]``
 
-Every runtime of ``[embeddings] runtime`` (:mod:`fabric.minilm`) is loaded without the embedding cache, so every
+Every runtime of ``[embeddings] runtime`` (:mod:`fabric.embed.minilm`) is loaded without the embedding cache, so every
 text is encoded. Single queries (SciFact's, one at a time) are timed *interleaved*: query *i* goes through every
 runtime before query *i + 1*, in a rotating order, so the machine's load weighs on all of them alike and the
 ratios (``ratio_vs_torch``) hold even on a busy machine; ``loadavg_1m`` before and after says how busy it was.
@@ -50,9 +50,9 @@ def _texts(dataset: Path, queries: int, docs: int) -> tuple[list[str], list[str]
 
 
 def _embedders(runtimes: list[str], cache_dir: Path) -> dict[str, Any]:
-    from fabric.config_sections import EmbeddingsConfig
-    from fabric.errors import QueryError
-    from fabric.minilm import minilm_embedder
+    from fabric.core.errors import QueryError
+    from fabric.embed.minilm import minilm_embedder
+    from fabric.settings.sections import EmbeddingsConfig
 
     out: dict[str, Any] = {}
     for name in runtimes:
@@ -91,7 +91,7 @@ def _overlap(q: np.ndarray, d: np.ndarray, ref: np.ndarray) -> float:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Time and compare the runtimes; returns the ``--json`` payload."""
-    from fabric.errors import QueryError
+    from fabric.core.errors import QueryError
 
     runtimes = [r.strip() for r in str(args.runtimes).split(",") if r.strip()]
     if not runtimes or args.queries <= 0:

@@ -2,10 +2,10 @@
 
 For each lane kind (web: SearXNG, Wikipedia, Brave; feeds: RSS; markets: quotes; keyword: Meilisearch; vector:
 Qdrant's server lane; graph: ArangoDB, see :mod:`bench.faults_stores`) a loopback fake of the upstream (the fakes
-the lane tests use) sits behind a :class:`~fabric.faultproxy.FaultProxy`; the
+the lane tests use) sits behind a :class:`~tools.faultproxy.FaultProxy`; the
 real lane reads it through the proxy with a guarded session, next to a healthy in-memory lane
-(:class:`lanes.fake.FakeLane`). Each fault of :class:`~fabric.faultproxy.Fault` is armed in turn and one query runs
-through a fresh :class:`~fabric.executor.LaneExecutor` (fresh provider penalties) with ``--budget-ms``. Checks:
+(:class:`lanes.fake.FakeLane`). Each fault of :class:`~tools.faultproxy.Fault` is armed in turn and one query runs
+through a fresh :class:`~fabric.query.executor.LaneExecutor` (fresh provider penalties) with ``--budget-ms``. Checks:
 
 - ``budget``: the answer arrives within the budget + 25 ms;
 - ``healthy_kept``: the healthy lane succeeded with all its hits;
@@ -32,13 +32,13 @@ from typing import Any
 
 from bench import faults_preflight as preflight
 from bench import faults_stores as stores
-from fabric.executor import LaneExecutor
-from fabric.faultproxy import Fault, FaultProxy
-from fabric.lane_plan import PlannedLane
-from fabric.models import LaneKind, LaneRequest, LaneStatus
+from fabric.core.models import LaneKind, LaneRequest, LaneStatus
+from fabric.query.executor import LaneExecutor
+from fabric.query.lane_plan import PlannedLane
 from lanes.base import Lane, LaneResources, LaneSpec
 from lanes.fake import FakeLane
 from tests.support.http import guarded, serve
+from tools.faultproxy import Fault, FaultProxy
 
 __all__ = ["CHECKS", "KINDS", "add_arguments", "run"]
 
@@ -93,7 +93,7 @@ def _quotes(url: str, session: Any) -> Lane:
 
 
 def _meili(url: str, session: Any) -> Lane:
-    from lanes.keyword.meilisearch import MeilisearchKeywordLane
+    from lanes.keyword.meilisearch.lane import MeilisearchKeywordLane
 
     spec = LaneSpec(name="keyword", kind=LaneKind.KEYWORD, backend="meilisearch", options={"url": url})
     return MeilisearchKeywordLane(spec, LaneResources(http=session))
@@ -111,7 +111,7 @@ async def _meili_upstream() -> AsyncIterator[str]:
     fake = _fake("tests.lanes.keyword.fake_meili.FakeMeili")()
     async with serve(fake.app()) as srv:
         async with guarded(["meilisearch.test"]) as session:
-            await _fake("tests.lanes.keyword.test_meilisearch._ingest")(srv.port, session)
+            await _fake("tests.lanes.keyword.meilisearch.test_lane._ingest")(srv.port, session)
         yield f"http://127.0.0.1:{srv.port}"
 
 

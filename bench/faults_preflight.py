@@ -1,9 +1,9 @@
 """The pre-flight's chat endpoint as a kind of the fault matrix (:mod:`bench.faults`): ``preflight/chat``.
 
 A loopback OpenAI-compatible chat endpoint (it rewrites the query to ``<query> refined``) sits behind the
-:class:`~fabric.faultproxy.FaultProxy`; a real :class:`~fabric.preflight.Preflight` calls it through a guarded
+:class:`~tools.faultproxy.FaultProxy`; a real :class:`~fabric.query.preflight.Preflight` calls it through a guarded
 session with a quarter of the budget, then the query (refined or as given) runs through a fresh
-:class:`~fabric.executor.LaneExecutor` on the healthy in-memory lane until the deadline. The checks are the
+:class:`~fabric.query.executor.LaneExecutor` on the healthy in-memory lane until the deadline. The checks are the
 matrix's, read for the pre-flight:
 
 - ``budget``: pre-flight plus lanes answer within the budget + 25 ms;
@@ -24,14 +24,14 @@ from typing import Any
 
 from aiohttp import web
 
-from fabric.config import PreflightConfig
-from fabric.executor import LaneExecutor
-from fabric.faultproxy import Fault, FaultProxy
-from fabric.lane_plan import PlannedLane
-from fabric.models import LaneRequest, LaneStatus, PreflightResult
-from fabric.preflight import Preflight
+from fabric.core.models import LaneRequest, LaneStatus, PreflightResult
+from fabric.query.executor import LaneExecutor
+from fabric.query.lane_plan import PlannedLane
+from fabric.query.preflight import Preflight
+from fabric.settings import PreflightConfig
 from lanes.fake import FakeLane
 from tests.support.http import guarded, serve
+from tools.faultproxy import Fault, FaultProxy
 
 __all__ = ["KIND", "preflight_case"]
 

@@ -2,7 +2,7 @@
 
 Each upstream is the loopback wire-format stand-in the lane tests use (``tests.lanes.vector.fake_qdrant``,
 ``tests.lanes.graph.fake_arango``, loaded at run time), filled through the real writer straight at the upstream
-(not through the proxy); the real lane then reads it through the :class:`~fabric.faultproxy.FaultProxy` with its
+(not through the proxy); the real lane then reads it through the :class:`~tools.faultproxy.FaultProxy` with its
 own client (``qdrant-client`` over httpx, ``python-arango`` over requests in a worker thread). The Qdrant lane embeds
 with the tests' deterministic bag-of-words embedder: the faults are in the transport, not in the vectors.
 """
@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fabric.models import LaneKind
+from fabric.core.models import LaneKind
 from lanes.base import Lane, LaneResources, LaneSpec
 from tests.support.http import serve
 
@@ -49,7 +49,7 @@ async def qdrant_upstream() -> AsyncIterator[str]:
     """A fake Qdrant server holding a few embedded chunks, written by :class:`QdrantWriter` directly."""
     from dataclasses import replace
 
-    from lanes.vector.qdrant_writer import QdrantWriter
+    from lanes.vector.qdrant.writer import QdrantWriter
 
     fake = _load("tests.lanes.vector.fake_qdrant.FakeQdrant")()
     chunk = _load("tests.support.embedded.chunk")
@@ -71,7 +71,7 @@ def _qdrant_spec(url: str) -> LaneSpec:
 
 def qdrant_lane(url: str, _session: Any) -> Lane:
     """Qdrant's vector lane in server mode at ``url`` (its own httpx client; the guarded session is unused)."""
-    from lanes.vector.qdrant import QdrantVectorLane
+    from lanes.vector.qdrant.lane import QdrantVectorLane
 
     return QdrantVectorLane(_qdrant_spec(url), LaneResources(embedder=_embedder()))
 
@@ -83,7 +83,7 @@ def _arango_spec(url: str, **extra: Any) -> LaneSpec:
 @asynccontextmanager
 async def arango_upstream() -> AsyncIterator[str]:
     """A fake ArangoDB holding a small entity graph, written by :class:`ArangoGraphWriter` directly."""
-    from lanes.graph.arango_writer import ArangoGraphWriter
+    from lanes.graph.arango.writer import ArangoGraphWriter
 
     fake = _load("tests.lanes.graph.fake_arango.FakeArango")()
     async with serve(fake.app()) as srv:
@@ -99,6 +99,6 @@ async def arango_upstream() -> AsyncIterator[str]:
 def arango_lane(url: str, _session: Any) -> Lane:
     """ArangoDB's graph lane at ``url`` (``python-arango`` in a worker thread; its request timeout 2 s, so a thread
     the executor abandoned ends soon after the budget)."""
-    from lanes.graph.arango import ArangoGraphLane
+    from lanes.graph.arango.lane import ArangoGraphLane
 
     return ArangoGraphLane(_arango_spec(url, timeout_s=2.0), LaneResources())

@@ -41,8 +41,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from fabric.config import FusionConfig, Settings, load_settings
-from fabric.models import Hit, LaneKind, LaneOutcome, LaneStatus, Mode, SearchRequest
+from fabric.core.models import Hit, LaneKind, LaneOutcome, LaneStatus, Mode, SearchRequest
+from fabric.settings import FusionConfig, Settings, load_settings
 from fusion.combine import collect
 from fusion.dedup import Deduplicator
 from fusion.pipeline import FusionContext, fuse

@@ -29,8 +29,8 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from fabric.config import AuthorityEntry, DedupConfig, FactorWeights, FusionConfig
-from fabric.models import FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
+from fabric.core.models import FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
+from fabric.settings import AuthorityEntry, DedupConfig, FactorWeights, FusionConfig
 from fusion.combine import collect
 from fusion.dedup import find_duplicates
 from fusion.pipeline import FusionContext, fuse

@@ -61,8 +61,8 @@ def parse_collected(stderr: str) -> int:
 
 def _fusion_ops(name: str, calls: int, inputs: int) -> Callable[[], None]:
     from bench.fusion import _freeze, _thaw, plain_rrf
-    from fabric.config import load_settings
-    from fabric.models import LaneKind, LaneOutcome, LaneStatus
+    from fabric.core.models import LaneKind, LaneOutcome, LaneStatus
+    from fabric.settings import load_settings
     from fusion.pipeline import FusionContext, fuse
     from tests.support.hits import NOW, make_outcomes
 
@@ -101,9 +101,9 @@ def _fusion_ops(name: str, calls: int, inputs: int) -> Callable[[], None]:
 
 async def _engine_queries(calls: int) -> None:
     from bench import budget
-    from fabric.config import PenaltyConfig
-    from fabric.engine import Engine
-    from fabric.models import LaneRequest, Mode, SearchRequest
+    from fabric.core.models import LaneRequest, Mode, SearchRequest
+    from fabric.query.engine import Engine
+    from fabric.settings import PenaltyConfig
 
     class Prompt(budget._JitterLane):
         """A healthy bench lane that answers at once (one loop turn), so no time passes waiting."""
@@ -139,7 +139,7 @@ def workload(name: str, calls: int, inputs: int = 0) -> None:
     The parent runs each workload with ``calls=0, inputs=n`` and ``calls=n, inputs=n``, so both runs build the
     same inputs and only the operations differ.
     """
-    from fabric.logs import configure_logging
+    from fabric.core.logs import configure_logging
 
     configure_logging(level="CRITICAL")
     if name == "engine_query":
@@ -180,7 +180,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Count every workload twice under callgrind (the runs in parallel, one per core) and return instructions per
     operation."""
-    from fabric.errors import QueryError
+    from fabric.core.errors import QueryError
 
     if args.calls < 1 or args.queries < 1:
         raise QueryError("bench", "--calls and --queries must be positive")

@@ -1,6 +1,6 @@
 """Load benchmark: bounded concurrent ``POST /v1/search`` against ``fabric serve`` on loopback with fake lanes.
 
-The service (:func:`fabric.service.create_app`) runs in-process on 127.0.0.1 over an engine with three fake
+The service (:func:`fabric.serve.service.create_app`) runs in-process on 127.0.0.1 over an engine with three fake
 lanes (50 hits each, ``--lane-delay-ms`` apart from each other), so the figures are the HTTP edge + engine +
 fusion cost under concurrency, not a backend's. A semaphore bounds requests in flight (``--concurrency``).
 Figures: p50/p99/max latency per request as the client sees it, requests per second, non-200 answers, and
@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
-from fabric.config import LaneConfig, ModeConfig, PreflightConfig, Settings
-from fabric.logs import configure_logging
-from fabric.models import LaneKind, Mode
+from fabric.core.logs import configure_logging
+from fabric.core.models import LaneKind, Mode
+from fabric.settings import LaneConfig, ModeConfig, PreflightConfig, Settings
 from lanes.base import Lane, LaneResources
 from lanes.fake import FakeLane
 
 if TYPE_CHECKING:
-    from fabric.engine import Engine
+    from fabric.query.engine import Engine
 
 __all__ = ["add_arguments", "run"]
 
@@ -48,7 +48,7 @@ def _pct(values: list[float], q: float) -> float:
 
 def _engine(args: argparse.Namespace, home: Path) -> tuple[Settings, Engine]:
     """Settings and an engine over fake lanes answering 50 hits after ``--lane-delay-ms``."""
-    from fabric.engine import Engine
+    from fabric.query.engine import Engine
 
     settings = Settings(
         home=home,
@@ -67,7 +67,7 @@ async def _sequential(
     client: aiohttp.ClientSession, url: str, engine: Engine, settings: Settings
 ) -> tuple[list[float], list[float]]:
     """The HTTP edge's own cost: one request over HTTP, then the same ``engine.search`` direct (ms each)."""
-    from fabric.validation import parse_request
+    from fabric.query.validation import parse_request
 
     seq_http, seq_engine = [], []
     for i in range(_SEQUENTIAL):
@@ -85,7 +85,7 @@ async def _sequential(
 async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     from aiohttp.test_utils import TestServer
 
-    from fabric.service import create_app
+    from fabric.serve.service import create_app
 
     with tempfile.TemporaryDirectory(prefix="fabric-load-") as tmp:
         settings, engine = _engine(args, Path(tmp))
@@ -136,7 +136,7 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark and return its figures."""
     if args.requests < 1 or args.concurrency < 1 or args.lane_delay_ms < 0 or args.budget_ms <= 0:
-        from fabric.errors import QueryError
+        from fabric.core.errors import QueryError
 
         raise QueryError("bench", "--requests, --concurrency and --budget-ms must be positive")
     configure_logging(level="CRITICAL")

@@ -164,9 +164,9 @@ async def _http_surface(home: Path, limit: int, stack: Any) -> Surface:
     from aiohttp import web
 
     from fabric.client import FabricClient
-    from fabric.config import load_settings
-    from fabric.engine import Engine
-    from fabric.service import create_app
+    from fabric.query.engine import Engine
+    from fabric.serve.service import create_app
+    from fabric.settings import load_settings
 
     runner = web.AppRunner(create_app(Engine(dataclasses.replace(load_settings(), home=home)), mcp=False))
     await runner.setup()
@@ -186,11 +186,11 @@ async def measure(repeats: int = 5, limit: int = 10) -> dict[str, Any]:
     """Ingest, measure, summarise (see the module docstring)."""
     from contextlib import AsyncExitStack
 
-    from fabric.config import load_settings
-    from fabric.engine import Engine
     from fabric.eval.dataset import load_dataset
     from fabric.eval.harness import ingest_dataset
-    from fabric.validation import parse_request
+    from fabric.query.engine import Engine
+    from fabric.query.validation import parse_request
+    from fabric.settings import load_settings
 
     dataset = load_dataset(QUERY_SET)
     queries = [q.text for q in dataset.queries]
@@ -231,10 +231,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _figures(args: argparse.Namespace) -> dict[str, Any]:
     if args.repeats < 1 or args.limit < 1:
-        from fabric.errors import QueryError
+        from fabric.core.errors import QueryError
 
         raise QueryError("bench", "--repeats and --limit must be >= 1")
-    from fabric.logs import configure_logging
+    from fabric.core.logs import configure_logging
 
     configure_logging(level="ERROR")
     os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")  # no usage reports from pipeline runs

@@ -87,7 +87,7 @@ def _queries(root: Path, split: str, limit: int) -> list[tuple[str, str, dict[st
 def _encoding_floor(settings: Any, texts: list[str]) -> tuple[float, float]:
     """p50/p95 ms of MiniLM alone (the configured runtime and query weights) encoding each query (no cache), as the
     engine would."""
-    from fabric.minilm import minilm_embedder
+    from fabric.embed.minilm import minilm_embedder
 
     model: Any = minilm_embedder(settings.embeddings, settings.cache_dir)
     model.warm()
@@ -104,8 +104,8 @@ async def _timed(
     settings: Any, items: list[tuple[str, str, dict[str, int]]], lanes: tuple[str, ...] | None, route: str = "all"
 ) -> list[Any]:
     """Each query once through a fresh engine over ``settings`` (its own query cache): (ms, result) pairs."""
-    from fabric.engine import Engine
-    from fabric.models import SearchRequest
+    from fabric.core.models import SearchRequest
+    from fabric.query.engine import Engine
 
     out = []
     async with Engine(settings) as engine:
@@ -253,10 +253,10 @@ async def _bench(settings: Any, work: Path, args: argparse.Namespace) -> dict[st
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark; returns the figures."""
-    from fabric.commands.search import load_cli_settings
+    from fabric.cli.search import load_cli_settings
 
     if args.replicas < 1 or (args.replicas > 1 and not args.state_url):
-        from fabric.errors import QueryError
+        from fabric.core.errors import QueryError
 
         raise QueryError("bench", "--replicas must be 1, or above 1 with --state-url (their shared PostgreSQL)")
     settings = load_cli_settings(args)

@@ -1,6 +1,6 @@
 """Tenant limits benchmark: one tenant offered 2x its rate limit while a second stays under it, over HTTP.
 
-The service (:func:`fabric.service.create_app` with keys in a temporary home and the per-tenant limits given)
+The service (:func:`fabric.serve.service.create_app` with keys in a temporary home and the per-tenant limits given)
 runs in-process on 127.0.0.1 over an engine with one fake lane. Both tenants send open-loop (requests start on a
 fixed schedule, whatever the answers): tenant ``heavy`` at ``--over`` times ``--rate``, tenant ``light`` at
 ``--under`` times it, for ``--seconds``. Figures per tenant: requests sent, answers by status, the 429 ratio
@@ -8,7 +8,7 @@ with its ideal value ``1 - (rate * seconds + burst) / sent`` for the heavy one, 
 latency and non-200 answers (it must not be hurt by the heavy one's rejections).
 
 ``--replicas N --state-url postgresql://...``: N apps (replicas) share one PostgreSQL database (keys and token
-buckets, :mod:`fabric.replicas`) and each tenant's requests go round robin over them; the heavy tenant's admitted
+buckets, :mod:`fabric.serve.replicas`) and each tenant's requests go round robin over them; the heavy tenant's admitted
 rate is then compared with its one limit (``heavy_admitted_per_s`` against ``heavy_admitted_per_s_ideal``), which
 N replicas with their own buckets would each grant in full.
 """
@@ -25,9 +25,9 @@ from typing import Any
 
 import aiohttp
 
-from fabric.config import LaneConfig, ModeConfig, PreflightConfig, Settings
-from fabric.logs import configure_logging
-from fabric.models import LaneKind, Mode
+from fabric.core.logs import configure_logging
+from fabric.core.models import LaneKind, Mode
+from fabric.settings import LaneConfig, ModeConfig, PreflightConfig, Settings
 from lanes.base import LaneResources
 
 __all__ = ["add_arguments", "run"]
@@ -94,11 +94,11 @@ def _settings(home: Path) -> Settings:
 async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     from aiohttp.test_utils import TestServer
 
-    from fabric.engine import Engine
-    from fabric.keys import KeyStore, Role
-    from fabric.limits import LimitConfig
-    from fabric.replicas import Replica
-    from fabric.service import create_app, default_guard
+    from fabric.query.engine import Engine
+    from fabric.serve.keys.store import KeyStore, Role
+    from fabric.serve.limits.tenants import LimitConfig
+    from fabric.serve.replicas import Replica
+    from fabric.serve.service import create_app, default_guard
 
     with tempfile.TemporaryDirectory(prefix="fabric-tenants-") as tmp:
         home = Path(tmp)
@@ -152,7 +152,7 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Run the benchmark and return its figures."""
-    from fabric.errors import QueryError
+    from fabric.core.errors import QueryError
 
     if args.rate <= 0 or args.burst < 1 or args.seconds <= 0 or args.over <= 0 or args.under <= 0:
         raise QueryError("bench", "--rate, --burst, --seconds, --over and --under must be positive")

@@ -8,7 +8,8 @@ queries, encoded once (cached). Every row gets a year (``1990 + i % 30``); the f
 (one row in five) and must still return its top 100 *among those rows*.
 
 Candidates (each skipped when its package is missing): ``numpy_flat`` (this project's store, exact),
-``numpy_flat_ann`` (the same store with its HNSW accelerator, :mod:`lanes.vector.ann`: graph built as ``fabric
+``numpy_flat_ann`` (the same store with its HNSW accelerator, :mod:`lanes.vector.numpy_flat.ann`: graph built as
+``fabric
 ingest`` builds it, ``index_s``; unfiltered searches through it, filtered ones exact), ``lancedb``
 (pinned 0.40.0: flat, and with an IVF_HNSW_SQ index when ``--lance-index``), ``hnswlib`` (filter callback),
 ``usearch`` (no filter in its Python API: it over-fetches and post-filters), ``qdrant_local`` (``--qdrant``).
@@ -55,7 +56,7 @@ def _pct(xs: Sequence[float]) -> tuple[float, float]:
 def load_vectors(dataset: Path, size: int, seed: int = 7) -> tuple[np.ndarray, int]:
     """``size`` unit vectors: the cached real passage vectors, tiled and perturbed if too few; and the real count."""
     from bench.scale_corpus import passages_of
-    from fabric.embeddings import cache_key
+    from fabric.embed.embeddings import cache_key
 
     emb = _embedder()  # the engine's embedder: its cache, under the name its document vectors are cached as
     cache, name = emb.cache, emb.cache_name
@@ -83,8 +84,8 @@ def query_texts(dataset: Path, n: int) -> list[str]:
 
 def _embedder() -> Any:
     """The default embedder of the engine behind its cache (``FABRIC_CACHE_DIR``); exits when MiniLM is missing."""
-    from fabric.config import EmbeddingsConfig
-    from fabric.embeddings import build_embedder
+    from fabric.embed.embeddings import build_embedder
+    from fabric.settings import EmbeddingsConfig
 
     emb = build_embedder(EmbeddingsConfig(), Path(os.environ.get("FABRIC_CACHE_DIR", ".cache/fabric")))
     if emb is None:
@@ -119,7 +120,7 @@ def _time(search: Callable[[np.ndarray], list[int]], qs: np.ndarray) -> tuple[li
 
 def _encode_and_search(index: Any, texts: Sequence[str]) -> dict[str, float]:
     """Per query: MiniLM encoding (no cache) then the flat search, timed together and apart."""
-    from fabric.embeddings import MiniLMEmbedder
+    from fabric.embed.embeddings import MiniLMEmbedder
 
     model = MiniLMEmbedder()
     model.warm()
@@ -138,12 +139,12 @@ def _encode_and_search(index: Any, texts: Sequence[str]) -> dict[str, float]:
 def _numpy_flat(
     m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, texts: Sequence[str] = (), *, ann: bool = False
 ) -> dict[str, Any]:
-    from fabric.ingest.model import Chunk
-    from fabric.models import LaneKind
+    from fabric.core.chunks import Chunk
+    from fabric.core.models import LaneKind
     from lanes.base import LaneResources, LaneSpec
-    from lanes.vector.ann import AnnConfig
-    from lanes.vector.numpy_flat_index import FlatIndex, VectorFilter, build_for_store
-    from lanes.vector.numpy_flat_writer import FlatVectorWriter
+    from lanes.vector.numpy_flat.ann import AnnConfig
+    from lanes.vector.numpy_flat.index import FlatIndex, VectorFilter, build_for_store
+    from lanes.vector.numpy_flat.writer import FlatVectorWriter
 
     class _Named:  # the writer only reads the model name (for its file name)
         name, dim = "bench", 0

@@ -11,8 +11,8 @@ Usage::
                                        cursor=page.next_cursor)
 
 Errors come back as the exceptions the engine raises in-process: a ``400`` as
-:class:`~fabric.errors.QueryError` (same field and message), a strict request's ``503`` as
-:class:`~fabric.errors.PartialResultError`; any other failure (connection, ``5xx``, a body that is not the API's)
+:class:`~fabric.core.errors.QueryError` (same field and message), a strict request's ``503`` as
+:class:`~fabric.core.errors.PartialResultError`; any other failure (connection, ``5xx``, a body that is not the API's)
 as :class:`FabricClientError`. :meth:`SearchPage.from_dict` also reads ``SearchResult.to_dict()``, so code written
 against the client's types works on an in-process result too.
 """
@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Self
 
 import aiohttp
 
-from fabric.errors import FabricError, PartialResultError, QueryError
+from fabric.core.errors import FabricError, PartialResultError, QueryError
 
 if TYPE_CHECKING:
-    from fabric.models import SearchResult
+    from fabric.core.models import SearchResult
 
 __all__ = ["FabricClient", "FabricClientError", "PageItem", "SearchPage"]
 
@@ -54,7 +54,7 @@ class PageItem:
     url: str
     score_total: float
     score_lexical: float
-    """The keyword lanes' part of ``score_total`` (seed 001)."""
+    """The keyword lanes' part of ``score_total`` (the API contract)."""
     score_semantic: float
     """The vector lanes' part of ``score_total``."""
     score_graph: float
@@ -125,7 +125,7 @@ class SearchPage:
 
     @classmethod
     def from_result(cls, result: SearchResult) -> SearchPage:
-        """The page of an in-process :class:`~fabric.models.SearchResult`, the same as reading its ``to_dict()``
+        """The page of an in-process :class:`~fabric.core.models.SearchResult`, the same as reading its ``to_dict()``
         without building the parts a page does not keep (receipt, pre-flight, dedup counts); ``raw`` is empty."""
         return cls(
             query=result.query,

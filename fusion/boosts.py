@@ -2,10 +2,10 @@
 
 All values are pure functions of the candidates and the context (``ctx.now``; no clock):
 
-- ``domain_diversity`` (seed 003): ``1 / n_domain``, where ``n_domain`` is how many candidates share the
+- ``domain_diversity`` (the fusion policy): ``1 / n_domain``, where ``n_domain`` is how many candidates share the
   item's domain (a domain seen once scores 1.0, one seen four times 0.25). Items without a domain
   (local documents) score 0.5.
-- ``recency`` (seed 003 age steps, age relative to ``ctx.now``): ≤ 1 day 1.0, ≤ 7 days 0.8, ≤ 30 days 0.6,
+- ``recency`` (the fusion policy's age steps, age relative to ``ctx.now``): ≤ 1 day 1.0, ≤ 7 days 0.8, ≤ 30 days 0.6,
   ≤ 365 days 0.4, older 0.2; future dates count as age 0; undated items score 0.5.
 - ``authority``: the ``config/authority.toml`` score of the item's domain or its closest listed parent domain
   (``en.wikipedia.org`` → ``wikipedia.org``), plus :data:`KEYLESS_BONUS` for keyless sources (Wikipedia, MDN),
@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
-from fabric.config import AuthorityEntry
+from fabric.settings import AuthorityEntry
 from fusion.types import Candidates, FusionRun
 
 __all__ = [
@@ -48,7 +48,7 @@ QUALITY_GOOD = 0.8
 UNKNOWN = 0.5
 """The value of a factor for an item that lacks the information (no domain, no date, no quality)."""
 KEYLESS_BONUS = 0.1
-"""Added to the authority of keyless high-credibility sources (seed 003 keyless boosts)."""
+"""Added to the authority of keyless high-credibility sources (the fusion policy's keyless boosts)."""
 RECENCY_STEPS: tuple[tuple[float, float], ...] = ((1.0, 1.0), (7.0, 0.8), (30.0, 0.6), (365.0, 0.4))
 """(max age in days, score) steps; anything older scores 0.2."""
 _DAY_S = 86400.0
@@ -63,7 +63,7 @@ def _utc(value: datetime) -> datetime:
 
 
 def recency_of(published_at: datetime | None, now: datetime) -> float:
-    """The seed's age-step recency score of one date relative to ``now`` (undated → 0.5)."""
+    """The fusion policy's age-step recency score of one date relative to ``now`` (undated → 0.5)."""
     if published_at is None:
         return UNKNOWN
     if published_at.tzinfo is None or now.tzinfo is None:  # naive times are taken as UTC, never a crash
@@ -128,7 +128,7 @@ class DomainDiversityBooster:
 
 
 class RecencyBooster:
-    """Stage: the seed's age-step recency relative to ``ctx.now``."""
+    """Stage: the fusion policy's age-step recency relative to ``ctx.now``."""
 
     name = "recency"
 

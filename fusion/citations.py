@@ -1,4 +1,4 @@
-"""Citation alignment (seed 003): answer sentences → supporting passages, ``[n]`` markers, bibliography.
+"""Citation alignment (the fusion policy): answer sentences → supporting passages, ``[n]`` markers, bibliography.
 
 1. The answer is split into sentences with pysbd (abbreviations, decimals and initials do not end a sentence).
 2. Every item's text is split the same way; each sentence of an item is a *passage*.
@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fabric.models import Embedder, Hit, iso_utc
+from fabric.core.models import Embedder, Hit, iso_utc
 from fusion.disagree import Disagreement, find_disagreements
 from fusion.text import content_words
 

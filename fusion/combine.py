@@ -1,4 +1,4 @@
-"""Turn lane outcomes into the candidate table, and score it with the selected :class:`~fabric.models.FusionMode`.
+"""Turn lane outcomes into the candidate table, and score it with the selected :class:`~fabric.core.models.FusionMode`.
 
 :func:`collect` keeps the usable lanes (status ``success`` or ``fallback`` with hits), collapses repeated ids
 inside a lane (first occurrence wins; the ranks after it close up) and merges the same id across lanes into one
@@ -6,7 +6,8 @@ row whose representative hit is its best-ranked occurrence. :class:`ModeScorer` 
 deduplication and sets the raw ``rrf`` column and ``base`` (the mode's score on [0, 1]):
 
 - ``rrf``: ``base = rrf / rrf_ceiling(weights)``;
-- ``append_fill`` (seed 000): RRF computed separately over stage-1 lanes and over stage-2 lanes, each over its
+- ``append_fill`` (the staged-retrieval policy): RRF computed separately over stage-1 lanes and over stage-2 lanes, each
+over its
   own ceiling; ranking keeps every stage-1 item ahead of every stage-2 item;
 - ``score_minmax`` / ``score_dbsf`` / ``score_zscore``: ``base = Σ w · norm / Σ w`` (CombMNZ: ``× lanes / lane count``).
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from fabric.models import FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
+from fabric.core.models import FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
 from fusion.rrf import rrf_ceiling
 from fusion.score import NORMALISERS
 from fusion.types import Candidates, FusionContext, FusionRun, LaneInfo

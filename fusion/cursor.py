@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from fabric.errors import QueryError
+from fabric.core.errors import QueryError
 
 __all__ = ["decode_cursor", "encode_cursor", "fingerprint"]
 

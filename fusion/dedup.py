@@ -1,4 +1,4 @@
-"""Cross-lane deduplication of fused candidates (seed 003), never quadratic in the number of candidates.
+"""Cross-lane deduplication of fused candidates (the fusion policy), never quadratic in the number of candidates.
 
 Two candidates are duplicates when any criterion holds (thresholds from ``[fusion.dedup]``):
 
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from fabric.config import DedupConfig
+from fabric.settings import DedupConfig
 from fusion.jaccard import jaccard_join
 from fusion.near import near_pairs
 from fusion.simhash import simhash_many

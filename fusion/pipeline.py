@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import lru_cache
 
-from fabric.config import FactorWeights
-from fabric.models import LaneOutcome
+from fabric.core.models import LaneOutcome
+from fabric.settings import FactorWeights
 from fusion.boosts import AuthorityBooster, DomainDiversityBooster, QualityBooster, RecencyBooster
 from fusion.combine import COMPONENT_OF_KIND, ModeScorer, collect
 from fusion.dedup import Deduplicator

@@ -1,6 +1,6 @@
 """Content quality of a document in [0, 1]: readability + completeness, computed once per document at ingest.
 
-The ingestion code stores the value in :attr:`fabric.models.Hit.quality`; fusion never recomputes it per query.
+The ingestion code stores the value in :attr:`fabric.core.models.Hit.quality`; fusion never recomputes it per query.
 
 Definition (all parts in [0, 1], every step deterministic)::
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 from itertools import compress
 from operator import eq, lt, ne, neg
 
-from fabric.config import FactorWeights
-from fabric.models import FusionMode
+from fabric.core.models import FusionMode
+from fabric.settings import FactorWeights
 from fusion.types import Candidates, FusionRun
 
 __all__ = ["FACTORS", "Ranker", "sort_key"]

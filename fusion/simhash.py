@@ -8,7 +8,7 @@ Bit ``i`` of the SimHash is set when more than half of the features have bit ``i
 word sequences mostly agree get SimHashes a few bits apart; ``similarity = 1 - hamming / 64``.
 
 Deterministic across processes (no ``hash()``, which Python salts per process). Computed once per
-document at ingest and stored in :attr:`fabric.models.Hit.simhash`; dedup computes missing ones in one batch.
+document at ingest and stored in :attr:`fabric.core.models.Hit.simhash`; dedup computes missing ones in one batch.
 """
 
 from __future__ import annotations

@@ -186,7 +186,7 @@ def title_key(title: str) -> str:
 
     The order is by CRC-32 of the word (ties by the word): any fixed order keeps dedup's prefix filter exact, and
     a hash order spreads the words that start keys evenly (alphabetical order would pile up the "smallest"
-    words). Computed once per document at ingest (:attr:`fabric.models.Hit.title_key`); dedup probes the first
+    words). Computed once per document at ingest (:attr:`fabric.core.models.Hit.title_key`); dedup probes the first
     words of the key.
     """
     return " ".join(sorted(set(title.casefold().split()), key=_word_order))

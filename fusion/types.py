@@ -1,7 +1,7 @@
 """Types shared by the fusion stages: the context, the output, the per-query run and the ``Stage`` signature.
 
 Candidates travel through the stages as one column table (:class:`Candidates`), so the hot path allocates
-no per-item objects; :class:`~fabric.models.FusedItem` objects are built only for the items that are read.
+no per-item objects; :class:`~fabric.core.models.FusedItem` objects are built only for the items that are read.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple, overload
 
-from fabric.config import AuthorityEntry, FusionConfig
-from fabric.models import FusedItem, FusionMode, Hit, LaneKind, make_fused_item
+from fabric.core.models import FusedItem, FusionMode, Hit, LaneKind, make_fused_item
+from fabric.settings import AuthorityEntry, FusionConfig
 
 __all__ = ["Candidates", "FusedItems", "FusionContext", "FusionOutput", "FusionRun", "LaneInfo", "Stage"]
 

@@ -4,7 +4,7 @@
 fragment, a trailing slash and tracking parameters (``utm_*``, ``gclid``, ``fbclid``, ...), lower-cases the host
 and sorts the remaining query parameters. :func:`url_tokens` turns the result into the set whose Jaccard
 similarity dedup compares (host, path segments tagged with their position, query pairs). :func:`url_key` is what
-ingestion stores in :attr:`fabric.models.Hit.url_key` and dedup compares.
+ingestion stores in :attr:`fabric.core.models.Hit.url_key` and dedup compares.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""Typed reading of a lane's ``options`` table, with :class:`~fabric.errors.ConfigError` naming the key."""
+"""Typed reading of a lane's ``options`` table, with :class:`~fabric.core.errors.ConfigError` naming the key."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from fabric.errors import ConfigError
+from fabric.core.errors import ConfigError
 from lanes.base import LaneSpec
 
 __all__ = ["LaneOptions"]

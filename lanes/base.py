@@ -1,25 +1,25 @@
 """The one contract every lane adapter follows, and the resources the app injects into lanes.
 
-A lane is a small async adapter. It does four things: translate a :class:`~fabric.models.LaneRequest`
-into the backend's query, call the backend, translate the response into :class:`~fabric.models.Hit`
-objects (best first, ``rank`` 1-based), and map the backend's exceptions onto :mod:`fabric.errors`.
+A lane is a small async adapter. It does four things: translate a :class:`~fabric.core.models.LaneRequest`
+into the backend's query, call the backend, translate the response into :class:`~fabric.core.models.Hit`
+objects (best first, ``rank`` 1-based), and map the backend's exceptions onto :mod:`fabric.core.errors`.
 
 A lane does **not** time itself, enforce budgets, retry, suspend providers, fuse, boost, dedup across
-lanes, or read files and environment variables: :mod:`fabric.executor` owns all of that.
+lanes, or read files and environment variables: :mod:`fabric.query.executor` owns all of that.
 
 Attributes of every lane:
 
 ``name``
     Lane name from ``config/lanes.toml`` (``keyword``, ``vector``, ``web``, ...).
 ``kind``
-    :class:`~fabric.models.LaneKind` of the lane.
+    :class:`~fabric.core.models.LaneKind` of the lane.
 ``provider``
     Backend name reported in results and keyed by provider penalties (``sqlite_fts5``, ``qdrant``, ...).
 
 Methods:
 
 ``async search(request) -> list[Hit]``
-    Best first, at most ``request.top_k`` hits. Raises :class:`~fabric.errors.LaneError` subclasses.
+    Best first, at most ``request.top_k`` hits. Raises :class:`~fabric.core.errors.LaneError` subclasses.
 ``async open()``
     Optional: connect early (the executor calls it during warm-up). Must be idempotent.
 ``async aclose()``
@@ -36,13 +36,13 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self, runtime_checkable
 
-from fabric.models import Embedder, Hit, LaneKind, LaneRequest
+from fabric.core.models import Embedder, Hit, LaneKind, LaneRequest
 
 if TYPE_CHECKING:
     import aiohttp
 
-    from fabric.webcache import WebCache
-    from fabric.writers.model import StoreWriter
+    from fabric.core.chunks import StoreWriter
+    from fabric.net.webcache import WebCache
 
 __all__ = ["Backend", "BaseLane", "Lane", "LaneFactory", "LaneResources", "LaneSpec", "WriterFactory"]
 
@@ -74,10 +74,10 @@ class LaneResources:
 
     home: Path = Path(".fabric")
     """Root folder of the tenant's embedded stores: ``FABRIC_HOME`` for the ``default`` tenant, else its
-    sub-folder (:func:`fabric.tenants.tenant_home`)."""
+    sub-folder (:func:`fabric.core.tenants.tenant_home`)."""
     tenant: str = "default"
     """Whose data the lanes and writers read and write: server stores use a collection, index or database of
-    this tenant (:func:`fabric.tenants.scoped_name`), embedded stores live under :attr:`home`."""
+    this tenant (:func:`fabric.core.tenants.scoped_name`), embedded stores live under :attr:`home`."""
     http: aiohttp.ClientSession | None = None
     """The app's one shared aiohttp session for HTTP lanes."""
     embedder: Embedder | None = None
@@ -109,8 +109,8 @@ class Backend:
     """What one backend declares about itself, once, in its own module (as ``BACKEND``).
 
     :mod:`lanes.registry` derives everything else from these declarations: the lane factories, the store
-    writers ingestion uses, the environment variables the settings apply (:data:`fabric.config.ENV_URLS`) and the
-    backends whose hosts may be private (:data:`fabric.config.SELF_HOSTED_BACKENDS`).
+    writers ingestion uses, the environment variables the settings apply (:data:`fabric.settings.ENV_URLS`) and the
+    backends whose hosts may be private (:data:`fabric.settings.SELF_HOSTED_BACKENDS`).
     """
 
     name: str

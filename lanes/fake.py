@@ -8,7 +8,7 @@ Config (``lanes.toml``)::
     options = { hits = 20, delay_ms = 5 }
 
 Behaviours, chosen per instance:
-- ``hits``: a list of :class:`~fabric.models.Hit` (or a count of synthetic hits ``{name}-{i}``);
+- ``hits``: a list of :class:`~fabric.core.models.Hit` (or a count of synthetic hits ``{name}-{i}``);
 - ``delay_ms``: async sleep before answering (honours cancellation);
 - ``block_ms``: a *blocking* sleep in a worker thread that ignores cancellation (a hung SDK call);
 - ``hang``: never answers (awaits an event that is never set);
@@ -21,8 +21,8 @@ import asyncio
 import threading
 from collections.abc import Sequence
 
-from fabric.errors import LaneError
-from fabric.models import Hit, LaneKind, LaneRequest
+from fabric.core.errors import LaneError
+from fabric.core.models import Hit, LaneKind, LaneRequest
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 
 __all__ = ["BACKEND", "FakeLane", "synthetic_hits"]

@@ -1,8 +1,9 @@
 """Backend name → its declaration (:class:`~lanes.base.Backend`), read lazily from the backend's own module.
 
 Each backend module declares ``BACKEND = Backend(...)`` (lane class, writer class, options parser, environment
-variables, self-hosted or not). A backend named ``x`` lives in ``lanes/<kind folder>/x.py`` (found by its file
-name, without importing anything else) unless :data:`MODULES` names another module. A module is imported the
+variables, self-hosted or not). A backend named ``x`` lives in ``lanes/<kind folder>/x.py``, or in a package
+``lanes/<kind folder>/x/`` whose ``lane.py`` declares it (found by the file names, without importing anything
+else); names starting with ``_`` are helpers, never backends. A module is imported the
 first time its backend is asked for, so building one lane never imports another's SDK. :data:`BACKENDS`, the
 store writers, the environment variables and the self-hosted set are derived from the declarations (which
 imports every backend module, once).
@@ -19,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 
-from fabric.errors import ConfigError
+from fabric.core.errors import ConfigError
 from lanes.base import Backend, Lane, LaneFactory, LaneResources, LaneSpec
 
 __all__ = [
@@ -36,30 +37,34 @@ __all__ = [
 
 MODULES: Mapping[str, str] = {
     "fake": "lanes.fake",
-    "sqlite_graph": "lanes.graph.sqlite",
-    "web_cache": "lanes.web.cache",
 }
-"""Backends whose module is not ``lanes.<kind folder>.<backend>``."""
+"""Backends declared outside a kind folder."""
 
 _ROOT = Path(__file__).parent
-_NOT_BACKENDS = frozenset({"base", "registry"})
+BACKEND_MODULE = "lane"
+"""The module of a backend package (``lanes/<kind>/<backend>/lane.py``) that declares its ``BACKEND``."""
 
 
-def _candidates() -> Iterator[str]:
-    """Every module under ``lanes`` that may declare a backend (listed from the files, nothing imported)."""
+def _candidates() -> Iterator[tuple[str, str]]:
+    """(backend name, declaring module) of every backend under ``lanes`` (listed from the files, nothing imported).
+
+    A backend is a module ``lanes/<kind>/<name>.py`` or, when it is more than one file, a package
+    ``lanes/<kind>/<name>/`` declaring it in ``lane.py``. Names starting with ``_`` are helpers shared by a kind's
+    backends, never backends; the modules directly under ``lanes/`` are the contract and its helpers.
+    """
     for folder in pkgutil.iter_modules([str(_ROOT)]):
-        if folder.ispkg:
-            for mod in pkgutil.iter_modules([str(_ROOT / folder.name)]):
-                if not mod.ispkg and not mod.name.startswith("_"):
-                    yield f"lanes.{folder.name}.{mod.name}"
-        elif not folder.name.startswith("_") and folder.name not in _NOT_BACKENDS:
-            yield f"lanes.{folder.name}"
+        if not folder.ispkg:
+            continue
+        for mod in pkgutil.iter_modules([str(_ROOT / folder.name)]):
+            if mod.name.startswith("_"):
+                continue
+            module = f"lanes.{folder.name}.{mod.name}"
+            yield mod.name, f"{module}.{BACKEND_MODULE}" if mod.ispkg else module
+    yield from MODULES.items()
 
 
 def _module_of(backend: str) -> str | None:
-    if backend in MODULES:
-        return MODULES[backend]
-    return next((m for m in _candidates() if m.rsplit(".", 1)[-1] == backend), None)
+    return next((module for name, module in _candidates() if name == backend), None)
 
 
 class _Backends(Mapping[str, str]):
@@ -69,7 +74,7 @@ class _Backends(Mapping[str, str]):
     @cache
     def _table() -> dict[str, str]:
         table: dict[str, str] = {}
-        for module_name in _candidates():
+        for _, module_name in _candidates():
             declared = getattr(importlib.import_module(module_name), "BACKEND", None)
             if isinstance(declared, Backend):
                 table[declared.name] = module_name

@@ -6,7 +6,7 @@
   quality and dedup features (SimHash, URL key, title key, computed at ingest) whichever store found it. A
   store created before the feature columns existed gains them when it is opened (empty until re-ingested), and
   one whose SimHash column held signed integers is migrated to the hex text every store uses.
-- :func:`filter_sql` turns :class:`~fabric.models.BoundConstraints` (date range, ``site:`` domains) plus an
+- :func:`filter_sql` turns :class:`~fabric.core.models.BoundConstraints` (date range, ``site:`` domains) plus an
   optional trust filter into a SQL condition on that table; :func:`date_bounds` gives its date range's numbers,
   which the keyword lane's in-memory index applies as a mask too.
 """
@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from fabric.models import BoundConstraints, Hit, SourceKind, Trust
-from fabric.writers.model import Chunk, from_stored_simhash, to_stored_simhash
+from fabric.core.chunks import Chunk, from_stored_simhash, to_stored_simhash
+from fabric.core.models import BoundConstraints, Hit, SourceKind, Trust
 
 __all__ = [
     "CHUNKS_DDL",
@@ -100,7 +100,7 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
 
 def _migrate_simhash(conn: sqlite3.Connection) -> None:
     """Turn a home's former ``simhash INTEGER`` column (signed 64-bit integers) into the ``TEXT`` column of 16 hex
-    digits every store now uses (:func:`~fabric.writers.model.to_stored_simhash`).
+    digits every store now uses (:func:`~fabric.core.chunks.to_stored_simhash`).
 
     The column cannot just take text: ``INTEGER`` affinity turns hex digits that read as a number into one
     (``'00000000000012e5'`` → 1200000). ``printf('%016x')`` writes a negative integer as its 64-bit two's
@@ -224,7 +224,7 @@ def chunk_row(chunk: Chunk) -> tuple[Any, ...]:
 
 
 def row_hit(row: Sequence[Any], *, rank: int, score: float, **extra: Any) -> Hit:
-    """A :class:`~fabric.models.Hit` from a ``chunks`` row (``CHUNK_COLUMNS`` order)."""
+    """A :class:`~fabric.core.models.Hit` from a ``chunks`` row (``CHUNK_COLUMNS`` order)."""
     cid, doc_id, _chunk_id, title, text, url, domain, ts, years, kind, ref, trust, quality, meta = row[:14]
     sig, ukey, tkey = row[14:N_CHUNK_COLUMNS]
     metadata = json.loads(meta) if meta and meta != "{}" else {}  # most rows store none: no JSON parse for them
@@ -283,7 +283,8 @@ def sites_sql(sites: Sequence[str], column: str) -> tuple[str, list[Any]]:
 def filter_sql(constraints: BoundConstraints, *, alias: str = "c", trust: str | None = None) -> tuple[str, list[Any]]:
     """A SQL condition (``"1"`` when unconstrained) and its parameters for date, site and trust filters.
 
-    Dates (seed 004 year filter): a chunk passes when its ``published_at`` is in the range or a year it mentions
+    Dates (the router policy's year filter): a chunk passes when its ``published_at`` is in the range or a year it
+    mentions
     (``years``, which includes the publication year) is in the range's years; a chunk with neither is excluded.
     """
     parts: list[str] = []

@@ -10,7 +10,7 @@ Markdown demo corpus) with a small manifest, ``dataset.toml``::
 
 Queries may carry a scenario class for the report's breakdown: ``{"_id": "q1", "text": "...",
 "metadata": {"scenario": "temporal"}}`` (a top-level ``"scenario"`` works too), and a follow-up keyword hint
-for seed 002's hint-rate, ``"metadata": {"hint": "fail-open"}`` (see :mod:`fabric.eval.hints`).
+for the docs-memory policy's hint-rate, ``"metadata": {"hint": "fail-open"}`` (see :mod:`fabric.eval.hints`).
 
 Every problem raises :class:`DatasetError` naming the file (and line) at fault.
 """
@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabric.errors import IngestError
+from fabric.core.errors import IngestError
 
 __all__ = ["MANIFEST", "Dataset", "DatasetError", "EvalQuery", "load_dataset"]
 
@@ -49,7 +49,7 @@ class EvalQuery:
     scenario: str | None = None
     """Scenario class tagged by the dataset, if any (else the pre-flight intent is used)."""
     hint: str | None = None
-    """Follow-up keyword hint a user would add when the first answer misses (seed 002's hint-rate)."""
+    """Follow-up keyword hint a user would add when the first answer misses (the docs-memory policy's hint-rate)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -24,13 +24,13 @@ from typing import Any
 
 import structlog
 
-from fabric.config import Settings
-from fabric.errors import QueryError
+from fabric.core.errors import QueryError
+from fabric.core.models import FusionMode, LaneKind, Mode
 from fabric.eval.calibration import CalibrationClock
 from fabric.eval.dataset import Dataset
 from fabric.eval.report import percentile
 from fabric.eval.runner import FUSED, PassResult, SearchEngine, run_pass
-from fabric.models import FusionMode, LaneKind, Mode
+from fabric.settings import Settings
 
 __all__ = [
     "OFFLINE_KINDS",
@@ -99,7 +99,7 @@ def eval_settings(settings: Settings, *, home: Path, top_k: int, lanes: Sequence
         lane_top_k=max(settings.engine.lane_top_k, top_k),
         max_top_k=max(settings.engine.max_top_k, top_k),
     )
-    # Every timed query is encoded inside its timed call (issue 14): a warm-up or an earlier run must not leave
+    # Every timed query is encoded inside its timed call: a warm-up or an earlier run must not leave
     # its vector in the cache for the timed pass to read.
     embeddings = dataclasses.replace(settings.embeddings, cache_queries=False)
     return dataclasses.replace(
@@ -135,7 +135,7 @@ def home_key(settings: Settings, corpus_hash: str) -> str:
     if emb.backend == "minilm" and emb.runtime != "torch":
         parts.append(emb.runtime)  # another runtime's document vectors (torch's keys stay as they were)
         if emb.runtime == "openvino":
-            from fabric.minilm import openvino_precision
+            from fabric.embed.minilm_runtime import openvino_precision
 
             parts.append(openvino_precision())  # bf16 on AMX cores, f32 elsewhere: other vectors
     raw = json.dumps(parts, sort_keys=True)
@@ -173,8 +173,8 @@ async def prepare_home(
 
 @asynccontextmanager
 async def open_engine(settings: Settings) -> AsyncIterator[SearchEngine]:
-    """Open the real engine (:class:`fabric.engine.Engine`) for the duration of the block."""
-    from fabric.engine import Engine  # imported here: heavy, and `fabric --help` must stay fast
+    """Open the real engine (:class:`fabric.query.engine.Engine`) for the duration of the block."""
+    from fabric.query.engine import Engine  # imported here: heavy, and `fabric --help` must stay fast
 
     engine = Engine(settings)
     async with engine:
@@ -188,7 +188,7 @@ async def open_engine(settings: Settings) -> AsyncIterator[SearchEngine]:
 
 async def encoding_times(engine: Any, texts: Sequence[str]) -> dict[str, float] | None:
     """How long the engine's query model takes to encode each of ``texts`` alone, outside any search: ``p50_ms``
-    and ``p95_ms`` (the share of a query's latency that is its encoding, issue 14). None without an embedder."""
+    and ``p95_ms`` (the share of a query's latency that is its encoding). None without an embedder."""
     resources = getattr(engine, "resources", None)
     embedder = getattr(resources, "embedder", None)
     if embedder is None or not texts:
@@ -333,7 +333,8 @@ def artifact_config(settings: Settings, plan: EvalPlan) -> dict[str, Any]:
         "provider_suspension": "off (eval)",
         "embeddings": f"{settings.embeddings.backend}:{settings.embeddings.model}"
         + (f"@{settings.embeddings.runtime}" if settings.embeddings.backend == "minilm" else ""),
-        "stages": {  # seed 000's gate values and budgets, and which of the run's lanes are stage-2 fill
+        # the staged-retrieval policy's gate values and budgets, and which of the run's lanes are stage-2 fill
+        "stages": {
             **dataclasses.asdict(settings.fusion.stages),
             "stage2_lanes": [lane for lane in plan.lanes if settings.lanes[lane].stage == 2],
         },

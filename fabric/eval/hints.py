@@ -1,4 +1,4 @@
-"""Hint-rate (seed 002): how often a follow-up keyword hint is what finds the target.
+"""Hint-rate (the docs-memory policy): how often a follow-up keyword hint is what finds the target.
 
 A query of the project's own set may carry a hint (``metadata.hint`` in ``queries.jsonl``): the keyword a user
 would add when the first answer misses, e.g. ``"qdrant"`` after ``"two programs fighting over one on-disk
@@ -6,7 +6,7 @@ similarity database"``. The eval runs those queries a second time as ``"<text> <
 hinted queries:
 
 - ``hint_rate``: the share whose target is **missed at Hit@5 without the hint and found at Hit@5 with it**
-  (the fraction of queries that need a hint, the seed's third metric; lower is better);
+  (the fraction of queries that need a hint, the docs-memory policy's third metric; lower is better);
 - ``hit_at_1`` / ``hit_at_5`` without the hint and ``hit_at_5_hinted`` with it;
 - the ids rescued by the hint and those missed even with it.
 

@@ -19,19 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-__all__ = ["METRIC_KEYS", "average", "dedupe", "query_metrics"]
+from fabric.settings.sections import METRIC_KEYS
 
-METRIC_KEYS: tuple[str, ...] = (
-    "ndcg_at_10",
-    "mrr_at_10",
-    "recall_at_10",
-    "recall_at_20",
-    "recall_at_100",
-    "precision_at_10",
-    "hit_at_1",
-    "hit_at_5",
-)
-"""Quality metrics of the artifact, in report order."""
+__all__ = ["METRIC_KEYS", "average", "dedupe", "query_metrics"]
 
 
 def dedupe(ids: Sequence[str]) -> list[str]:

@@ -2,7 +2,8 @@
 
 The artifact holds the git revision, the baseline's revision, the dataset, the config, metrics under
 ``metrics.fused`` and ``metrics.lanes.<lane>``, the breakdown by scenario class, stage-usage and lane-status
-counters (seed 000: queries per stage-2 outcome), the graph lane's entity match rate (seed 004: share of queries
+counters (the staged-retrieval policy: queries per stage-2 outcome), the graph lane's entity match rate (the router
+policy: share of queries
 with >= 1 entity match), the calibration figure of the latency gate, the worst queries and, when gated, the per-metric
 decisions under ``gate``.
 """
@@ -90,7 +91,7 @@ def _scenarios(dataset: Dataset, fused: PassResult, per_query: Mapping[str, Mapp
 
 
 def stage_counters(p: PassResult) -> dict[str, float]:
-    """Seed 000's counts: queries per stage-2 outcome (``stage2_used``, ``stage2_skipped`` of which
+    """The staged-retrieval policy's counts: queries per stage-2 outcome (``stage2_used``, ``stage2_skipped`` of which
     ``stage2_skipped_budget``, ``not_triggered``, ``no_stage2_lanes``), the stage-2 items appended in all, and the
     p50/p95 of each stage's latency. The gate values are in ``config.stages``."""
     outcomes = Counter(str(run.stages.get("stage2_outcome", "no_stage2_lanes")) for run in p.runs.values())
@@ -112,7 +113,8 @@ def stage_counters(p: PassResult) -> dict[str, float]:
 
 
 def entity_match(p: PassResult) -> dict[str, Any] | None:
-    """Seed 004's diagnostic over the queries a graph lane answered: how many had >= 1 entity match in the graph
+    """The router policy's diagnostic over the queries a graph lane answered: how many had >= 1 entity match in the
+    graph
     (after normalisation) and that share (``entity_match_rate``); None when no graph lane answered."""
     matches = [run.entity_matches for run in p.runs.values() if run.entity_matches is not None]
     if not matches:

@@ -1,7 +1,7 @@
 """Runs every judged query of a dataset through a search engine: one fused pass, one pass per lane alone.
 
 The engine is anything with ``async search(SearchRequest) -> SearchResult`` (:class:`SearchEngine`), so the
-harness is unit-tested with an in-memory engine and runs :class:`fabric.engine.Engine` for real.
+harness is unit-tested with an in-memory engine and runs :class:`fabric.query.engine.Engine` for real.
 
 Rankings are scored by ``Hit.doc_id`` (the dataset's document id), duplicates dropped keeping the first.
 Latency is the wall time around ``engine.search`` measured with at most ``concurrency`` queries in flight
@@ -16,10 +16,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from fabric.core.models import FusionMode, LaneKind, LaneStatus, Mode, SearchRequest, SearchResult
 from fabric.eval.calibration import CalibrationClock
 from fabric.eval.dataset import Dataset
 from fabric.eval.metrics import dedupe
-from fabric.models import FusionMode, LaneKind, LaneStatus, Mode, SearchRequest, SearchResult
 
 __all__ = ["FUSED", "LaneHit", "PassResult", "QueryRun", "SearchEngine", "run_pass"]
 
@@ -62,7 +62,8 @@ class QueryRun:
     top_title: str = ""
     """Title of the first item (what a failing query found instead; :mod:`fabric.eval.slowcook`)."""
     entity_matches: int | None = None
-    """Query entities the graph lane found in the graph (seed 004's diagnostic); None when no graph lane answered.
+    """Query entities the graph lane found in the graph (the router policy's diagnostic); None when no graph lane
+    answered.
     Read from its hits' ``matched_entities`` (capped at 20); a graph lane answering with no hits matched none (a
     matched entity always reaches the chunks it appears in)."""
 

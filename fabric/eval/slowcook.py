@@ -1,12 +1,13 @@
-"""The slow-cook job of seed 002: refresh the index incrementally, run the fixed query set, write one receipt.
+"""The slow-cook job of the docs-memory policy: refresh the index incrementally, run the fixed query set, write one
+receipt.
 
-``fabric slowcook`` (:mod:`fabric.commands.slowcook`) calls :func:`cook` and :func:`build_receipt`:
+``fabric slowcook`` (:mod:`fabric.cli.slowcook`) calls :func:`cook` and :func:`build_receipt`:
 
 1. **refresh**: the query set's corpus is ingested into the home with :func:`fabric.ingest.run.run_ingest`, which
    writes only what changed (the ledger skips unchanged chunks and deletes the ones the source no longer holds);
    the receipt's ``corpus`` section counts ``added`` / ``updated`` / ``unchanged`` / ``deleted`` chunks;
 2. **benchmark**: every judged query runs once through the real engine over the home (the fused pass of
-   ``fabric eval``, same lanes, fusion and top-k 100), and once more with its follow-up hint (seed 002's
+   ``fabric eval``, same lanes, fusion and top-k 100), and once more with its follow-up hint (the docs-memory policy's
    hint-rate, :mod:`fabric.eval.hints`);
 3. **receipt**: metrics (nDCG@10, MRR@10, recall, Hit@1, Hit@5), each query's rank of its first relevant
    document, the top failure cases (queries whose target is not first: the query, the expected documents, what
@@ -27,14 +28,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabric.config import Settings
-from fabric.errors import ConfigError
+from fabric.core.errors import ConfigError
 from fabric.eval.dataset import Dataset
 from fabric.eval.metrics import METRIC_KEYS, average, query_metrics
 from fabric.eval.runner import FUSED, PassResult, QueryRun
+from fabric.settings import Settings
 
 if TYPE_CHECKING:
-    from fabric.ingest.pipeline import IngestReport
+    from fabric.ingest.report import IngestReport
 
 __all__ = [
     "RECEIPT_KIND",

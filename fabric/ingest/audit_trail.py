@@ -1,6 +1,6 @@
-"""What ingestion and deletion write to the audit history (:mod:`fabric.audit`): entry changes and triple diffs.
+"""What ingestion and deletion write to the audit history (:mod:`fabric.ingest.audit`): entry changes and triple diffs.
 
-Triples are read from the graph store itself (a writer implementing :class:`~fabric.writers.model.TripleReader`)
+Triples are read from the graph store itself (a writer implementing :class:`~fabric.core.chunks.TripleReader`)
 before and after a write, so the history records what the store really holds, whatever extractor produced it:
 triples present after but not before are ``created``, those present before but not after ``deleted``. A graph
 store that cannot be read leaves the triple part out (logged), never the write.
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import structlog
 
-from fabric.audit import AuditLog, EntryChange, TripleChange, current_actor
-from fabric.errors import FabricError
-from fabric.writers.model import StoreWriter, Triple, TripleReader
+from fabric.core.chunks import StoreWriter, Triple, TripleReader
+from fabric.core.errors import FabricError
+from fabric.ingest.audit import AuditLog, EntryChange, TripleChange, current_actor
 
 __all__ = ["graph_triples", "record_changes", "triple_changes"]
 

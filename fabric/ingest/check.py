@@ -1,7 +1,7 @@
 """Store agreement: does every store hold exactly the chunks the ledger says it holds? (``fabric check``, and the
 service at start-up.)
 
-For each store that can list its ids (:class:`~fabric.writers.model.ListableStore`: every store the project writes,
+For each store that can list its ids (:class:`~fabric.core.chunks.ListableStore`: every store the project writes,
 the embedded SQLite FTS5, flat vector and SQLite graph stores and the Qdrant, Meilisearch and ArangoDB servers) the
 check compares the ids it holds with the ledger's ``done`` chunks recorded as held by that store: ``missing`` (the
 ledger says held, the store lacks it) and ``extra`` (the store holds it, the ledger does not say so). Ledger rows
@@ -34,9 +34,9 @@ from typing import Any
 
 import structlog
 
-from fabric.errors import FabricError
+from fabric.core.chunks import ListableStore, StoreWriter
+from fabric.core.errors import FabricError
 from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
-from fabric.writers.model import ListableStore, StoreWriter
 
 __all__ = ["CheckReport", "StoreState", "check_stores", "pending_rows"]
 

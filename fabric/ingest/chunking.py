@@ -1,6 +1,6 @@
 """Markdown chunking by headings with stable ids, plus the date/year helpers every loader uses.
 
-Rules (seed 002):
+Rules (the docs-memory policy):
 - split on ATX headings (``#`` .. ``######``); each section's title is the heading path (``Doc › H2 › H3``);
 - consecutive short sections are kept together up to ``cap_chars``; a long section is split on paragraph
   boundaries (and, for a single huge paragraph, hard-cut) so no chunk exceeds ``max_chars``;
@@ -24,7 +24,7 @@ _DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)
 
 @dataclass(frozen=True, slots=True)
 class Section:
-    """One chunk of a Markdown document before it becomes a :class:`~fabric.ingest.model.Chunk`."""
+    """One chunk of a Markdown document before it becomes a :class:`~fabric.core.chunks.Chunk`."""
 
     chunk_id: str
     heading_path: tuple[str, ...]

@@ -11,7 +11,7 @@
    With ``tenant`` given (the service passes the caller's), chunks whose latest audited write belongs to
    another tenant are left alone and not reported (so ids of other tenants are not disclosed either);
 3. when every store succeeded the ledger forgets them and the audit history records each entry and triple
-   deleted (as the current :class:`~fabric.audit.Actor`). A store that failed leaves the rows pending and the
+   deleted (as the current :class:`~fabric.ingest.audit.Actor`). A store that failed leaves the rows pending and the
    report says which: repeating the delete finishes it.
 
 Deleting chunks of a file-backed source removes them until that source is ingested again (the file still holds
@@ -28,12 +28,12 @@ from typing import Any
 
 import structlog
 
-from fabric.audit import AuditLog, EntryChange
-from fabric.errors import FabricError, IngestError
+from fabric.core.chunks import StoreWriter
+from fabric.core.errors import FabricError, IngestError
+from fabric.ingest.audit import AuditLog, EntryChange
 from fabric.ingest.audit_trail import graph_triples, record_changes, triple_changes
+from fabric.ingest.conflicts import public_source
 from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
-from fabric.ingest.pipeline import public_source
-from fabric.writers.model import StoreWriter
 
 __all__ = ["DeleteReport", "NothingToDelete", "delete_entries", "matching_sources"]
 

@@ -1,4 +1,4 @@
-"""Source loaders: BEIR corpora, folders of Markdown/text, JSONL entries → :class:`~fabric.ingest.model.Chunk`.
+"""Source loaders: BEIR corpora, folders of Markdown/text, JSONL entries → :class:`~fabric.core.chunks.Chunk`.
 
 - ``beir``: a folder with ``corpus.jsonl`` (``_id``, ``title``, ``text``); one chunk per document and
   ``id == doc_id == chunk_id == _id``, so evaluations score hits by the BEIR id. Imports: untrusted.
@@ -13,7 +13,7 @@
 
 Publication dates later than now plus :data:`FUTURE_SKEW` are refused in every format.
 
-JSON lines (``jsonl`` and BEIR's ``corpus.jsonl``) are parsed by :func:`fabric.safejson.loads`: a line nested
+JSON lines (``jsonl`` and BEIR's ``corpus.jsonl``) are parsed by :func:`fabric.core.safejson.loads`: a line nested
 deeper than 64 levels, holding a lone surrogate (``"\ud800"``) or ``NaN`` is an :class:`IngestError` naming
 file, line and field, like any other malformed line.
 
@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from fabric import safejson
-from fabric.errors import IngestError
+from fabric.core import safejson
+from fabric.core.chunks import Chunk
+from fabric.core.errors import IngestError
+from fabric.core.models import SourceKind, Trust
 from fabric.ingest.chunking import chunk_markdown, extract_years, parse_date, split_frontmatter
-from fabric.ingest.model import Chunk
-from fabric.models import SourceKind, Trust
 from fusion.quality import content_quality
 from fusion.simhash import simhash64, simhash_many
 from fusion.text import title_key

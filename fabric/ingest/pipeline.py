@@ -27,139 +27,29 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import structlog
 
-from fabric.audit import EntryChange
-from fabric.crashpoints import crash_point
-from fabric.errors import FabricError, IngestError, LaneError
+from fabric.core.chunks import Chunk, PrefetchingStore, StoreWriter
+from fabric.core.errors import FabricError, LaneError
+from fabric.core.models import Embedder
+from fabric.ingest.audit import EntryChange
 from fabric.ingest.audit_trail import graph_triples, record_changes, triple_changes
+from fabric.ingest.conflicts import MAX_SHOWN_IDS, IdConflictError, shown_source, source_origin
+from fabric.ingest.crashpoints import crash_point
 from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
 from fabric.ingest.loaders import finalize_all, load_source
-from fabric.ingest.model import Chunk, StoreWriter
-from fabric.models import Embedder
-from fabric.privacy import WITHHELD, is_private, is_remote
-from fabric.writers.model import PrefetchingStore
+from fabric.ingest.privacy import WITHHELD, is_private, is_remote
+from fabric.ingest.report import IngestReport, Progress
 
-__all__ = ["MAX_SHOWN_IDS", "IdConflictError", "IngestReport", "Progress", "ingest", "public_source"]
-
-MAX_SHOWN_IDS = 50
-"""How many duplicate ids a report lists (the count covers all of them)."""
-
-
-class IdConflictError(IngestError):
-    """Ids the load yields that another source already holds; nothing was written.
-
-    Args:
-        taken: each conflicting id with the source holding it.
-    """
-
-    status = 409
-
-    def __init__(self, taken: dict[str, str]) -> None:
-        self.taken = dict(sorted(taken.items()))
-        first, owner = next(iter(self.taken.items()))
-        more = f" (and {len(taken) - 1} more)" if len(taken) > 1 else ""
-        super().__init__(
-            f"id {first!r} already exists for another source ({owner}){more}; ids are not overwritten across "
-            "sources: rename the entry or remove it from its source first"
-        )
-
-
-def _origin(source: str, home: Path) -> str:
-    """Who owns a ledger source for the id-conflict rule: every entry list posted to the API is one origin
-    (each is spooled to its own file); any other source is its own origin."""
-    spool = f"jsonl:{(home / 'spool').resolve()}/"
-    return "api" if source.startswith(spool) else source
-
-
-def _shown(source: str, home: Path) -> str:
-    """A source as told to a client: ``api`` or ``<format>:<file name>`` (no server path)."""
-    origin = _origin(source, home)
-    if origin == "api":
-        return origin
-    kind, _, rest = source.partition(":")
-    return f"{kind}:{Path(rest).name}"
-
-
-def public_source(source: str, home: Path) -> str:
-    """A ledger source as clients see it (conflicts, audit records, deletes): ``api`` or ``<format>:<name>``."""
-    return _shown(source, home)
-
+__all__ = ["ingest"]
 
 log = structlog.get_logger(__name__)
 
 BATCH = 256
 """Chunks per embedding call and per store write."""
-
-
-class Progress:
-    """Progress sink: the CLI passes a rich-backed subclass; the default reports nothing."""
-
-    def stage(self, name: str, total: int) -> None:
-        """A stage with ``total`` units starts."""
-
-    def advance(self, name: str, n: int) -> None:
-        """``n`` more units of stage ``name`` are done."""
-
-
-@dataclass
-class IngestReport:
-    """What one ingestion run did (the CLI prints it; ``--json`` emits :meth:`to_dict`)."""
-
-    source: str
-    format: str
-    docs: int = 0
-    chunks: int = 0
-    created: int = 0
-    updated: int = 0
-    repaired: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    pending: int = 0
-    """Chunks some target store does not hold after this run (a store failed): the next run repairs them."""
-    duplicates: int = 0
-    """Entries superseded by a later entry with the same id in this load (last wins)."""
-    duplicate_ids: list[str] = field(default_factory=list)
-    """The repeated ids (sorted, the first :data:`MAX_SHOWN_IDS`)."""
-    contended: int = 0
-    audited: int = 0
-    embedded: int = 0
-    embeddings: str = "ok"
-    stores: dict[str, str] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def failed_stores(self) -> dict[str, str]:
-        """Stores that could not be written, with the error (empty when every store took its writes)."""
-        return {k: v for k, v in sorted(self.stores.items()) if v != "ok"}
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary with per-stage docs/s."""
-        rates = {k: round(self.docs / v, 1) if v > 0 else None for k, v in self.seconds.items() if k != "total"}
-        return {
-            "source": self.source,
-            "format": self.format,
-            "docs": self.docs,
-            "chunks": self.chunks,
-            "created": self.created,
-            "updated": self.updated,
-            "repaired": self.repaired,
-            "unchanged": self.unchanged,
-            "deleted": self.deleted,
-            "pending": self.pending,
-            "duplicates": {"count": self.duplicates, "ids": list(self.duplicate_ids), "rule": "last-wins"},
-            "contended": self.contended,
-            "audited": self.audited,
-            "embedded": self.embedded,
-            "embeddings": self.embeddings,
-            "stores": dict(self.stores),
-            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
-            "docs_per_s": rates,
-        }
 
 
 def _plan(
@@ -254,9 +144,9 @@ async def _check_ids(ledger: Ledger, chunks: Sequence[Chunk], source: str, home:
         API): this load updates them rather than creating them.
     """
     held = await asyncio.to_thread(ledger.owners, [c.id for c in chunks], source)
-    taken = {i: s for i, s in held.items() if _origin(s, home) != _origin(source, home)}
+    taken = {i: s for i, s in held.items() if source_origin(s, home) != source_origin(source, home)}
     if taken:
-        raise IdConflictError({i: _shown(s, home) for i, s in taken.items()})
+        raise IdConflictError({i: shown_source(s, home) for i, s in taken.items()})
     return await asyncio.to_thread(ledger.lookup, list(held)) if held else {}
 
 
@@ -298,13 +188,34 @@ async def ingest(
 ) -> IngestReport:
     """Ingest ``path`` into every store of ``writers``; see the module docstring for the protocol.
 
-    A source matching ``private_sources`` is not embedded by a remote embedder (:mod:`fabric.privacy`).
+    A source matching ``private_sources`` is not embedded by a remote embedder (:mod:`fabric.ingest.privacy`).
 
     Raises:
         IngestError: the source cannot be read or parsed.
         IdConflictError: an id is already held by another source (nothing is written).
     """
     progress = progress or Progress()
+    t0 = time.perf_counter()
+    source, chunks, report = await _load(path, fmt, progress)
+    t2 = time.perf_counter()
+
+    withheld = is_remote(embedder) and await asyncio.to_thread(is_private, path, private_sources)
+    embedder = None if withheld else embedder
+    ledger = await asyncio.to_thread(Ledger, home / LEDGER_FILE)
+    try:
+        if embedder is None:
+            report.embeddings = WITHHELD if withheld else "disabled: no embedder (lexical only)"
+        stored = _Store(ledger=ledger, source=source, home=home, writers=writers, progress=progress, report=report)
+        await stored.run(chunks, embedder, since=t2)
+    finally:
+        await asyncio.to_thread(ledger.close)
+    report.seconds["total"] = time.perf_counter() - t0
+    log.info("ingest_finished", **{k: v for k, v in report.to_dict().items() if isinstance(v, int | str)})
+    return report
+
+
+async def _load(path: Path, fmt: str | None, progress: Progress) -> tuple[str, list[Chunk], IngestReport]:
+    """Load and chunk ``path``: its source name, its chunks (duplicates counted in the report) and the report."""
     t0 = time.perf_counter()
     progress.stage("load", 1)
     loaded = await asyncio.to_thread(load_source, path, fmt)
@@ -315,23 +226,33 @@ async def ingest(
     chunks = await asyncio.to_thread(lambda: _dedupe(finalize_all(loaded.chunks), report))
     progress.advance("chunk", len(chunks))
     report.chunks = len(chunks)
-    t2 = time.perf_counter()
+    report.seconds.update({"load": t1 - t0, "chunk": time.perf_counter() - t1})
+    return loaded.source, chunks, report
 
-    withheld = is_remote(embedder) and await asyncio.to_thread(is_private, path, private_sources)
-    embedder = None if withheld else embedder
-    ledger = await asyncio.to_thread(Ledger, home / LEDGER_FILE)
-    try:
+
+@dataclass(slots=True, kw_only=True)
+class _Store:
+    """One source's chunks against the ledger: plan, embed, write every store, record, audit."""
+
+    ledger: Ledger
+    source: str
+    home: Path
+    writers: Sequence[StoreWriter]
+    progress: Progress
+    report: IngestReport
+
+    async def run(self, chunks: list[Chunk], embedder: Embedder | None, *, since: float) -> None:
+        """Store ``chunks`` (vectors from ``embedder`` when there is one); ``since`` starts the embed stage's time."""
+        ledger, source, writers, report = self.ledger, self.source, self.writers, self.report
         all_stores = {w.store for w in writers}
         lexical = {w.store for w in writers if not w.needs_vectors}
-        if embedder is None:
-            report.embeddings = WITHHELD if withheld else "disabled: no embedder (lexical only)"
-        adopted = await _check_ids(ledger, chunks, loaded.source, home)
-        entries = await asyncio.to_thread(ledger.entries, loaded.source)
+        adopted = await _check_ids(ledger, chunks, source, self.home)
+        entries = await asyncio.to_thread(ledger.entries, source)
         targets = {c.id: all_stores if embedder is not None else lexical for c in chunks}
         report.contended = sum(1 for e in entries.values() if e.state == "pending")
         todo, gone, report.unchanged = await asyncio.to_thread(_plan, chunks, entries, adopted, targets)
         entries |= adopted
-        await _mark_pending(ledger, todo, gone, loaded.source)
+        await _mark_pending(ledger, todo, gone, source)
         touched = [c.id for c, action, _ in todo if action != "repair"] + [e.id for e in gone]
         ta = time.perf_counter()  # a created chunk had no triples: only updates and deletes are read before
         before = await graph_triples(
@@ -342,29 +263,23 @@ async def ingest(
         vectors: dict[str, tuple[float, ...]] = {}
         need_vec = [c for c, _, st in todo if any(w.store in st and w.needs_vectors for w in writers)]
         if embedder is not None and need_vec:
-            vectors = await _embed(embedder, need_vec, progress, report)
+            vectors = await _embed(embedder, need_vec, self.progress, report)
         t3 = time.perf_counter()
 
-        held, deleted_ok = await _write_all(writers, todo, gone, entries, vectors, progress, report)
+        held, deleted_ok = await _write_all(writers, todo, gone, entries, vectors, self.progress, report)
         t4 = time.perf_counter()
 
         crash_point("ledger")
-        await asyncio.to_thread(lambda: ledger.mark_done(_done_rows(todo, entries, held, loaded.source, report)))
+        await asyncio.to_thread(lambda: ledger.mark_done(_done_rows(todo, entries, held, source, report)))
         if deleted_ok and gone:
             report.deleted = await asyncio.to_thread(ledger.remove, gone, all_stores)
         elif gone:
             report.pending += len(gone)
         ta = time.perf_counter()
         after = await graph_triples(writers, touched)
-        report.audited = await _audit(home, loaded.source, todo, gone if deleted_ok else [], before, after)
-        audit_s = audit_before + time.perf_counter() - ta
-    finally:
-        await asyncio.to_thread(ledger.close)
-    report.seconds.update({"load": t1 - t0, "chunk": t2 - t1, "embed": t3 - t2 - audit_before, "write": t4 - t3})
-    report.seconds["audit"] = audit_s
-    report.seconds["total"] = time.perf_counter() - t0
-    log.info("ingest_finished", **{k: v for k, v in report.to_dict().items() if isinstance(v, int | str)})
-    return report
+        report.audited = await _audit(self.home, source, todo, gone if deleted_ok else [], before, after)
+        report.seconds.update({"embed": t3 - since - audit_before, "write": t4 - t3})
+        report.seconds["audit"] = audit_before + time.perf_counter() - ta
 
 
 async def _write_all(
@@ -450,7 +365,7 @@ async def _audit(
 ) -> int:
     """Record created, updated and deleted entries and their triples in the audit history (repairs change
     nothing a client sees, so they are not recorded)."""
-    shown = _shown(source, home)
+    shown = shown_source(source, home)
     changes = [
         EntryChange(f"{action}d", c.id, c.doc_id, shown, c.content_hash) for c, action, _ in todo if action != "repair"
     ]

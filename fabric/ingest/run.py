@@ -1,7 +1,7 @@
-"""Ingest one source into the stores a :class:`~fabric.config.Settings` names (its home, embedder and writers).
+"""Ingest one source into the stores a :class:`~fabric.settings.Settings` names (its home, embedder and writers).
 
 The one entry that ``fabric ingest``, ``fabric demo`` and the eval harness share: it takes the home's lock
-(:mod:`fabric.homelock`: refused, naming the holder's pid, while a service or another ingest writes the home),
+(:mod:`fabric.ingest.homelock`: refused, naming the holder's pid, while a service or another ingest writes the home),
 builds the configured embedder and the enabled stores' writers, repairs the stores from the ledger when a crash
 left it pending (:mod:`fabric.ingest.check`), runs :func:`fabric.ingest.pipeline.ingest`, and closes the writers.
 """
@@ -14,14 +14,15 @@ from pathlib import Path
 
 import structlog
 
-from fabric.config import Settings
-from fabric.embeddings import build_embedder
-from fabric.homelock import HomeLock
+from fabric.core.chunks import FinishingStore, StoreWriter
+from fabric.core.tenants import DEFAULT_TENANT, tenant_home
+from fabric.embed.embeddings import build_embedder
 from fabric.ingest.check import check_stores, pending_rows
-from fabric.ingest.pipeline import IngestReport, Progress, ingest
+from fabric.ingest.homelock import HomeLock
+from fabric.ingest.pipeline import ingest
+from fabric.ingest.report import IngestReport, Progress
 from fabric.ingest.writers import build_writers
-from fabric.tenants import DEFAULT_TENANT, tenant_home
-from fabric.writers.model import FinishingStore, StoreWriter
+from fabric.settings import Settings
 from lanes.base import LaneResources
 
 __all__ = ["run_ingest"]
@@ -33,7 +34,7 @@ async def run_ingest(
     settings: Settings, path: Path, fmt: str | None, progress: Progress | None = None, *, tenant: str = DEFAULT_TENANT
 ) -> IngestReport:
     """Ingest ``path`` with the settings' embedder into every enabled store of ``tenant`` (``settings.home`` for
-    ``default``; :mod:`fabric.tenants`).
+    ``default``; :mod:`fabric.core.tenants`).
 
     Raises:
         IngestError: the source cannot be read or parsed.

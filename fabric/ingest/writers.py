@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from fabric.config import Settings
-from fabric.errors import ConfigError
-from fabric.writers.model import StoreWriter
+from fabric.core.chunks import StoreWriter
+from fabric.core.errors import ConfigError
+from fabric.settings import Settings
 from lanes.base import LaneResources, LaneSpec, WriterFactory
 from lanes.registry import descriptor, writers
 

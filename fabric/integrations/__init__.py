@@ -8,6 +8,8 @@
 
 They share :class:`~fabric.integrations.source.FabricSource` (engine or HTTP client, blocking or async). This
 package imports no framework: each module imports its own when it is imported.
+
+Floor: imports :mod:`fabric.client` and the query floor; never serve or the CLI.
 """
 
 __all__: list[str] = []

@@ -1,4 +1,4 @@
-"""Where a framework retriever gets its results: an in-process :class:`~fabric.engine.Engine` or a remote service.
+"""Where a framework retriever gets its results: an in-process :class:`~fabric.query.engine.Engine` or a remote service.
 
 :class:`FabricSource` answers ``search(query)`` (blocking) and ``asearch(query)`` (async) with a
 :class:`~fabric.client.SearchPage`, whichever side it talks to:
@@ -24,10 +24,10 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import Any, Self, TypeVar
 
 from fabric.client import FabricClient, PageItem, SearchPage, search_body
-from fabric.config import Settings
-from fabric.engine import Engine
-from fabric.errors import FabricError
-from fabric.validation import parse_request
+from fabric.core.errors import FabricError
+from fabric.query.engine import Engine
+from fabric.query.validation import parse_request
+from fabric.settings import Settings
 
 __all__ = ["FabricSource", "SearchParams", "SourceConstructors", "item_metadata", "request_params"]
 

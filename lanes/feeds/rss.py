@@ -33,9 +33,9 @@ from typing import Any
 
 import structlog
 
-from fabric.errors import ConfigError, LaneBadResponse, LaneError
-from fabric.httpclient import fetch
-from fabric.models import Hit, LaneRequest, SourceKind
+from fabric.core.errors import ConfigError, LaneBadResponse, LaneError
+from fabric.core.models import Hit, LaneRequest, SourceKind
+from fabric.net.httpclient import fetch
 from lanes._options import LaneOptions
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.web._common import clean_html, domain_of, in_date_bounds, normalise_url, site_allowed

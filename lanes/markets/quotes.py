@@ -29,9 +29,9 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from fabric.errors import ConfigError, LaneBadResponse, LaneError
-from fabric.httpclient import fetch
-from fabric.models import Hit, LaneRequest, SourceKind
+from fabric.core.errors import ConfigError, LaneBadResponse, LaneError
+from fabric.core.models import Hit, LaneRequest, SourceKind
+from fabric.net.httpclient import fetch
 from lanes._options import LaneOptions
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.web._common import domain_of, parse_time

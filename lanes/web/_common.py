@@ -2,7 +2,7 @@
 domains, dates and snippets.
 
 A web lane is request → parse → map errors: the executor writes the web response cache after each successful
-web-kind call (:mod:`fabric.executor`), retries, budgets and penalties are its business too.
+web-kind call (:mod:`fabric.query.executor`), retries, budgets and penalties are its business too.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from fabric.httpclient import DEFAULT_MAX_BYTES, HttpResponse, fetch
-from fabric.models import BoundConstraints
+from fabric.core.models import BoundConstraints
+from fabric.net.httpclient import DEFAULT_MAX_BYTES, HttpResponse, fetch
 from lanes._options import LaneOptions
 from lanes.base import BaseLane, LaneResources, LaneSpec
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabric.errors import LaneBadResponse
-from fabric.httpclient import raise_for_status
-from fabric.models import Hit, LaneRequest, SourceKind
+from fabric.core.errors import LaneBadResponse
+from fabric.core.models import Hit, LaneRequest, SourceKind
+from fabric.net.httpclient import raise_for_status
 from lanes.base import Backend, LaneResources, LaneSpec
 from lanes.web._common import HttpLane, clean_html, site_allowed
 

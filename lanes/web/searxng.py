@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from fabric.errors import LaneBadResponse
-from fabric.models import Hit, LaneRequest, SourceKind
+from fabric.core.errors import LaneBadResponse
+from fabric.core.models import Hit, LaneRequest, SourceKind
 from lanes.base import Backend, LaneResources, LaneSpec
 from lanes.web._common import HttpLane, clean_html, domain_of, in_date_bounds, normalise_url, parse_time, site_allowed
 

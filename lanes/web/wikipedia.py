@@ -22,8 +22,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from fabric.errors import LaneBadResponse, LaneRejected
-from fabric.models import Hit, LaneRequest, SourceKind
+from fabric.core.errors import LaneBadResponse, LaneRejected
+from fabric.core.models import Hit, LaneRequest, SourceKind
 from lanes.base import Backend
 from lanes.web._common import HttpLane, clean_html, parse_time, site_allowed
 

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from bench import budget
-from fabric.errors import QueryError
+from fabric.core.errors import QueryError
 
 
 def test_tiny_run_reports_every_figure() -> None:

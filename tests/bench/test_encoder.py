@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench import encoder
-from fabric.errors import QueryError
+from fabric.core.errors import QueryError
 
 SCIFACT = Path("/work/shared/datasets/scifact")
 

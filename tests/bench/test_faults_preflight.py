@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import bench.faults_preflight as mod
-from fabric.faultproxy import Fault
 from tests.support.settings import quiet_logs  # noqa: F401
+from tools.faultproxy import Fault
 
 
 class TestPreflightCase:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import bench.faults_stores as mod
-from fabric.models import LaneRequest
+from fabric.core.models import LaneRequest
 from tests.support.http import guarded
 
 

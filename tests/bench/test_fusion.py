@@ -7,8 +7,8 @@ from pathlib import Path
 
 from bench import fusion
 from bench.fusion import _freeze, _thaw, plain_rrf
-from fabric.config import Settings
-from fabric.models import SourceKind
+from fabric.core.models import SourceKind
+from fabric.settings import Settings
 from tests.support.hits import make_outcomes
 
 

@@ -6,7 +6,7 @@ import argparse
 
 from bench import fusion_digest
 from bench.fusion_digest import case, digest_case
-from fabric.config import FusionConfig
+from fabric.settings import FusionConfig
 from fusion.pipeline import FusionContext
 from tests.support.hits import NOW, make_outcomes
 

@@ -9,7 +9,7 @@ import pytest
 
 from bench import instructions
 from bench.instructions import WORKLOADS, parse_collected, workload
-from fabric.errors import QueryError
+from fabric.core.errors import QueryError
 
 
 def args(**kw: object) -> argparse.Namespace:

@@ -45,7 +45,7 @@ def test_registered_and_validated() -> None:
 
     import bench
     from bench import mcp as module
-    from fabric.errors import QueryError
+    from fabric.core.errors import QueryError
 
     assert "mcp" in bench.BENCHES
     parser = argparse.ArgumentParser()

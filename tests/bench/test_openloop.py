@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import bench.openloop as mod
 from bench.openloop import _Answer, _figures, unique_query
-from lanes.graph.extract import query_ngrams
-from lanes.keyword.sqlite_fts import query_terms
+from lanes.graph._extract.entities import query_ngrams
+from lanes.keyword.sqlite_fts.lane import query_terms
 
 
 def test_unique_queries_differ_yet_search_the_same_terms() -> None:

@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from bench import tenants
-from fabric.errors import QueryError
+from fabric.core.errors import QueryError
 
 
 def test_heavy_tenant_is_limited_and_every_request_answered() -> None:

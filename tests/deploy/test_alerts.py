@@ -16,8 +16,8 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from fabric.limits import TenantMetrics
-from fabric.metrics import EngineMetrics
+from fabric.query.metrics import EngineMetrics
+from fabric.serve.limits.tenants import TenantMetrics
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS = ROOT / "deploy" / "prometheus"

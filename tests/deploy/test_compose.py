@@ -13,7 +13,7 @@ import pytest
 import yaml
 from yarl import URL
 
-from fabric.config import load_settings
+from fabric.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ("qdrant", "meilisearch", "arangodb", "searxng")

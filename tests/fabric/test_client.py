@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from fabric.client import FabricClient, FabricClientError, SearchPage
-from fabric.errors import QueryError
-from fabric.validation import parse_request
+from fabric.core.errors import QueryError
+from fabric.query.validation import parse_request
 from tests.support.ingested import engine
 
 

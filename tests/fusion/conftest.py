@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from fabric.config import AuthorityEntry, FactorWeights, FusionConfig
-from fabric.models import FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
+from fabric.core.models import FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
+from fabric.settings import AuthorityEntry, FactorWeights, FusionConfig
 from fusion.types import FusionContext
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

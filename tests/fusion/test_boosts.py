@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from fabric.config import AuthorityEntry
-from fabric.models import LaneKind
+from fabric.core.models import LaneKind
+from fabric.settings import AuthorityEntry
 from fusion import boosts
 from fusion.boosts import KEYLESS_BONUS, authority_of, recency_of
 from fusion.pipeline import fuse

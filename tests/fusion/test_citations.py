@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabric.models import Hit
+from fabric.core.models import Hit
 from fusion import citations
 from fusion.citations import align_citations, embedding_similarity, lexical_similarity, split_sentences
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabric.models import FusionMode, LaneKind, LaneStatus
+from fabric.core.models import FusionMode, LaneKind, LaneStatus
 from fusion import combine
 from fusion.combine import ModeScorer, collect
 from fusion.pipeline import fuse

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric.errors import QueryError
+from fabric.core.errors import QueryError
 from fusion.cursor import decode_cursor, encode_cursor, fingerprint
 
 SECRET = b"s3cret"

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from fabric.config import DedupConfig
-from fabric.models import LaneKind
+from fabric.core.models import LaneKind
+from fabric.settings import DedupConfig
 from fusion import dedup
 from fusion.combine import collect
 from fusion.dedup import find_duplicates

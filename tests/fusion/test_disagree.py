@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabric.models import Hit
+from fabric.core.models import Hit
 from fusion import disagree
 from fusion.citations import align_citations
 from fusion.disagree import find_disagreements

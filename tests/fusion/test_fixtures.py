@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from fabric.config import FusionConfig
-from fabric.models import FusionMode
+from fabric.core.models import FusionMode
+from fabric.settings import FusionConfig
 from fusion.pipeline import FusionContext, FusionOutput, fuse
 from tests.fusion.conftest import NOW, lane, outcomes
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric.config import FactorWeights
-from fabric.models import FusionMode, LaneKind, LaneStatus
+from fabric.core.models import FusionMode, LaneKind, LaneStatus
+from fabric.settings import FactorWeights
 from fusion import pipeline
 from fusion.pipeline import fuse
 from fusion.rrf import fuse_rrf
@@ -161,7 +161,7 @@ class TestFactorWeights:
 class TestCombMnzConfig:
     def test_config_switch(self) -> None:
         """config.combmnz turns CombMNZ on like ctx.combmnz."""
-        from fabric.config import FusionConfig
+        from fabric.settings import FusionConfig
         from fusion.types import FusionContext
         from tests.fusion.conftest import NOW
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from fabric.config import AuthorityEntry, FactorWeights
-from fabric.models import Hit, LaneKind
+from fabric.core.models import Hit, LaneKind
+from fabric.settings import AuthorityEntry, FactorWeights
 from fusion import rank
 from fusion.pipeline import FusionOutput, fuse
 from tests.fusion.conftest import NOW, context, hit, lane, outcomes

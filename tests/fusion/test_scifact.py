@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from fabric.config import FactorWeights, FusionConfig
-from fabric.models import Hit, LaneKind, LaneOutcome, LaneStatus
+from fabric.core.models import Hit, LaneKind, LaneOutcome, LaneStatus
+from fabric.settings import FactorWeights, FusionConfig
 from fusion.pipeline import FusionContext, fuse
 from fusion.quality import content_quality
 from tests.fusion.conftest import NOW

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabric.models import FusedItem
+from fabric.core.models import FusedItem
 from fusion import types
 from fusion.pipeline import fuse
 from fusion.types import FusedItems

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from fabric.models import FusionMode
+from fabric.core.models import FusionMode
 from fusion import zscore
 from fusion.combine import ModeScorer, collect
 from fusion.score import NORMALISERS

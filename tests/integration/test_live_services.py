@@ -14,9 +14,9 @@ import aiohttp
 import pytest
 from yarl import URL
 
-from fabric.httpclient import AllowList, HostRule, create_session, fetch
-from fabric.ingest.model import Chunk
-from fabric.models import LaneKind, LaneRequest
+from fabric.core.chunks import Chunk
+from fabric.core.models import LaneKind, LaneRequest
+from fabric.net.httpclient import AllowList, HostRule, create_session, fetch
 from lanes.base import LaneResources, LaneSpec
 
 pytestmark = pytest.mark.integration
@@ -62,8 +62,8 @@ async def test_qdrant_ready(session: aiohttp.ClientSession) -> None:
 
 async def test_meilisearch_ingest_then_search(session: aiohttp.ClientSession) -> None:
     """Chunks written by MeilisearchWriter are found by MeilisearchKeywordLane with a ranking score."""
-    from lanes.keyword.meilisearch import MeilisearchKeywordLane
-    from lanes.keyword.meilisearch_writer import MeilisearchWriter
+    from lanes.keyword.meilisearch.lane import MeilisearchKeywordLane
+    from lanes.keyword.meilisearch.writer import MeilisearchWriter
 
     options = {
         "url": _env("FABRIC_MEILI_URL"),
@@ -82,8 +82,8 @@ async def test_meilisearch_ingest_then_search(session: aiohttp.ClientSession) ->
 
 async def test_arango_ingest_then_traverse() -> None:
     """Chunks written by ArangoGraphWriter are reached by ArangoGraphLane's traversal."""
-    from lanes.graph.arango import ArangoGraphLane
-    from lanes.graph.arango_writer import ArangoGraphWriter
+    from lanes.graph.arango.lane import ArangoGraphLane
+    from lanes.graph.arango.writer import ArangoGraphWriter
 
     options = {
         "url": _env("FABRIC_ARANGO_URL"),

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import lanes.registry as mod
-from fabric.config import ENV_URLS, SELF_HOSTED_BACKENDS
-from fabric.errors import ConfigError
+from fabric.core.errors import ConfigError
+from fabric.core.models import LaneKind
 from fabric.ingest.writers import WRITERS
-from fabric.models import LaneKind
+from fabric.settings import ENV_URLS, SELF_HOSTED_BACKENDS
 from lanes.base import Backend, LaneResources, LaneSpec
 from lanes.fake import FakeLane
 
@@ -45,10 +45,18 @@ class TestDescriptors:
         with pytest.raises(ConfigError, match=r"unknown backend 'nope'; valid: arango, .*fake, .*web_cache"):
             mod.descriptor("nope")
 
-    def test_module_without_a_declaration_is_not_a_backend(self) -> None:
-        """A module under lanes/ that declares no backend (the entity extractor) is refused by name."""
-        with pytest.raises(ConfigError, match=r"unknown backend 'extract' \(lanes\.graph\.extract declares none\)"):
-            mod.descriptor("extract")
+    def test_helpers_are_not_backends(self) -> None:
+        """A helper shared by a kind's backends (``lanes/graph/_extract``) is never a candidate, and a name no
+        backend declares is refused listing the valid ones."""
+        assert all(not name.startswith("_") for name, _ in mod._candidates())
+        assert "lanes.graph._extract.entities" not in dict(mod._candidates()).values()
+        with pytest.raises(ConfigError, match=r"unknown backend '_extract'; valid: "):
+            mod.descriptor("_extract")
+
+    def test_backend_package_declares_in_its_lane_module(self) -> None:
+        """A backend of several files is a package; its ``lane.py`` declares it."""
+        assert mod.BACKENDS["sqlite_fts"] == "lanes.keyword.sqlite_fts.lane"
+        assert mod.BACKENDS["sqlite_graph"] == "lanes.graph.sqlite_graph.lane"
 
     def test_build_lane(self) -> None:
         """build_lane builds the declared lane class from a spec and the shared resources."""

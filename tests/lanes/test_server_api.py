@@ -2,26 +2,26 @@
 
 from __future__ import annotations
 
-import fabric.writers
 import lanes._options
-import lanes.graph.arango_writer
-import lanes.keyword.meilisearch_writer
+import lanes.graph.arango.writer
+import lanes.keyword.meilisearch.writer
+import lanes.server_records
 import lanes.web._common
-from fabric.ingest.model import StoreWriter
-from fabric.models import LaneKind
+from fabric.core.chunks import StoreWriter
+from fabric.core.models import LaneKind
 from lanes.base import LaneResources, LaneSpec
 
 
 class TestPublicApi:
     def test_store_modules(self) -> None:
         """The store modules export their writer classes and constants."""
-        assert set(lanes.keyword.meilisearch_writer.__all__) == {
+        assert set(lanes.keyword.meilisearch.writer.__all__) == {
             "INDEX_SETTINGS",
             "MeiliOptions",
             "MeilisearchWriter",
             "meili_request",
         }
-        assert set(lanes.graph.arango_writer.__all__) == {
+        assert set(lanes.graph.arango.writer.__all__) == {
             "COLLECTIONS",
             "ArangoGraphWriter",
             "ArangoOptions",
@@ -32,17 +32,23 @@ class TestPublicApi:
 
     def test_helpers(self) -> None:
         """Helper modules export their documented names."""
-        assert set(fabric.writers.__all__) == {"ID_NAMESPACE", "chunk_key", "chunk_record", "record_hit", "simhash_of"}
+        assert set(lanes.server_records.__all__) == {
+            "ID_NAMESPACE",
+            "chunk_key",
+            "chunk_record",
+            "record_hit",
+            "simhash_of",
+        }
         assert lanes._options.__all__ == ["LaneOptions"]
         assert "normalise_url" in lanes.web._common.__all__
 
     def test_stores_satisfy_protocol(self) -> None:
         """Both server stores are StoreWriters (checked at runtime) and need no vectors."""
-        meili = lanes.keyword.meilisearch_writer.MeilisearchWriter(
+        meili = lanes.keyword.meilisearch.writer.MeilisearchWriter(
             LaneSpec(name="keyword", kind=LaneKind.KEYWORD, backend="meilisearch", options={"url": "http://m:7700"}),
             LaneResources(),
         )
-        arango = lanes.graph.arango_writer.ArangoGraphWriter(
+        arango = lanes.graph.arango.writer.ArangoGraphWriter(
             LaneSpec(name="graph", kind=LaneKind.GRAPH, backend="arango", options={"url": "http://a:8529"}),
             LaneResources(),
         )
@@ -52,6 +58,6 @@ class TestPublicApi:
 class TestDeterministicIds:
     def test_key_is_stable_and_safe(self) -> None:
         """chunk_key is a pure function of the id (and model), 32 hex chars."""
-        key = fabric.writers.chunk_key("doc:a.md#intro-1")
-        assert (key, len(key), key.isalnum()) == (fabric.writers.chunk_key("doc:a.md#intro-1"), 32, True)
-        assert fabric.writers.chunk_key("x", "minilm") != fabric.writers.chunk_key("x")
+        key = lanes.server_records.chunk_key("doc:a.md#intro-1")
+        assert (key, len(key), key.isalnum()) == (lanes.server_records.chunk_key("doc:a.md#intro-1"), 32, True)
+        assert lanes.server_records.chunk_key("x", "minilm") != lanes.server_records.chunk_key("x")

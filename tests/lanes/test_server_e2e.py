@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fabric.config import Settings, load_settings
-from fabric.engine import Engine
-from fabric.ingest.model import StoreWriter
+from fabric.core.chunks import StoreWriter
 from fabric.ingest.pipeline import ingest
 from fabric.ingest.writers import build_writers
-from fabric.resources import close_resources, open_resources
-from fabric.validation import parse_request
+from fabric.query.engine import Engine
+from fabric.query.resources import close_resources, open_resources
+from fabric.query.validation import parse_request
+from fabric.settings import Settings, load_settings
 from lanes.base import LaneResources
 from tests.lanes.graph.fake_arango import FakeArango
 from tests.lanes.keyword.fake_meili import FakeMeili

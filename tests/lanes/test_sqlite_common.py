@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fabric.models import BoundConstraints
-from fabric.writers.model import to_stored_simhash
+from fabric.core.chunks import to_stored_simhash
+from fabric.core.models import BoundConstraints
 from lanes.sqlite_common import (
     CHUNK_COLUMNS,
     CHUNKS_DDL,

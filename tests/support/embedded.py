@@ -10,10 +10,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from fabric.core.chunks import Chunk
+from fabric.core.models import LaneKind, SourceKind, Trust
+from fabric.core.tenants import DEFAULT_TENANT, tenant_home
 from fabric.ingest.loaders import finalize
-from fabric.ingest.model import Chunk
-from fabric.models import LaneKind, SourceKind, Trust
-from fabric.tenants import DEFAULT_TENANT, tenant_home
 from lanes.base import LaneResources, LaneSpec
 
 

@@ -11,7 +11,7 @@ import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from fabric.models import Hit, LaneKind, LaneOutcome, LaneStatus
+from fabric.core.models import Hit, LaneKind, LaneOutcome, LaneStatus
 from fusion.quality import content_quality
 from fusion.simhash import simhash_many
 from fusion.text import title_key

@@ -10,7 +10,7 @@ import aiohttp
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from fabric.httpclient import AllowList, HostRule, StaticResolver, create_session
+from fabric.net.httpclient import AllowList, HostRule, StaticResolver, create_session
 
 __all__ = ["Recorded", "guarded", "recording", "redirector", "serve"]
 

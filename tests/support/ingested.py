@@ -17,11 +17,11 @@ from typing import Any
 
 from aiohttp import web
 
-from fabric.config import load_settings
-from fabric.engine import Engine
-from fabric.ingest.submission import parse_submission
-from fabric.service import create_app, ingest_tasks
-from fabric.validation import parse_request
+from fabric.query.engine import Engine
+from fabric.query.validation import parse_request
+from fabric.serve.service import create_app, ingest_tasks
+from fabric.serve.tasks.submission import parse_submission
+from fabric.settings import load_settings
 from lanes.base import LaneResources
 from tests.support.embedded import BagEmbedder
 

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
-from fabric.config import (
+from fabric.core.logs import configure_logging
+from fabric.core.models import LaneKind, Mode
+from fabric.settings import (
     FusionConfig,
     LaneConfig,
     ModeConfig,
@@ -17,8 +19,6 @@ from fabric.config import (
     Settings,
     StageConfig,
 )
-from fabric.logs import configure_logging
-from fabric.models import LaneKind, Mode
 
 
 def lane_config(name: str, **kw: Any) -> LaneConfig:

@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from fabric.models import Embedder, LaneRequest
-from fabric.writers.model import Chunk, StoreWriter
+from fabric.core.chunks import Chunk, StoreWriter
+from fabric.core.models import Embedder, LaneRequest
 from lanes.base import Lane, LaneResources
 from tests.support.embedded import chunk
 

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from fabric.models import (
+from fabric.core.models import (
     FusedItem,
     Hit,
     LaneKind,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.errors import FabricError
+from fabric.core.errors import FabricError
 from fabric.eval.dataset import DatasetError, load_dataset
 
 TINY = Path(__file__).resolve().parents[2] / "fixtures" / "beir_tiny"

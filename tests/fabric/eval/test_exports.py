@@ -16,9 +16,9 @@ MODULES = [
     "fabric.eval.metrics",
     "fabric.eval.report",
     "fabric.eval.runner",
-    "fabric.eval.tuning",
-    "fabric.commands.eval",
-    "fabric.commands.tune",
+    "tools.fusion_tuning",
+    "fabric.cli.eval",
+    "fabric.cli.tune",
 ]
 
 
@@ -40,8 +40,8 @@ class TestExports:
         import sys
 
         code = (
-            "import sys, fabric.commands.eval, fabric.eval.harness; "
-            "print('fabric.engine' in sys.modules, 'ranx' in sys.modules)"
+            "import sys, fabric.cli.eval, fabric.eval.harness; "
+            "print('fabric.query.engine' in sys.modules, 'ranx' in sys.modules)"
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
         assert out.split() == ["False", "False"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fabric.config import load_settings
 from fabric.eval.harness import EvalPlan, artifact_config
+from fabric.settings import load_settings
 
 
 class TestArtifactConfig:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fabric.core.models import FusionMode, Mode
 from fabric.eval.dataset import Dataset, EvalQuery
 from fabric.eval.hints import hint_report, hinted_dataset, ranked, run_hinted
 from fabric.eval.runner import FUSED
-from fabric.models import FusionMode, Mode
 from tests.fabric.eval.fake_engine import FakeEngine
 
 

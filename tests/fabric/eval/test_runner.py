@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from fabric.config import load_settings
+from fabric.core.models import FusionMode, SearchRequest
 from fabric.eval import harness
 from fabric.eval.dataset import load_dataset
 from fabric.eval.harness import EvalPlan, prepare_home, run_plan
 from fabric.eval.report import build_artifact, percentile, render_markdown
 from fabric.eval.runner import FUSED, run_pass
-from fabric.models import FusionMode, SearchRequest
+from fabric.settings import load_settings
 from tests.fabric.eval.fake_engine import FakeEngine
 
 TINY = Path(__file__).resolve().parents[2] / "fixtures" / "beir_tiny"
@@ -209,7 +209,7 @@ class TestPrepareHome:
 
     def test_key_depends_on_openvino_precision(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """OpenVINO's bf16 and f32 vectors (by the CPU) get their own homes too."""
-        import fabric.minilm as minilm
+        import fabric.embed.minilm_runtime as minilm
 
         settings = load_settings(env={"FABRIC__embeddings__runtime": '"openvino"'})
         monkeypatch.setattr(minilm, "_PRECISION", ["bf16"])
@@ -270,7 +270,7 @@ class TestWarnings:
         """A lane that timed out or fell back on some queries is named in the artifact's warnings."""
         import dataclasses
 
-        from fabric.models import LaneStatus
+        from fabric.core.models import LaneStatus
 
         class Flaky(FakeEngine):
             async def search(self, request):

@@ -1,6 +1,6 @@
 """Tests for fabric.eval.slowcook: failure cases, the comparison with the previous receipt, the verdict, the receipt.
 
-The command end to end (real ingest, real engine) is in ``tests/fabric/commands/test_slowcook.py``.
+The command end to end (real ingest, real engine) is in ``tests/fabric/cli/test_slowcook.py``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 import fabric.eval.slowcook as mod
-from fabric.config import load_settings
-from fabric.errors import ConfigError
+from fabric.core.errors import ConfigError
 from fabric.eval.dataset import Dataset, EvalQuery
 from fabric.eval.runner import FUSED, PassResult, QueryRun
 from fabric.eval.slowcook import (
@@ -25,6 +24,7 @@ from fabric.eval.slowcook import (
     per_query,
     verdict_line,
 )
+from fabric.settings import load_settings
 
 QRELS = {"a": {"A": 2, "A2": 1}, "b": {"B": 2}, "c": {"C": 1}, "d": {"D": 1}}
 TOLERANCE = {"ndcg_at_10": 0.02, "hit_at_5": 0.0}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabric.audit import TripleChange
+from fabric.ingest.audit import TripleChange
 from fabric.ingest.audit_trail import triple_changes
 
 

@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 
 import fabric.ingest.check as mod
+from fabric.core.chunks import StoreWriter
+from fabric.core.models import LaneKind
 from fabric.ingest.check import check_stores, pending_rows
 from fabric.ingest.ledger import LEDGER_FILE, Ledger
-from fabric.ingest.model import StoreWriter
 from fabric.ingest.pipeline import ingest
-from fabric.models import LaneKind
-from fabric.writers import chunk_key
 from lanes.base import LaneResources, LaneSpec
-from lanes.graph.arango_writer import ArangoGraphWriter
-from lanes.graph.sqlite_writer import SqliteGraphWriter
-from lanes.keyword.meilisearch_writer import MeilisearchWriter
-from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
-from lanes.vector.numpy_flat_writer import FlatVectorWriter
+from lanes.graph.arango.writer import ArangoGraphWriter
+from lanes.graph.sqlite_graph.writer import SqliteGraphWriter
+from lanes.keyword.meilisearch.writer import MeilisearchWriter
+from lanes.keyword.sqlite_fts.writer import SqliteFtsWriter
+from lanes.server_records import chunk_key
+from lanes.vector.numpy_flat.writer import FlatVectorWriter
 from tests.lanes.graph.fake_arango import FakeArango
 from tests.lanes.keyword.fake_meili import FakeMeili
 from tests.support.embedded import BagEmbedder, chunk, resources, spec

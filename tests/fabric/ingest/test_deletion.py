@@ -10,21 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from fabric.audit import Actor, AuditLog, acting_as
-from fabric.config import load_settings
-from fabric.errors import IngestError
+from fabric.core.chunks import StoreWriter
+from fabric.core.errors import IngestError
+from fabric.core.models import LaneKind
+from fabric.ingest.audit import Actor, AuditLog, acting_as
 from fabric.ingest.deletion import DeleteReport, NothingToDelete, delete_entries, matching_sources
 from fabric.ingest.ledger import LEDGER_FILE, Ledger
-from fabric.ingest.model import StoreWriter
 from fabric.ingest.pipeline import ingest
 from fabric.ingest.writers import build_writers
-from fabric.models import LaneKind
-from fabric.writers import chunk_key
+from fabric.settings import load_settings
 from lanes.base import LaneResources
-from lanes.graph.sqlite_writer import SqliteGraphWriter
-from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
-from lanes.vector.numpy_flat_writer import FlatVectorWriter
-from lanes.vector.qdrant_writer import QdrantWriter
+from lanes.graph.sqlite_graph.writer import SqliteGraphWriter
+from lanes.keyword.sqlite_fts.writer import SqliteFtsWriter
+from lanes.server_records import chunk_key
+from lanes.vector.numpy_flat.writer import FlatVectorWriter
+from lanes.vector.qdrant.writer import QdrantWriter
 from tests.fabric.ingest.test_pipeline import _qdrant_ids, _sqlite_ids
 from tests.lanes.graph.fake_arango import FakeArango
 from tests.lanes.keyword.fake_meili import FakeMeili

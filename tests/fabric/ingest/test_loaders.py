@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fabric.errors import IngestError
+from fabric.core.chunks import from_stored_simhash, to_stored_simhash
+from fabric.core.errors import IngestError
+from fabric.core.models import SourceKind, Trust
 from fabric.ingest.loaders import LoadedSource, detect_format, finalize, finalize_all, load_source
-from fabric.ingest.model import from_stored_simhash, to_stored_simhash
-from fabric.models import SourceKind, Trust
 from fusion.simhash import simhash64
 from fusion.text import title_key
 

@@ -16,16 +16,18 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from fabric.errors import LaneUnavailable
+from fabric.core.chunks import Chunk, StoreWriter
+from fabric.core.errors import LaneUnavailable
+from fabric.core.models import LaneKind
+from fabric.ingest.conflicts import IdConflictError
 from fabric.ingest.deletion import delete_entries
 from fabric.ingest.ledger import Ledger
-from fabric.ingest.model import Chunk, StoreWriter
-from fabric.ingest.pipeline import IdConflictError, ingest
-from fabric.models import LaneKind
-from lanes.graph.sqlite_writer import SqliteGraphWriter
-from lanes.keyword.sqlite_fts_writer import SqliteFtsWriter
-from lanes.vector.numpy_flat_writer import FlatVectorWriter, store_path
-from lanes.vector.qdrant_writer import QdrantWriter, acquire_client, collection_name, release_client
+from fabric.ingest.pipeline import ingest
+from lanes.graph.sqlite_graph.writer import SqliteGraphWriter
+from lanes.keyword.sqlite_fts.writer import SqliteFtsWriter
+from lanes.vector.numpy_flat.store import store_path
+from lanes.vector.numpy_flat.writer import FlatVectorWriter
+from lanes.vector.qdrant.writer import QdrantWriter, acquire_client, collection_name, release_client
 from tests.support.embedded import BagEmbedder, resources, spec
 
 

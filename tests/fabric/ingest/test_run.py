@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from fabric.config import load_settings
-from fabric.errors import IngestError
+from fabric.core.errors import IngestError
 from fabric.ingest.check import check_stores
 from fabric.ingest.ledger import stored_chunks
-from fabric.ingest.pipeline import Progress
+from fabric.ingest.report import Progress
 from fabric.ingest.run import run_ingest
 from fabric.ingest.writers import build_writers
+from fabric.settings import load_settings
 from lanes.base import LaneResources
 
 

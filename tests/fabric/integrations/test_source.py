@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fabric.client import FabricClient
-from fabric.errors import FabricError, QueryError
+from fabric.core.errors import FabricError, QueryError
 from fabric.integrations.source import FabricSource, request_params
 from tests.support.ingested import engine
 
@@ -75,9 +75,9 @@ def test_request_params_drop_unset() -> None:
 class TestSourceConstructors:
     def test_each_constructor_hands_the_retriever_a_source_and_its_options(self, tmp_path) -> None:
         """from_settings, from_engine and from_url build the class with ``source=`` and pass the other options on."""
-        from fabric.config import load_settings
-        from fabric.engine import Engine
         from fabric.integrations.source import FabricSource, SourceConstructors
+        from fabric.query.engine import Engine
+        from fabric.settings import load_settings
 
         class Retriever(SourceConstructors):
             def __init__(self, *, source: FabricSource, limit: int | None = None) -> None:

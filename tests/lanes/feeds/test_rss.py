@@ -10,8 +10,8 @@ import pytest
 from aiohttp import web
 
 import lanes.feeds.rss as mod
-from fabric.errors import ConfigError, LaneBadResponse, LaneTimeout, LaneUnavailable
-from fabric.models import BoundConstraints, LaneKind, LaneRequest
+from fabric.core.errors import ConfigError, LaneBadResponse, LaneTimeout, LaneUnavailable
+from fabric.core.models import BoundConstraints, LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
 from lanes.feeds.rss import RssNewsLane, match_score
 from tests.support.http import guarded, serve

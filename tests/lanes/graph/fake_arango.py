@@ -19,8 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
-from lanes.graph.arango import SEARCH_AQL
-from lanes.graph.arango_writer import _DELETE_MENTIONS, _DELETE_RELATIONS, _LIST_IDS, _TRIPLES
+from lanes.graph.arango.lane import SEARCH_AQL
+from lanes.graph.arango.writer import _DELETE_MENTIONS, _DELETE_RELATIONS, _LIST_IDS, _TRIPLES
 
 __all__ = ["FakeArango"]
 

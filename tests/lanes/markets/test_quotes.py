@@ -10,8 +10,8 @@ import pytest
 from aiohttp import web
 
 import lanes.markets.quotes as mod
-from fabric.errors import ConfigError, LaneBadResponse, LaneRejected, LaneTimeout
-from fabric.models import LaneKind, LaneRequest
+from fabric.core.errors import ConfigError, LaneBadResponse, LaneRejected, LaneTimeout
+from fabric.core.models import LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
 from lanes.markets.quotes import QuotesMarketsLane, pluck
 from tests.support.http import guarded, serve

@@ -1,4 +1,4 @@
-"""Tests for :mod:`lanes.vector.payload`: the one payload shape of the vector stores and the hit read back."""
+"""Tests for :mod:`lanes.vector._payload`: the one payload shape of the vector stores and the hit read back."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import dataclasses
 import json
 from datetime import UTC, datetime
 
-import lanes.vector.payload as mod
-from fabric.models import SourceKind, Trust
-from lanes.vector.payload import chunk_payload, payload_hit
+import lanes.vector._payload as mod
+from fabric.core.models import SourceKind, Trust
+from lanes.vector._payload import chunk_payload, payload_hit
 from tests.support.embedded import chunk
 
 

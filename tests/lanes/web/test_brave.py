@@ -8,9 +8,9 @@ import pytest
 from aiohttp import web
 
 import lanes.web.brave as mod
-from fabric.config import ENV_URLS
-from fabric.errors import ConfigError, LaneBadResponse, LaneRejected
-from fabric.models import BoundConstraints, LaneKind, LaneRequest, SourceKind
+from fabric.core.errors import ConfigError, LaneBadResponse, LaneRejected
+from fabric.core.models import BoundConstraints, LaneKind, LaneRequest, SourceKind
+from fabric.settings import ENV_URLS
 from lanes.base import LaneResources, LaneSpec
 from lanes.registry import descriptor
 from lanes.web.brave import BraveWebLane

@@ -8,8 +8,8 @@ import pytest
 from aiohttp import web
 
 import lanes.web.mdn as mod
-from fabric.errors import LaneBadResponse, LaneRejected
-from fabric.models import LaneKind, LaneRequest
+from fabric.core.errors import LaneBadResponse, LaneRejected
+from fabric.core.models import LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
 from lanes.web.mdn import MdnWebLane
 from tests.support.http import guarded, serve

@@ -10,8 +10,8 @@ import pytest
 from aiohttp import web
 
 import lanes.web.searxng as mod
-from fabric.errors import ConfigError, LaneBadResponse, LaneRejected, LaneTimeout, LaneUnavailable
-from fabric.models import BoundConstraints, LaneKind, LaneRequest, SourceKind
+from fabric.core.errors import ConfigError, LaneBadResponse, LaneRejected, LaneTimeout, LaneUnavailable
+from fabric.core.models import BoundConstraints, LaneKind, LaneRequest, SourceKind
 from lanes.base import LaneResources, LaneSpec
 from lanes.web.searxng import SearxngWebLane
 from tests.support.http import guarded, serve

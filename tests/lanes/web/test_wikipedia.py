@@ -8,8 +8,8 @@ import pytest
 from aiohttp import web
 
 import lanes.web.wikipedia as mod
-from fabric.errors import LaneBadResponse, LaneRejected
-from fabric.models import BoundConstraints, LaneKind, LaneRequest
+from fabric.core.errors import LaneBadResponse, LaneRejected
+from fabric.core.models import BoundConstraints, LaneKind, LaneRequest
 from lanes.base import LaneResources, LaneSpec
 from lanes.web.wikipedia import WikipediaWebLane
 from tests.support.http import guarded, serve

@@ -1,0 +1,123 @@
+"""One writer per home: an exclusive advisory lock on ``<home>/fabric.lock`` held by ``fabric serve`` and by a CLI
+``fabric ingest`` for as long as they run.
+
+The lock is ``fcntl.flock`` (Linux and macOS; the kernel drops it when the process dies, ``kill -9`` included, so a
+crash never leaves a stale lock behind). The holder writes its pid, command and start time into the file, so the
+process that is refused can name it: ``home /x is in use by pid 4242 (fabric serve, since 2026-11-25T01:02:03Z)``.
+Readers (``fabric search``, ``fabric check`` without ``--repair``) do not take the lock: the SQLite stores are
+read through WAL while a writer works.
+
+Replicas of ``fabric serve`` sharing one home and one state database (``FABRIC_STATE_URL``, ``docs/replicas.md``)
+hold the lock *shared*: they coexist (the database's per-tenant writer lock decides which of them writes), while a
+CLI ingest or a service without the shared database, which take it exclusively, are refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from fabric.core.errors import ConfigError
+
+__all__ = ["LOCK_FILE", "HomeInUseError", "HomeLock", "lock_holder"]
+
+LOCK_FILE = "fabric.lock"
+"""The lock file's name under a home."""
+
+
+class HomeInUseError(ConfigError):
+    """Another process holds the home.
+
+    Args:
+        home: the home folder.
+        holder: what the holder wrote (``pid``, ``command``, ``since``), possibly empty.
+    """
+
+    def __init__(self, home: Path, holder: dict[str, Any]) -> None:
+        self.holder = holder
+        pid = holder.get("pid", "?")
+        what = f"{holder.get('command', 'fabric')}, since {holder.get('since', '?')}"
+        super().__init__(
+            f"home {home} is in use by pid {pid} ({what}): only one fabric service or ingest may write a home at "
+            "a time; stop that process, wait for it to finish, or use another --home"
+        )
+
+
+def lock_holder(home: Path) -> dict[str, Any]:
+    """What the current (or last) holder wrote into the lock file; empty when unreadable."""
+    try:
+        data = json.loads((home / LOCK_FILE).read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class HomeLock:
+    """The exclusive lock of a home; a context manager (sync) or :meth:`acquire` / :meth:`release`.
+
+    Args:
+        home: the home folder (created if missing).
+        command: what the holder is, shown to a refused process (``fabric serve``, ``fabric ingest``).
+        shared: take it shared (replicas over one state database) instead of exclusive.
+    """
+
+    def __init__(self, home: Path, command: str, *, shared: bool = False) -> None:
+        self.home = home
+        self.command = command
+        self.shared = shared
+        self._fh: IO[str] | None = None
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the lock."""
+        return self._fh is not None
+
+    def acquire(self) -> None:
+        """Take the lock without waiting (idempotent for this object).
+
+        Raises:
+            HomeInUseError: another process (or another lock object of this one) holds it.
+            ConfigError: the home cannot be created or the lock file cannot be opened.
+        """
+        if self._fh is not None:
+            return
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+            fh = (self.home / LOCK_FILE).open("a+", encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot open the lock file of home {self.home}: {exc}") from None
+        try:
+            fcntl.flock(fh.fileno(), (fcntl.LOCK_SH if self.shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            raise HomeInUseError(self.home, lock_holder(self.home)) from None
+        since = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        command = f"{self.command}, a replica" if self.shared else self.command
+        fh.seek(0)
+        fh.truncate()
+        fh.write(json.dumps({"pid": os.getpid(), "command": command, "since": since}))
+        fh.flush()
+        self._fh = fh
+
+    def release(self) -> None:
+        """Drop the lock (idempotent); the file stays, naming the last holder."""
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+            fh.close()
+
+    def __enter__(self) -> HomeLock:
+        self.acquire()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()

@@ -1,0 +1,224 @@
+"""The service's request guard: who is calling (API keys), what they may do (roles), and how much (limits).
+
+Every route goes through :func:`guard_middleware` (installed by :func:`install_guard`), sub-applications and
+routes added later included, except the probes ``/healthz`` and ``/readyz`` and the OpenAPI document:
+
+1. ``Authorization: Bearer <key>`` is checked against the key store (:mod:`fabric.serve.keys.store`): missing or unknown
+   keys answer ``401`` (with ``WWW-Authenticate: Bearer``), a role too low for the route ``403``.
+   With no active key in the store the guard is in *open mode*: every request is the ``default`` tenant with
+   the ``admin`` role (today's single-user behaviour; ``fabric serve`` allows it on loopback only, or with
+   ``--insecure``).
+2. The tenant's limits (:mod:`fabric.serve.limits.tenants`): over them, ``429`` with ``Retry-After``.
+3. Handlers read the caller with :func:`principal` and check finer rights with :func:`require`.
+
+Mutating methods need ``writer`` except on the read-only POST routes (:data:`READ_ONLY_POSTS`); everything else
+needs ``reader``. Every response carries ``X-Content-Type-Options: nosniff`` and a ``Content-Security-Policy``
+that forbids any active content, so no client renders the API's text as markup (:func:`security_headers`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from fabric.serve.keys.store import KeyBackend, Principal, Role
+from fabric.serve.limits.tenants import LimitExceeded, TenantLimits, TenantMetrics
+
+__all__ = [
+    "GUARD_KEY",
+    "OPEN_TENANT",
+    "PUBLIC_PATHS",
+    "READ_ONLY_POSTS",
+    "AuthError",
+    "Guard",
+    "guard_middleware",
+    "install_guard",
+    "principal",
+    "require",
+    "required_role",
+    "security_headers",
+]
+
+OPEN_TENANT = "default"
+"""The tenant of every request in open mode (no keys configured)."""
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
+"""Routes answered without a key and outside the limits (probes, and the API description, which holds no data)."""
+READ_ONLY_POSTS = frozenset({"/v1/search", "/v1/cite", "/mcp"})
+"""POST routes that only read (a ``reader`` key suffices; finer checks happen in the handler)."""
+
+_PRINCIPAL = web.RequestKey("principal", Principal)
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class AuthError(Exception):
+    """A request the guard refuses: ``status`` 401 or 403, ``field`` the part of the request at fault."""
+
+    def __init__(self, status: int, field: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.field = field
+        self.message = message
+
+    def response(self) -> web.Response:
+        """The service's usual error body."""
+        headers = {"WWW-Authenticate": 'Bearer realm="fabric"'} if self.status == 401 else None
+        body = {"error": {"field": self.field, "message": self.message}}
+        return web.json_response(body, status=self.status, headers=headers)
+
+
+class Guard:
+    """Authentication against a key store (:class:`fabric.serve.keys.store.KeyBackend`), per-tenant limits and metrics.
+
+    Verified keys and the open-mode decision are cached for ``cache_seconds`` (a revoked key stops working
+    within that time; a first key created while serving ends open mode within it).
+    """
+
+    def __init__(
+        self,
+        keys: KeyBackend,
+        limits: TenantLimits,
+        metrics: TenantMetrics,
+        *,
+        cache_seconds: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+        open_allowed: bool = True,
+    ) -> None:
+        self.keys = keys
+        self.open_allowed = open_allowed
+        """Whether an empty key store opens the service; ``fabric serve`` sets False on a non-loopback address
+        without ``--insecure``, so revoking the last key while serving locks the service instead of opening it."""
+        self.limits = limits
+        self.metrics = metrics
+        self._ttl = cache_seconds
+        self._clock = clock
+        self._cache: dict[str, tuple[Principal | None, float]] = {}
+        self._open: tuple[bool, float] | None = None
+
+    async def open_mode(self) -> bool:
+        """True when the store holds no active key (read in a worker thread: the store may be a database)."""
+        now = self._clock()
+        if self._open is None or self._open[1] <= now:
+            self._open = (await asyncio.to_thread(self.keys.active_count) == 0, now + self._ttl)
+        return self._open[0]
+
+    async def authenticate(self, header: str | None) -> Principal:
+        """The caller named by an ``Authorization`` header value.
+
+        Raises:
+            AuthError: 401 when the key is missing, malformed, unknown or revoked (outside open mode).
+        """
+        if await self.open_mode():
+            if self.open_allowed:
+                return Principal(OPEN_TENANT, Role.ADMIN)
+            raise AuthError(
+                401, "authorization", "no active API key: this address refuses open mode; create one with fabric keys"
+            )
+        if not header:
+            raise AuthError(401, "authorization", "missing API key: send Authorization: Bearer <key>")
+        scheme, _, token = header.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthError(401, "authorization", "expected Authorization: Bearer <key>")
+        token = token.strip()
+        now = self._clock()
+        hit = self._cache.get(token)
+        if hit is None or hit[1] <= now:
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            hit = self._cache[token] = (await asyncio.to_thread(self.keys.verify, token), now + self._ttl)
+        if hit[0] is None:
+            raise AuthError(401, "authorization", "unknown or revoked API key")
+        return hit[0]
+
+
+GUARD_KEY = web.AppKey("guard", Guard)
+"""Where the app keeps its guard."""
+
+
+def required_role(method: str, path: str) -> Role:
+    """The least role a route needs: ``writer`` for mutating methods outside :data:`READ_ONLY_POSTS`."""
+    if method in ("GET", "HEAD", "OPTIONS"):
+        return Role.READER
+    if any(path == p or path.startswith(p + "/") for p in READ_ONLY_POSTS):
+        return Role.READER
+    return Role.WRITER
+
+
+def principal(request: web.Request) -> Principal:
+    """The caller of a guarded request (open-mode ``default`` admin when the guard did not run)."""
+    return request.get(_PRINCIPAL) or Principal(OPEN_TENANT, Role.ADMIN)
+
+
+def require(request: web.Request, role: Role, field: str, what: str) -> None:
+    """Refuse with 403 unless the caller's role is at least ``role``.
+
+    Raises:
+        AuthError: 403 naming ``field`` and what needs the role.
+    """
+    who = principal(request)
+    if who.role < role:
+        raise AuthError(403, field, f"{what} needs the {role.label} role (this key is {who.role.label})")
+
+
+def _route_label(request: web.Request) -> str:
+    info = request.match_info
+    resource = info.route.resource if info.http_exception is None else None
+    return resource.canonical if resource is not None else "unmatched"
+
+
+@web.middleware
+async def guard_middleware(request: web.Request, handler: _Handler) -> web.StreamResponse:
+    """Authenticate, authorise by route and apply the tenant's limits; probes pass through."""
+    if request.path in PUBLIC_PATHS:
+        return await handler(request)
+    guard = request.app[GUARD_KEY]
+    m = guard.metrics
+    try:
+        who = await guard.authenticate(request.headers.get("Authorization"))
+        request[_PRINCIPAL] = who
+        need = required_role(request.method, request.path)
+        if who.role < need:
+            raise AuthError(403, "authorization", f"{request.method} {request.path} needs the {need.label} role")
+    except AuthError as exc:
+        tenant = request[_PRINCIPAL].tenant if _PRINCIPAL in request else "-"
+        m.rejections.labels(tenant, "unauthenticated" if exc.status == 401 else "forbidden").inc()
+        return exc.response()
+    try:
+        await guard.limits.admit(who.tenant)
+    except LimitExceeded as exc:
+        m.rejections.labels(who.tenant, exc.reason).inc()
+        body = {"error": {"field": None, "message": str(exc), "limit": exc.reason}}
+        return web.json_response(body, status=429, headers={"Retry-After": exc.retry_after_header})
+    m.inflight.labels(who.tenant).inc()
+    code = 500
+    try:
+        response = await handler(request)
+        code = response.status
+        return response
+    except web.HTTPException as exc:
+        code = exc.status
+        raise
+    except AuthError as exc:  # raised by a handler's finer check (require)
+        code = exc.status
+        m.rejections.labels(who.tenant, "forbidden").inc()
+        return exc.response()
+    finally:
+        guard.limits.release(who.tenant)
+        m.inflight.labels(who.tenant).dec()
+        m.requests.labels(who.tenant, _route_label(request), str(code)).inc()
+
+
+async def security_headers(_request: web.Request, response: web.StreamResponse) -> None:
+    """``on_response_prepare``: no content sniffing, no active content, no caching of answers."""
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+    response.headers.setdefault("Cache-Control", "no-store")
+
+
+def install_guard(app: web.Application, guard: Guard) -> None:
+    """Put ``guard`` in front of every route of ``app`` (call before the app starts)."""
+    app[GUARD_KEY] = guard
+    app.middlewares.append(guard_middleware)
+    app.on_response_prepare.append(security_headers)

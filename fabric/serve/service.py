@@ -1,0 +1,400 @@
+"""The HTTP service behind ``fabric serve``: an aiohttp.web app around one :class:`~fabric.query.engine.Engine`.
+
+Routes:
+
+``POST /v1/search``
+    JSON body with the request fields of :mod:`fabric.query.validation`; answers ``SearchResult.to_dict()`` (the
+    DESIGN.md shape). Validation failures answer ``400 {"error": {"field", "message"}}``; a strict request with
+    a partial answer ``503`` with the failed lanes. No error ever returns a traceback. Beyond the admission
+    limits (:mod:`fabric.serve.limits.admission`) the answer is a fast ``503`` with ``Retry-After``.
+``GET /healthz``
+    Liveness: the process answers.
+``GET /readyz``
+    Readiness: the engine is open, at least one lane was built and none is still warming (the keyword lane
+    reading its in-memory postings), the home is locked by this process, the start-up repair made the stores agree
+    with the ledger and the stores can be written (:mod:`fabric.serve.homegate`); ``503`` otherwise, with per-lane
+    health
+    and ``stores`` (``writable``, ``error``, ``startup_repair``). With ``fabric serve --workers``, every worker
+    must be ready (each is asked on its socket, :func:`fabric.serve.worker_metrics.not_ready`), and ``workers`` names
+    the
+    ones that are not.
+``GET /metrics``
+    Prometheus text exposition of the engine's own registry.
+``POST /v1/ingest``
+    ``{"entries": [...]}`` (JSONL entry format) or ``{"path": "..."}`` under ``ingest.allowed_root``, optional
+    ``"format"`` and ``"async"``; an ``Idempotency-Key`` header (else the body's hash) makes retries return the
+    same task. Small entry lists run inline (``200`` with the finished task); larger ones, ``"async": true`` and
+    paths answer ``202`` with the task and its ``status_url`` (:mod:`fabric.serve.tasks.queue`).
+``GET /v1/ingest/<task_id>``
+    A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown. Tasks
+    are durable (:mod:`fabric.serve.tasks.store`): an id from before a restart answers its real state.
+``DELETE /v1/entries/{id}``, ``DELETE /v1/entries?source=``, ``GET /v1/audit``, ``POST /v1/cite``, ``GET /openapi.json``
+    Data management, citations and the OpenAPI document (:mod:`fabric.serve.service_data`).
+``/mcp``
+    The MCP server (:mod:`fabric.serve.mcp.server`) over the streamable HTTP transport (:mod:`fabric.serve.mcp.http`).
+
+Search, ingestion, task status and the MCP tools answer from the caller's tenant: its own stores, tasks and
+idempotency keys (:mod:`fabric.serve.tenant_engines`; the ``default`` tenant is the engine given here, other tenants'
+engines open on their first request).
+
+Every route but ``/healthz``, ``/readyz`` and ``/openapi.json`` needs ``Authorization: Bearer <key>`` once keys
+exist and is limited per tenant (:mod:`fabric.serve.auth`, :mod:`fabric.serve.limits.tenants`): ``401``/``403``/``429``
+in the same
+error shape.
+
+Entries claiming ``trust: trusted`` or ``source_kind: operator``, and path submissions, need an admin key
+(``403`` naming the field); an id another source holds answers ``409`` with ``conflicts`` (id → source).
+
+The home is locked, the engine opened and the stores reconciled with the ledger on start-up (then interrupted
+ingestion tasks resume); everything is closed and the lock released on clean-up. Bodies are capped per route:
+``max_body_bytes`` for search, ``ingest.max_body_bytes`` for ingestion; a larger body answers ``413``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+import structlog
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from fabric.core import safejson
+from fabric.core.errors import FabricError, PartialResultError, QueryError, UnprocessableQueryError
+from fabric.query.engine import Engine
+from fabric.query.validation import parse_request
+from fabric.serve.auth import Guard, install_guard, principal
+from fabric.serve.homegate import HomeGate
+from fabric.serve.keys.store import Role
+from fabric.serve.limits.admission import (
+    ADMISSION_KEY,
+    AdmissionConfig,
+    AdmissionControl,
+    Overloaded,
+    overloaded_response,
+)
+from fabric.serve.limits.server import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
+from fabric.serve.looplag import LoopLag
+from fabric.serve.replicas import Replica, default_guard, ingest_tasks, store_runner, tenant_tasks
+from fabric.serve.service_data import add_data_routes, observed_runner
+from fabric.serve.tasks.queue import IngestTasks, TaskStatus
+from fabric.serve.tasks.submission import (
+    IDEMPOTENCY_KEY_PATTERN,
+    SubmitError,
+    check_operator_fields,
+    parse_submission,
+)
+from fabric.serve.tenant_engines import TENANTS_KEY, TenantEngines, scope_middleware, scope_of
+from fabric.serve.worker_metrics import WORKERS_KEY
+from fabric.serve.worker_metrics import gather as gather_workers
+from fabric.serve.worker_metrics import not_ready as workers_not_ready
+
+__all__ = [
+    "ENGINE_KEY",
+    "GATE_KEY",
+    "LOOP_LAG_KEY",
+    "TASKS_KEY",
+    "create_app",
+    "default_guard",
+    "error_body",
+    "ingest_tasks",
+    "own_readiness",
+    "store_runner",
+]
+
+log = structlog.get_logger(__name__)
+
+ENGINE_KEY = web.AppKey("engine", Engine)
+"""Where the app keeps its engine."""
+
+TASKS_KEY = web.AppKey("ingest_tasks", IngestTasks)
+"""Where the app keeps its ingestion tasks."""
+GATE_KEY = web.AppKey("home_gate", HomeGate)
+"""Where the app keeps its hold on the home (lock, start-up repair, writability)."""
+
+LOOP_LAG_KEY = web.AppKey("loop_lag", LoopLag)
+"""The service's event-loop lag sampler (:mod:`fabric.serve.looplag`; in ``/metrics`` as
+``fabric_event_loop_lag_seconds``)."""
+_SEARCH_LIMIT_KEY = web.AppKey("search_max_body_bytes", int)
+
+_Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def error_body(field: str | None, message: str, **extra: Any) -> dict[str, Any]:
+    """The one error shape of the API."""
+    return {"error": {"field": field, "message": message, **extra}}
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: _Handler) -> web.StreamResponse:
+    """Every failure becomes a JSON error; unexpected ones are logged, never echoed with a traceback."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        field = "body" if exc.status == 413 else None
+        return web.json_response(error_body(field, exc.reason), status=exc.status)
+    except Exception as exc:  # the API edge: log the traceback, answer a clean 500
+        log.exception("request_failed", path=request.path, error=type(exc).__name__)
+        return web.json_response(error_body(None, "internal error"), status=500)
+
+
+class _BodyError(Exception):
+    """A request body that cannot be used; carries the response to answer."""
+
+    def __init__(self, response: web.Response) -> None:
+        self.response = response
+
+
+async def _read_json(request: web.Request, limit: int, *, in_thread: bool = False) -> Any:
+    """The decoded JSON body, read up to ``limit`` bytes.
+
+    Raises:
+        _BodyError: wrong content type (415), over the limit (413), not received within the body timeout (408,
+            :mod:`fabric.serve.limits.server`), or invalid JSON (400): malformed, nested
+            deeper than 64 levels, ``NaN``, or a lone surrogate (the field named, e.g. ``entries[3].text``).
+    """
+    if request.content_type != "application/json":
+        raise _BodyError(web.json_response(error_body("body", "expected Content-Type: application/json"), status=415))
+    too_large = _BodyError(
+        web.json_response(error_body("body", f"body larger than {limit} bytes", limit_bytes=limit), status=413)
+    )
+    if request.content_length is not None and request.content_length > limit:
+        raise too_large  # refused before reading it
+    conn_guard = request.app.get(CONNECTION_GUARD_KEY)
+    buf = await read_body(request, limit, (conn_guard.limits if conn_guard else ServerLimits()).body_timeout_s)
+    if buf is None:
+        raise _BodyError(web.json_response(error_body("body", "request body not received in time"), status=408))
+    if len(buf) > limit:
+        raise too_large
+    try:  # depth-bounded, lone surrogates refused naming the field (fabric.core.safejson)
+        return await asyncio.to_thread(safejson.loads, bytes(buf)) if in_thread else safejson.loads(buf)
+    except safejson.JSONInputError as exc:
+        raise _BodyError(web.json_response(error_body(exc.where or "body", exc.reason), status=400)) from None
+
+
+async def _search(request: web.Request) -> web.StreamResponse:
+    engine = (await scope_of(request)).engine
+    admission = request.app[ADMISSION_KEY]
+    try:
+        data = await _read_json(request, request.app[_SEARCH_LIMIT_KEY])
+    except _BodyError as exc:
+        return exc.response
+    if not isinstance(data, dict):
+        return web.json_response(error_body("body", "expected a JSON object"), status=400)
+    try:
+        search_request = parse_request(data, engine.settings)
+        async with admission.slot():  # fabric.serve.limits.admission: the budget starts once admitted
+            result = await engine.search(search_request)
+        engine.metrics.observe_answer(principal(request).tenant, result)
+    except Overloaded as exc:
+        return admission.hand_back(overloaded_response(exc), refused=True)
+    except PartialResultError as exc:
+        return web.json_response(error_body(exc.field, exc.message, lanes=exc.lanes), status=503)
+    except QueryError as exc:  # 422: well-formed, refused by a rule the OpenAPI document cannot express
+        status = 422 if isinstance(exc, UnprocessableQueryError) else 400
+        return web.json_response(error_body(exc.field, exc.message), status=status)
+    except FabricError as exc:
+        log.warning("search_failed", error=str(exc))
+        return web.json_response(error_body(None, str(exc)), status=500)
+    return admission.hand_back(web.json_response(result.to_dict()))
+
+
+def _idempotency_key(request: web.Request) -> str | None:
+    raw = request.headers.get("Idempotency-Key")
+    if raw is None:
+        return None
+    key = raw.strip()
+    if re.fullmatch(IDEMPOTENCY_KEY_PATTERN, key) is None:
+        raise SubmitError("Idempotency-Key", "expected 1 to 255 visible ASCII characters (inner spaces allowed)")
+    return key
+
+
+async def _ingest(request: web.Request) -> web.Response:
+    scope = await scope_of(request)
+    tasks, config = scope.tasks, scope.engine.settings.ingest
+    try:
+        data = await _read_json(request, config.max_body_bytes, in_thread=True)
+    except _BodyError as exc:
+        return exc.response
+    try:
+        key = _idempotency_key(request)
+        sub = await asyncio.to_thread(parse_submission, data, config, tasks.root)
+        who = principal(request)
+        check_operator_fields(sub, allowed=who.role >= Role.ADMIN)
+        sub = replace(sub, tenant=who.tenant, key_id=who.key_id)
+        inline = sub.kind == "entries" and not sub.force_async and sub.count <= config.sync_max_entries and tasks.idle
+        task, created = await tasks.submit(sub, key=key)
+    except SubmitError as exc:
+        if exc.status == 422:  # an idempotency key reused with another body: a concurrent-update conflict
+            metrics = request.app[ENGINE_KEY].metrics
+            metrics.observe_mutation(principal(request).tenant, "ingest", "conflict", {"idempotency_key": 1})
+        return web.json_response(error_body(exc.field, exc.message), status=exc.status)
+    if inline:
+        task = await tasks.wait(task)
+    body = {**task.to_dict(), "created": created}
+    if task.status is TaskStatus.SUCCEEDED and (inline or not created):
+        return web.json_response(body)
+    if task.status is TaskStatus.FAILED and inline:
+        status, field = (409, "entries") if task.conflicts else (500, None)
+        return web.json_response(error_body(field, task.error or "ingestion failed", task=body), status=status)
+    return web.json_response(body, status=202, headers={"Location": body["status_url"]})
+
+
+async def _ingest_status(request: web.Request) -> web.Response:
+    task_id = request.match_info["task_id"]
+    task = await (await scope_of(request)).tasks.aget(task_id)
+    if task is None:
+        msg = "unknown task (records of the most recent finished tasks are kept, see ingest.history)"
+        return web.json_response(error_body("task_id", msg), status=404)
+    return web.json_response(task.to_dict())
+
+
+async def _healthz(_request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def own_readiness(app: web.Application) -> tuple[bool, dict[str, Any]]:
+    """Whether this process is ready (the engine open with a lane built and none warming, the home writable), and
+    the body of its ``/readyz``."""
+    health = app[ENGINE_KEY].health()
+    home_ok, home = await app[GATE_KEY].ready()
+    lanes = health["lanes"].values()
+    ready = bool(health["open"]) and any(lane["built"] for lane in lanes) and home_ok
+    ready = ready and not any(lane["warming"] for lane in lanes)
+    body = {
+        "status": "ready" if ready else "not_ready",
+        "stores": home,
+        "lanes": health["lanes"],
+        "inflight": health["inflight"],
+    }
+    return ready, body
+
+
+async def _readyz(request: web.Request) -> web.Response:
+    ready, body = await own_readiness(request.app)
+    workers = request.app.get(WORKERS_KEY)  # fabric serve --workers: ready when every worker is
+    if workers is not None:
+        waiting = await workers_not_ready(workers)
+        ready = ready and not waiting
+        body["status"] = "ready" if ready else "not_ready"
+        body["workers"] = {"count": workers.count, "this": workers.index, "not_ready": waiting}
+    return web.json_response(body, status=200 if ready else 503, dumps=lambda o: json.dumps(o, default=str))
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    registry = request.app[ENGINE_KEY].metrics.registry
+    workers = request.app.get(WORKERS_KEY)  # fabric serve --workers: every worker's, labelled
+    payload = generate_latest(registry) if workers is None else await gather_workers(workers, registry)
+    resp = web.Response(body=payload)
+    resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
+    return resp
+
+
+def _add_lifecycle(
+    app: web.Application,
+    engine: Engine,
+    tasks: IngestTasks,
+    gate: HomeGate,
+    tenants: TenantEngines,
+    lag: LoopLag,
+    replica: Replica | None,
+) -> None:
+    """Start-up: open the replicas' database, lock the home, open the engine, repair the stores, resume tasks;
+    clean-up in reverse (other tenants' stores are repaired when their scope opens: :class:`TenantEngines`)."""
+
+    async def on_startup(_app: web.Application) -> None:
+        if replica is not None:
+            await replica.open()
+        gate.lock.acquire()  # before anything opens a store: a second service is refused naming the holder
+        await engine.open()
+        if engine.resources is None:
+            raise RuntimeError("the engine is not open")
+        await gate.open_stores(engine.settings, engine.resources, exclusive=tasks.exclusive)
+        await tasks.start()
+        lag.start()
+        # Everything built at start-up (models, stores, config) lives for the process: move it out of the
+        # collector's reach so full collections do not pause the loop for tens of ms under load.
+        gc.collect()
+        gc.freeze()
+
+    async def on_cleanup(_app: web.Application) -> None:
+        await tenants.aclose()
+        await lag.stop()
+        await tasks.aclose()
+        await engine.aclose()
+        gate.close()
+        if replica is not None:
+            await replica.aclose()
+
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+
+
+def create_app(
+    engine: Engine,
+    *,
+    max_body_bytes: int = 64 * 1024,
+    guard: Guard | None = None,
+    mcp: bool = True,
+    host: str = "127.0.0.1",
+    admission: AdmissionConfig | None = None,
+    replica: Replica | None = None,
+) -> web.Application:
+    """The service app; it opens ``engine`` and the ingestion worker on start-up and closes them on clean-up.
+
+    Args:
+        engine: the engine to serve (opened at start-up).
+        max_body_bytes: body cap of ``POST /v1/search``.
+        guard: the request guard (API keys, roles, per-tenant limits: :mod:`fabric.serve.auth`) of every route but the
+            probes, ``/mcp`` included; default :func:`default_guard` (the keys of the engine's home).
+        mcp: whether to mount the MCP streamable HTTP transport at ``/mcp``.
+        host: the address the service binds (the MCP transport's DNS rebinding protection is on for loopback).
+        admission: limits of the search route's admission control (:mod:`fabric.serve.limits.admission`); default from
+        the cores.
+        replica: this process's share of the replicas' database; default one when ``FABRIC_STATE_URL`` is set
+            (:mod:`fabric.serve.replicas`), else none (embedded state under the home).
+
+    Raises:
+        ConfigError: ``ingest.allowed_root`` is set but is not a folder.
+    """
+    ingest_cfg = engine.settings.ingest
+    app = web.Application(
+        middlewares=[_errors, request_marks], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes)
+    )
+    app[ENGINE_KEY] = engine
+    app[_SEARCH_LIMIT_KEY] = max_body_bytes
+    app[ADMISSION_KEY] = AdmissionControl(admission, engine.metrics.registry)
+    replica = replica or Replica.of(engine)
+    tasks = ingest_tasks(engine, replica)
+    app[TASKS_KEY] = tasks
+    tenants = app[TENANTS_KEY] = TenantEngines(
+        engine, tasks, runner_for=lambda e: observed_runner(store_runner(e), e), tasks_for=tenant_tasks(replica)
+    )
+    gate = HomeGate(engine.settings.home, shared=replica is not None)
+    app[GATE_KEY] = gate
+    install_guard(app, guard or default_guard(engine, replica=replica))
+
+    lag = LoopLag(registry=engine.metrics.registry)
+    app[LOOP_LAG_KEY] = lag
+    _add_lifecycle(app, engine, tasks, gate, tenants, lag, replica)
+    app.router.add_post("/v1/search", _search)
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/readyz", _readyz)
+    app.router.add_get("/metrics", _metrics)
+    app.router.add_post("/v1/ingest", _ingest)
+    app.router.add_get("/v1/ingest/{task_id}", _ingest_status)
+    add_data_routes(app, engine, _read_json)
+    if mcp:
+        from fabric.serve.mcp.http import MCP_PATH, mount_mcp
+        from fabric.serve.mcp.server import build_server
+
+        app.middlewares.append(scope_middleware(MCP_PATH))  # after the guard: tenant, role and admission per call
+        mount_mcp(app, build_server(engine, tasks), host=host)
+    return app

@@ -1,0 +1,221 @@
+"""Validation of ``POST /v1/ingest`` bodies and the spooling of entries for the JSONL loader.
+
+A body is ``{"entries": [...]}`` in the JSONL entry format (``id``, ``text``, optional ``title``, ``url``,
+``published_at``, ``source_kind``, ``source_ref``, ``trust``) or ``{"path": "..."}`` under the configured
+``ingest.allowed_root``, plus optional ``"format"`` and ``"async"``. Entries are written to a content-addressed
+spool file and validated by the JSONL loader itself (:func:`fabric.ingest.loaders.load_source`), so the HTTP
+route accepts exactly what ``fabric ingest`` accepts and answers the loader's messages
+(``entries[3]: missing field id``). Paths are resolved (symlinks included) before the root check, so ``..`` and
+links pointing out of the root are refused; a folder is also refused when a link inside it leads out of the root
+(checked at submission: the root should be a folder only the operator writes to).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fabric.core.errors import ConfigError, IngestError, QueryError
+from fabric.ingest.loaders import FORMATS, detect_format, load_source
+from fabric.settings import IngestConfig
+
+__all__ = [
+    "IDEMPOTENCY_KEY_PATTERN",
+    "OPERATOR_FIELDS",
+    "SPOOL_NAME",
+    "Submission",
+    "SubmitError",
+    "check_operator_fields",
+    "parse_submission",
+    "resolve_root",
+    "spool_entries",
+]
+
+_BODY_KEYS = ("entries", "path", "format", "async")
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e](?:[\x20-\x7e]{0,253}[\x21-\x7e])?$"
+"""An ``Idempotency-Key`` header value: 1 to 255 visible ASCII characters (inner spaces allowed)."""
+SPOOL_NAME = "api.jsonl"
+"""File name of a spooled entry list (``<home>/spool/<body hash>/api.jsonl``); entries default to
+``source_ref = "jsonl:api.jsonl"``."""
+
+
+class SubmitError(QueryError):
+    """A submission the service refuses, with the HTTP status to answer.
+
+    Args:
+        field: the body field or header at fault.
+        message: what is wrong.
+        status: 400 bad input, 403 path not allowed, 422 an entry the JSONL loader refuses (a date in the
+            future, a URL that is not http(s), an unknown trust value...) or an idempotency key reused, 503 queue
+            full.
+    """
+
+    def __init__(self, field: str, message: str, *, status: int = 400) -> None:
+        super().__init__(field, message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Submission:
+    """A validated ``POST /v1/ingest`` body."""
+
+    kind: str
+    """``entries`` or ``path``."""
+    fingerprint: str
+    """sha256 of the canonical body (``async`` excluded): the idempotency key when no header is given."""
+    entries: Sequence[Mapping[str, Any]] = ()
+    """The entries (kind ``entries``) until they are spooled; task records drop them (only ``count`` stays)."""
+    count: int = 0
+    """Number of entries (kind ``entries``)."""
+    path: Path | None = None
+    """Resolved source under the allowed root (kind ``path``)."""
+    requested_path: str = ""
+    """The path as the client wrote it (reported back instead of the server's absolute path)."""
+    fmt: str | None = None
+    """Source format; ``jsonl`` for entries."""
+    force_async: bool = False
+    """``"async": true`` in the body: always a task, never inline."""
+    tenant: str = "default"
+    """The submitting tenant (recorded in the audit history)."""
+    key_id: str | None = None
+    """The submitting API key's id (None in open mode); recorded in the audit history."""
+
+
+def resolve_root(config: IngestConfig) -> Path | None:
+    """The resolved ``ingest.allowed_root``, or None when path submissions are disabled.
+
+    Raises:
+        ConfigError: the root is set but is not an existing folder.
+    """
+    if not config.allowed_root:
+        return None
+    root = Path(config.allowed_root).expanduser().resolve()
+    if not root.is_dir():
+        raise ConfigError(f"{root} is not an existing folder", key="ingest.allowed_root")
+    return root
+
+
+def _fingerprint(data: Mapping[str, Any]) -> str:
+    canon = {k: data[k] for k in ("entries", "path", "format") if k in data}
+    text = json.dumps(canon, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _resolve_path(raw: Any, root: Path | None) -> Path:
+    if not isinstance(raw, str) or not raw.strip() or "\x00" in raw:
+        raise SubmitError("path", "expected a non-empty string")
+    if root is None:
+        raise SubmitError("path", "path ingestion is disabled (set ingest.allowed_root to allow a folder)", status=403)
+    candidate = Path(raw).expanduser()
+    resolved = (candidate if candidate.is_absolute() else root / candidate).resolve()
+    if not resolved.is_relative_to(root):
+        raise SubmitError("path", "outside the allowed root (ingest.allowed_root)", status=403)
+    if not resolved.exists():
+        raise SubmitError("path", f"{raw} does not exist under the allowed root")
+    if resolved.is_dir():  # the folder loaders follow links inside the folder: none may lead out of the root
+        for entry in resolved.rglob("*"):
+            if entry.is_symlink() and not entry.resolve().is_relative_to(root):
+                rel = entry.relative_to(resolved).as_posix()
+                raise SubmitError("path", f"{raw} holds a link leading outside the allowed root: {rel}", status=403)
+    return resolved
+
+
+def parse_submission(data: Any, config: IngestConfig, root: Path | None) -> Submission:
+    """Validate a decoded ``POST /v1/ingest`` body (blocking for large bodies: call it in a thread).
+
+    Raises:
+        SubmitError: naming the field at fault, with the HTTP status to answer.
+    """
+    if not isinstance(data, dict):
+        raise SubmitError("body", "expected a JSON object")
+    unknown = sorted(set(data) - set(_BODY_KEYS))
+    if unknown:
+        raise SubmitError("body", f"unknown field(s) {', '.join(unknown)}; valid: {', '.join(_BODY_KEYS)}")
+    force_async = data.get("async", False)
+    if not isinstance(force_async, bool):
+        raise SubmitError("async", "expected true or false")
+    fmt = data.get("format")
+    if fmt is not None and fmt not in FORMATS:
+        raise SubmitError("format", f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
+    if ("entries" in data) == ("path" in data):
+        raise SubmitError("body", "expected exactly one of entries (a list of objects) or path")
+    if "path" in data:
+        path = _resolve_path(data["path"], root)
+        try:
+            fmt = fmt or detect_format(path)
+        except IngestError as exc:
+            raise SubmitError("format", str(exc).replace(str(path), data["path"])) from None
+        return Submission(
+            kind="path", fingerprint=_fingerprint(data), path=path, requested_path=data["path"], fmt=fmt,
+            force_async=force_async,
+        )  # fmt: skip
+    entries = data["entries"]
+    if fmt not in (None, "jsonl"):
+        raise SubmitError("format", "entries are in the JSONL entry format; omit format or use 'jsonl'")
+    if not isinstance(entries, list) or not entries:
+        raise SubmitError("entries", "expected a non-empty list of objects")
+    if len(entries) > config.max_entries:
+        raise SubmitError("entries", f"{len(entries)} entries; at most {config.max_entries} per request")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise SubmitError(f"entries[{i}]", "expected a JSON object")
+    return Submission(
+        kind="entries",
+        fingerprint=_fingerprint(data),
+        entries=entries,
+        count=len(entries),
+        fmt="jsonl",
+        force_async=force_async,
+    )
+
+
+OPERATOR_FIELDS = {"trust": "trusted", "source_kind": "operator"}
+"""Entry field values only an operator (``admin`` key, or the CLI) may set: they rank an entry as first-party."""
+
+
+def check_operator_fields(sub: Submission, *, allowed: bool) -> None:
+    """Refuse entries claiming operator trust, and path submissions, unless ``allowed`` (refused, never
+    silently downgraded).
+
+    Raises:
+        SubmitError: 403 naming the first entry field at fault (``entries[3].trust``).
+    """
+    if allowed:
+        return
+    if sub.kind == "path":  # files on the server's disk ingest as the operator's own notes
+        raise SubmitError("path", "only an admin key may ingest a path on the server", status=403)
+    for i, entry in enumerate(sub.entries):
+        for name, value in OPERATOR_FIELDS.items():
+            if str(entry.get(name) or "").strip().lower() == value:
+                msg = f"only an admin key may set {name}: {value} (a writer's entries are untrusted imports)"
+                raise SubmitError(f"entries[{i}].{name}", msg, status=403)
+
+
+def spool_entries(sub: Submission, path: Path) -> None:
+    """Write the entries as JSONL (atomically) and validate them with the JSONL loader.
+
+    Raises:
+        SubmitError: the loader refused an entry (field ``entries[i]``).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for entry in sub.entries:
+            fh.write(json.dumps(entry, ensure_ascii=False, sort_keys=True, default=str))
+            fh.write("\n")
+    os.replace(tmp, path)
+    try:
+        load_source(path, "jsonl")
+    except IngestError as exc:  # well-formed JSON the loader refuses: 422 (Unprocessable Content)
+        # one entry per line, no blank lines: line n is entries[n - 1]
+        m = re.match(re.escape(str(path)) + r":(\d+): (.*)", str(exc), re.DOTALL)
+        if m is None:
+            raise SubmitError("entries", str(exc), status=422) from None
+        raise SubmitError(f"entries[{int(m.group(1)) - 1}]", m.group(2), status=422) from None

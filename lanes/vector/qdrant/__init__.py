@@ -1,0 +1,1 @@
+"""The Qdrant vector backend: the lane (``lane.py`` declares it) and its store writer."""

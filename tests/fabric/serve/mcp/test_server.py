@@ -1,0 +1,122 @@
+"""The MCP tools in-process (the SDK's in-memory ``mcp.Client``) over an engine with fake lanes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from fabric.core.models import Hit, LaneKind
+from fabric.query.engine import Engine
+from fabric.serve.mcp.server import build_server
+from fabric.serve.service import ingest_tasks
+from lanes.fake import FakeLane
+from tests.support.settings import make_settings, quiet_logs  # noqa: F401
+
+
+def _hits(ids: list[str]) -> list[Hit]:
+    return [Hit(id=i, rank=r, score=1.0 / r, title=f"topic {i}", text=f"content of {i}") for r, i in enumerate(ids, 1)]
+
+
+@asynccontextmanager
+async def _client(tmp_path: Path) -> AsyncIterator[Client]:
+    """An in-memory MCP client of a server over keyword + vector fake lanes (3 distinct items).
+
+    A context manager, not a fixture: the SDK's task groups must close in the task that opened them.
+    """
+    settings = make_settings(tmp_path, {"kw": {"kind": LaneKind.KEYWORD}, "vec": {"kind": LaneKind.VECTOR}})
+    lanes = {
+        "kw": FakeLane(name="kw", kind=LaneKind.KEYWORD, hits=_hits(["a", "b"])),
+        "vec": FakeLane(name="vec", kind=LaneKind.VECTOR, hits=_hits(["b", "c"])),
+    }
+    engine = Engine(settings, lanes=lanes)
+    tasks = ingest_tasks(engine)
+    async with engine, Client(build_server(engine, tasks)) as c:
+        yield c
+
+
+def _page(result: Any) -> dict[str, Any]:
+    return json.loads(result.content[1].resource.text)
+
+
+async def test_query_content_array(tmp_path: Path) -> None:
+    """Seed 001's two content items; lane parts add up with the factor parts to score_total."""
+    async with _client(tmp_path) as client:
+        result = await client.call_tool("query", {"topic": "deployment & strategy", "limit": 2})
+        assert not result.is_error
+        assert result.content[0].text == "Found 3 entries; showing top 2 by hybrid score."
+        assert result.content[1].resource.uri == "knowledge://entries?topic=deployment+%26+strategy&limit=2"
+        page = _page(result)
+        assert [i["id"] for i in page["items"]] == ["b", "a"]
+        assert page["items"][0]["topic"] == "topic b"
+        assert page["items"][0]["content"] == "content of b"
+        b = page["items"][0]
+        assert b["score_lexical"] > 0.0
+        assert b["score_semantic"] > 0.0
+        assert b["score_graph"] == 0.0
+        assert b["score_lexical"] + b["score_semantic"] <= b["score_total"] + 1e-6
+        last = await client.call_tool(
+            "query", {"topic": "deployment & strategy", "limit": 2, "cursor": page["next_cursor"]}
+        )
+        assert last.content[0].text == "Found 3 entries; showing top 1 by hybrid score."
+        assert _page(last)["next_cursor"] is None
+
+
+async def test_weights_and_fusion_pass_through(tmp_path: Path) -> None:
+    async with _client(tmp_path) as client:
+        plain = _page(await client.call_tool("query", {"topic": "q", "limit": 3}))
+        vec = _page(
+            await client.call_tool("query", {"topic": "q", "limit": 3, "weights": {"semantic": 5}, "fusion": "rrf"})
+        )
+        assert [i["id"] for i in plain["items"]][:2] == ["b", "a"]
+        assert [i["id"] for i in vec["items"]] == ["b", "c", "a"]
+        assert all(i["score_lexical"] < i["score_semantic"] for i in vec["items"] if i["id"] == "c")
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "message"),
+    [
+        ({"topic": "q", "fusion": "magic"}, "fusion", "unknown value 'magic'"),
+        ({"topic": "q", "mode": "fast"}, "mode", "unknown value 'fast'"),
+        ({"topic": "q", "cursor": "garbage"}, "cursor", "invalid cursor"),
+        ({"topic": "q", "weights": "kw"}, "weights", "expected NAME=WEIGHT pairs"),
+        ({"topic": "q", "lanes": ["nope"]}, "lanes", "unknown lane 'nope'"),
+    ],
+)
+async def test_bad_input_is_a_tool_error(tmp_path: Path, args: dict[str, Any], field: str, message: str) -> None:
+    async with _client(tmp_path) as client:
+        result = await client.call_tool("query", args)
+        assert result.is_error
+        error = json.loads(result.content[0].text)["error"]
+        assert error["field"] == field
+        assert error["message"].startswith(message)
+        assert not (await client.call_tool("status", {})).is_error  # the server goes on
+
+
+async def test_other_tools(tmp_path: Path) -> None:
+    async with _client(tmp_path) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(tools) == {"query", "ingest", "task", "cite", "status"}
+        assert tools["query"].annotations.read_only_hint is True
+        assert set(tools["query"].input_schema["properties"]) >= {
+            "topic",
+            "limit",
+            "cursor",
+            "weights",
+            "fusion",
+            "mode",
+        }
+        cited = await client.call_tool("cite", {"answer": "content of b", "topic": "q"})
+        assert json.loads(cited.content[0].text)["sentences"][0]["citations"][0]["id"] == "b"
+        empty = await client.call_tool("cite", {"answer": "  ", "topic": "q"})
+        assert json.loads(empty.content[0].text) == {"error": {"field": "answer", "message": "the answer is empty"}}
+        bad = await client.call_tool("ingest", {"entries": [{"title": "no id"}]})
+        assert bad.is_error
+        assert json.loads(bad.content[0].text)["error"]["field"].startswith("entries")
+        status = json.loads((await client.call_tool("status", {})).content[0].text)
+        assert set(status["lanes"]) == {"kw", "vec"}

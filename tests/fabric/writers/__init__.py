@@ -1,1 +1,0 @@
-"""Tests of the store-writer helpers and the chunk contract."""
