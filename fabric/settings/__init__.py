@@ -51,6 +51,7 @@ from fabric.settings.sections import (
 __all__ = [
     "CONFIG_FILES",
     "ENV_URLS",
+    "METRIC_KEYS",
     "SCHEMA",
     "SELF_HOSTED_BACKENDS",
     "AuthorityEntry",

@@ -18,7 +18,11 @@ __all__ = [
     "GRAPH_INDEXES",
     "GRAPH_SCHEMA",
     "GRAPH_TABLES",
+    "TRIPLES_BY_CHUNK",
+    "create_indexes",
+    "existing_ids",
     "graph_path",
+    "missing_indexes",
     "write_batch",
 ]
 

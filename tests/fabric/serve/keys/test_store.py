@@ -78,6 +78,6 @@ class TestRole:
 def test_public_api() -> None:
     """The module exports the store, its records and roles, and the key helpers the shared key store reuses."""
     assert set(mod.__all__) == {
-        "KEYS_FILE", "KeyBackend", "KeyRecord", "KeyStore", "Principal", "Role", "check_tenant", "matches",
+        "KEYS_FILE", "KeyBackend", "KeyRecord", "KeyStore", "Principal", "Role", "matches",
         "new_key", "now_stamp", "token_hash", "token_id",
     }  # fmt: skip

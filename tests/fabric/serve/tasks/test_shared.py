@@ -274,4 +274,4 @@ async def test_aclose_stops_a_worker_woken_just_before(make_state: Callable[[], 
 
 def test_public_api() -> None:
     """The module exports the shared queue, its timings and the replica's name."""
-    assert set(mod.__all__) == {"HEARTBEAT_S", "SPOOL_GRACE_S", "SharedIngestTasks", "replica_name"}
+    assert set(mod.__all__) == {"HEARTBEAT_S", "SPOOL_GRACE_S", "ReplicaTaskStore", "SharedIngestTasks", "replica_name"}

@@ -60,7 +60,10 @@ async def test_upsert_twice_keeps_one_entity_and_mention(tmp_path: Path) -> None
 
 def test_public_api() -> None:
     """The module exports the writer, its schema and its helpers."""
-    assert set(mod.__all__) == {
-        "BUMP", "GRAPH_INDEXES", "GRAPH_SCHEMA", "GRAPH_TABLES", "POOL_MIN_BATCH", "SqliteGraphWriter",
-        "chunk_extraction", "graph_path", "load_aliases", "write_batch",
+    assert set(mod.__all__) == {"POOL_MIN_BATCH", "SqliteGraphWriter", "chunk_extraction", "load_aliases"}
+    import lanes.graph.sqlite_graph.tables as tables
+
+    assert set(tables.__all__) == {
+        "BUMP", "GRAPH_INDEXES", "GRAPH_SCHEMA", "GRAPH_TABLES", "TRIPLES_BY_CHUNK", "create_indexes", "existing_ids",
+        "graph_path", "missing_indexes", "write_batch",
     }  # fmt: skip

@@ -113,4 +113,7 @@ class TestWriter:
 
 def test_public_api() -> None:
     """The module exports the writer and the shared layout helpers."""
-    assert {"FlatVectorWriter", "store_path", "connect"} <= set(mod.__all__)
+    assert mod.__all__ == ["FlatVectorWriter"]
+    import lanes.vector.numpy_flat.store as store
+
+    assert {"store_path", "connect", "year_bits", "year_range_bits", "YEAR_WORDS"} <= set(store.__all__)
