@@ -8,17 +8,17 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-# torch first, pinned to the CPU build served from local disk (a plain `torch` pulls a multi-GB CUDA build).
+# deploy/install.sh: torch's CPU build first (a plain `torch` pulls a multi-GB CUDA build), then the project.
 # The framework extras are installed too: tests/fabric/integrations runs against the pinned packages.
-# hnswlib has no wheel: pip compiles it, so a C++ compiler is installed first when missing (apt-get, as root).
+# The `ann` extra (hnswlib, the vector store's optional HNSW accelerator) has no wheel: pip compiles it, so a C++
+# compiler is installed first when missing (apt-get, as root). A user's `pip install retrieval-fabric` needs none.
 $(STAMP): pyproject.toml
 	@command -v g++ >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
 	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends g++; } || \
 	  { command -v g++ >/dev/null 2>&1 || echo "make setup: no g++: pip cannot build hnswlib; install a C++ compiler" >&2; }
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[embeddings,dev,langchain,llamaindex,haystack]'
+	sh deploy/install.sh $(PY) -e '.[embeddings,ann,dev,langchain,llamaindex,haystack]'
 	touch $(STAMP)
 
 demo: setup
@@ -58,7 +58,7 @@ baseline: setup
 	    --write-baseline evals/baselines/retrieval-cisi.json; \
 	fi
 	@if [ ! -d ../shared/datasets/scifact ] && [ ! -d ../shared/datasets/cisi ]; then \
-	  $(PY) -m fabric.cli eval evals/queries/demo --split test --write-baseline evals/baselines/retrieval-demo.json; \
+	  $(PY) -m fabric.cli eval fabric/demo/queries --split test --write-baseline evals/baselines/retrieval-demo.json; \
 	fi
 
 lint: setup
@@ -66,6 +66,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/hadolint Dockerfile
 
 clean:
 	rm -rf $(VENV) .fabric .cache .mypy_cache .ruff_cache .pytest_cache build

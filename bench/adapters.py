@@ -8,7 +8,7 @@ the medians (``overhead_p50_ms``) and their ratio. ArangoDB's "adapter" includes
 worker thread, so its overhead is the price of ``python-arango`` + ``to_thread`` over an aiohttp round-trip.
 
 The hung-server part runs the engine with a healthy keyword lane and the SearXNG lane (fallback ``web_cache``
-with the 25 ms fallback reserve of ``config/lanes.toml``, so a timed-out call still leaves the cache time to
+with the 25 ms fallback reserve of ``fabric/config/lanes.toml``, so a timed-out call still leaves the cache time to
 answer; lane budgets: keyword 50 %, web 60 % of the request budget):
 first while SearXNG answers (filling the web cache), then while it hangs. Figures: total latency of the hung
 queries against the request budget, the web lane's statuses (``fallback`` = answered from the cache), cached

@@ -1,4 +1,4 @@
-"""MCP and framework-adapter figures on the project's own query set (``evals/queries/demo``).
+"""MCP and framework-adapter figures on the project's own query set (``fabric/demo/queries``).
 
 Usage (from the repository root)::
 
@@ -41,7 +41,7 @@ from typing import Any
 __all__ = ["add_arguments", "main", "measure", "run"]
 
 ROOT = Path(__file__).resolve().parents[1]
-QUERY_SET = ROOT / "evals" / "queries" / "demo"
+QUERY_SET = ROOT / "fabric" / "demo" / "queries"
 
 Surface = Callable[[str], Awaitable[list[str]]]
 

@@ -7,4 +7,4 @@ Nothing is imported eagerly here, so ``import fabric`` stays cheap and does no I
 
 __all__ = ["__version__"]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

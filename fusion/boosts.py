@@ -7,7 +7,7 @@ All values are pure functions of the candidates and the context (``ctx.now``; no
   (local documents) score 0.5.
 - ``recency`` (the fusion policy's age steps, age relative to ``ctx.now``): ≤ 1 day 1.0, ≤ 7 days 0.8, ≤ 30 days 0.6,
   ≤ 365 days 0.4, older 0.2; future dates count as age 0; undated items score 0.5.
-- ``authority``: the ``config/authority.toml`` score of the item's domain or its closest listed parent domain
+- ``authority``: the ``fabric/config/authority.toml`` score of the item's domain or its closest listed parent domain
   (``en.wikipedia.org`` → ``wikipedia.org``), plus :data:`KEYLESS_BONUS` for keyless sources (Wikipedia, MDN),
   capped at 1.0; unlisted domains get ``ctx.authority_default``.
 - ``quality``: ``min(1, q / QUALITY_GOOD)`` with ``q`` = :attr:`Hit.quality` computed once at ingest

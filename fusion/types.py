@@ -29,7 +29,7 @@ class FusionContext:
     mode: FusionMode | None = None
     """Per-request override of ``config.mode``."""
     authority: Mapping[str, AuthorityEntry] = field(default_factory=dict)
-    """Domain → authority entry (``config/authority.toml``)."""
+    """Domain → authority entry (``fabric/config/authority.toml``)."""
     authority_default: float = 0.5
     """Authority of unlisted domains."""
     stage_of: Mapping[str, int] = field(default_factory=dict)

@@ -10,7 +10,7 @@ lanes, or read files and environment variables: :mod:`fabric.query.executor` own
 Attributes of every lane:
 
 ``name``
-    Lane name from ``config/lanes.toml`` (``keyword``, ``vector``, ``web``, ...).
+    Lane name from ``fabric/config/lanes.toml`` (``keyword``, ``vector``, ``web``, ...).
 ``kind``
     :class:`~fabric.core.models.LaneKind` of the lane.
 ``provider``
@@ -114,7 +114,7 @@ class Backend:
     """
 
     name: str
-    """The ``backend`` value in ``config/lanes.toml``."""
+    """The ``backend`` value in ``fabric/config/lanes.toml``."""
     lane: LaneFactory
     """Builds the lane (the lane class)."""
     writer: WriterFactory | None = None

@@ -8,7 +8,7 @@ first time its backend is asked for, so building one lane never imports another'
 store writers, the environment variables and the self-hosted set are derived from the declarations (which
 imports every backend module, once).
 
-Adding a lane touches its module (with its ``BACKEND``), its test, one ``config/lanes.toml`` entry and one row
+Adding a lane touches its module (with its ``BACKEND``), its test, one ``fabric/config/lanes.toml`` entry and one row
 in ``docs/lanes.md``; nothing here.
 """
 
@@ -91,7 +91,7 @@ class _Backends(Mapping[str, str]):
 
 
 BACKENDS: Mapping[str, str] = _Backends()
-"""``backend`` value in ``config/lanes.toml`` → the module that declares it (derived from the declarations)."""
+"""``backend`` value in ``fabric/config/lanes.toml`` → the module that declares it (derived from the declarations)."""
 
 
 def descriptor(backend: str) -> Backend:

@@ -3,13 +3,14 @@
 The ``fabric`` console script: argument parsing, error reporting and exit codes.
 
 Exit codes: 0 success; 1 a gate or check failed; 2 bad input or configuration (a clear message, never a
-traceback); 130 interrupted.
+traceback); 130 interrupted; 141 the reader of the output went away (a closed pipe).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -36,6 +37,8 @@ COMMANDS = (
     "router",
     "delete",
     "audit",
+    "config",
+    "warm",
 )
 """Subcommand modules of this package, in help order: each exposes ``register(subparsers)``, which sets
 ``func(args) -> int``, and imports its heavy dependencies inside ``run`` so that ``fabric --help`` stays fast."""
@@ -48,9 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Federated retrieval: concurrent lanes under per-mode budgets, fused, deduplicated, cited.",
     )
     parser.add_argument("--version", action="version", version=f"fabric {__version__}")
-    parser.add_argument("--config", help="user settings file (TOML), overriding config/*.toml")
+    parser.add_argument("--config", help="a settings file (TOML) over the built-in defaults (see `fabric config show`)")
     parser.add_argument("--profile", help="config profile overlay, e.g. 'compose'")
-    parser.add_argument("--home", help="store folder (default: $FABRIC_HOME or ./.fabric)")
+    parser.add_argument("--home", help="store folder (default: $FABRIC_HOME, else the user data folder)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr at debug level")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
@@ -82,6 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fabric: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of stdout went away (`| head`): nothing more to say, no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return code
 
 

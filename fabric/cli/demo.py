@@ -73,7 +73,9 @@ async def run_demo(settings: Any, queries: tuple[str, ...] = DEMO_QUERIES, progr
 def next_command(home: Path) -> str:
     """The search to try after the demo, over the demo's home (``--home`` only when it is not the default)."""
     query = shlex.quote(DEMO_QUERIES[2])
-    if home == Path(".fabric"):
+    from fabric.settings.paths import default_home
+
+    if home == default_home():
         return f"fabric search {query}"
     return f"fabric --home {shlex.quote(str(home))} search {query}"
 

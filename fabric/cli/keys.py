@@ -1,6 +1,8 @@
 """``fabric keys create|list|revoke``: the service's API keys, bound to tenants (:mod:`fabric.serve.keys.store`).
 
-``create --tenant NAME [--role reader|writer|admin]`` prints the key once (only its hash is stored);
+``create --tenant NAME [--role reader|writer|admin] [--json]`` prints the key once, alone on stdout (its id, tenant
+and role go to stderr, so ``Authorization: Bearer $(fabric keys create ...)`` is a well-formed header; ``--json``
+prints all of them as one object); only its hash is stored.
 ``--token-file PATH`` writes it to a new file (mode 0600) instead, and ``--if-missing`` makes that a no-op when
 the file exists (how the compose stack provisions the key Prometheus scrapes with; ``--file-mode 644`` there,
 so the Prometheus container's user can read it from the volume only the two services share).
@@ -31,6 +33,7 @@ def register(sub: Any) -> None:
     c.add_argument("--token-file", help="write the key to this new file (mode 0600) instead of printing it")
     c.add_argument("--if-missing", action="store_true", help="with --token-file: do nothing when the file exists")
     c.add_argument("--file-mode", default="600", help="with --token-file: octal permissions (default 600)")
+    c.add_argument("--json", action="store_true", help="print the key, its id, tenant and role as one JSON object")
     ls = actions.add_parser("list", help="list keys (ids, tenants, roles; never the keys)")
     ls.add_argument("--json", action="store_true", help="print JSON")
     r = actions.add_parser("revoke", help="revoke a key by id")
@@ -57,8 +60,12 @@ def _create(store: Any, args: argparse.Namespace) -> int:
         raise ConfigError(f"{target} exists; refusing to overwrite a key file")
     record, token = store.create(args.tenant, Role.from_str(args.role))
     if target is None:
-        print(token)
-        print(f"key {record.key_id}: tenant {record.tenant}, role {record.role.label} (shown once)", flush=True)
+        if args.json:
+            out = {"key": token, "key_id": record.key_id, "tenant": record.tenant, "role": record.role.label}
+            print(json.dumps(out), flush=True)
+            return 0
+        print(token, flush=True)  # alone on stdout: $(fabric keys create ...) is the key
+        print(f"key {record.key_id}: tenant {record.tenant}, role {record.role.label} (shown once)", file=sys.stderr)
         return 0
     target.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["default_receipt", "register", "resolve_queries"]
+__all__ = ["default_receipt", "register", "resolve_queries", "shipped_queries"]
 
 
 def register(sub: Any) -> None:
@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
         "--queries",
         type=Path,
         metavar="DATASET_DIR",
-        help="the fixed query set (default: [slowcook] queries, evals/queries/demo)",
+        help="the fixed query set (default: [slowcook] queries, else the shipped demo query set)",
     )
     parser.add_argument("--split", help="qrels split (default: [slowcook] split)")
     parser.add_argument(
@@ -49,13 +49,18 @@ def register(sub: Any) -> None:
 
 
 def resolve_queries(value: str | Path, *, from_config: bool) -> Path:
-    """A query-set folder: as given on the command line, or relative to the project folder from the config."""
-    from fabric.settings import default_config_dir
+    """A query-set folder: as given (relative to the working directory), or, for an empty ``[slowcook] queries``,
+    the query set shipped with the package over the demo corpus (``fabric/demo/queries``)."""
+    if from_config and not str(value):
+        return shipped_queries()
+    return Path(value)
 
-    path = Path(value)
-    if from_config and not path.is_absolute():
-        return default_config_dir().parent / path
-    return path
+
+def shipped_queries() -> Path:
+    """The query set shipped with the package (package data, as the demo corpus it judges)."""
+    from importlib.resources import files
+
+    return Path(str(files("fabric.demo").joinpath("queries")))
 
 
 def default_receipt(settings: Any) -> Path:

@@ -124,7 +124,7 @@ class LaneOutcome:
     """How one planned lane ended: always produced, whatever happened inside the lane."""
 
     lane: str
-    """Lane name from ``config/lanes.toml``."""
+    """Lane name from ``fabric/config/lanes.toml``."""
     kind: LaneKind
     """Lane kind."""
     provider: str

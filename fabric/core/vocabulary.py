@@ -48,7 +48,7 @@ class _ChoiceEnum(enum.StrEnum):
 
 
 class Mode(_ChoiceEnum):
-    """Query mode; it selects the per-lane budgets of ``config/modes.toml``."""
+    """Query mode; it selects the per-lane budgets of ``fabric/config/modes.toml``."""
 
     SIMPLE = "simple"
     TECHNICAL = "technical"

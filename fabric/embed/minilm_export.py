@@ -30,7 +30,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fabric.core.logs import get_logger
+
 __all__ = ["UNFUSED", "ExportFailed", "export", "main"]
+
+log = get_logger(__name__)
 
 UNFUSED = ("enable_skip_layer_norm", "enable_bias_skip_layer_norm")
 """BERT fusions the export leaves out. ONNX Runtime's CPU ``SkipLayerNormalization`` took 6.5 x the time of the
@@ -144,7 +148,12 @@ def export(
     root = str(Path(__file__).resolve().parents[2])  # where ``fabric`` is importable from
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
     cmd = [sys.executable, "-m", "fabric.embed.minilm_export", str(model_dir), str(dest), str(fp32), *flags]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env, check=False)
+    # what the libraries print (progress bars, the quantiser's advice) is the child's stderr: kept off the host's
+    # streams, logged at debug level, and named in the error when the export fails
+    proc = subprocess.run(cmd, capture_output=True, stdin=subprocess.DEVNULL, env=env, check=False)
+    chatter = proc.stderr.decode(errors="replace").strip()
+    if chatter:
+        log.debug("minilm_export_output", output=chatter[-4000:])
     lines = proc.stdout.decode(errors="replace").strip().splitlines()
     try:
         answer: dict[str, Any] = json.loads(lines[-1]) if lines else {}
@@ -152,7 +161,8 @@ def export(
         answer = {}
     if proc.returncode == 0 and answer.get("ok") and dest.exists():
         return {str(k): int(v) for k, v in answer.get("fused", {}).items()}
-    raise ExportFailed(answer.get("error") or f"the export process ended with exit code {proc.returncode}")
+    detail = answer.get("error") or f"the export process ended with exit code {proc.returncode}"
+    raise ExportFailed(f"{detail}: {chatter[-400:]}" if chatter and not answer.get("error") else detail)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

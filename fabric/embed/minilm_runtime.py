@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import structlog
+
+from fabric.core.logs import get_logger
 
 __all__ = [
     "DISABLED_OPTIMIZERS",
@@ -19,7 +20,7 @@ __all__ = [
     "session_options",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _PRECISION: list[str] = []
 

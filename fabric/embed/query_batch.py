@@ -20,14 +20,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
-
 from fabric.core.lanepool import CallClock, current_clocks, note_pending, running_for
+from fabric.core.logs import get_logger
 from fabric.core.models import Embedder
 
 __all__ = ["QueryBatcher", "encode_query", "query_batcher"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from fabric.core.errors import QueryError
+from fabric.core.logs import get_logger
 from fabric.core.models import FusionMode, LaneKind, Mode
 from fabric.eval.calibration import CalibrationClock
 from fabric.eval.dataset import Dataset
@@ -51,7 +50,7 @@ __all__ = [
     "timed_fused_pass",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 OFFLINE_KINDS = (LaneKind.KEYWORD, LaneKind.VECTOR, LaneKind.GRAPH)
 """Lane kinds that search the ingested corpus (web, news and markets cannot be judged by qrels)."""

@@ -12,15 +12,14 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import structlog
-
 from fabric.core.chunks import StoreWriter, Triple, TripleReader
 from fabric.core.errors import FabricError
+from fabric.core.logs import get_logger
 from fabric.ingest.audit import AuditLog, EntryChange, TripleChange, current_actor
 
 __all__ = ["graph_triples", "record_changes", "triple_changes"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 async def graph_triples(writers: Sequence[StoreWriter], ids: Sequence[str]) -> dict[str, set[Triple]] | None:

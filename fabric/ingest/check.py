@@ -32,15 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from fabric.core.chunks import ListableStore, StoreWriter
 from fabric.core.errors import FabricError
+from fabric.core.logs import get_logger
 from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
 
 __all__ = ["CheckReport", "StoreState", "check_stores", "pending_rows"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _SAMPLE = 5
 """Ids shown per difference (the counts are complete)."""

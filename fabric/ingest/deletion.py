@@ -26,10 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from fabric.core.chunks import StoreWriter
 from fabric.core.errors import FabricError, IngestError
+from fabric.core.logs import get_logger
 from fabric.ingest.audit import AuditLog, EntryChange
 from fabric.ingest.audit_trail import graph_triples, record_changes, triple_changes
 from fabric.ingest.conflicts import public_source
@@ -37,7 +36,7 @@ from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
 
 __all__ = ["DeleteReport", "NothingToDelete", "delete_entries", "matching_sources"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _SHOWN_IDS = 1000
 

@@ -30,10 +30,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import structlog
-
 from fabric.core.chunks import Chunk, PrefetchingStore, StoreWriter
 from fabric.core.errors import FabricError, LaneError
+from fabric.core.logs import get_logger
 from fabric.core.models import Embedder
 from fabric.ingest.audit import EntryChange
 from fabric.ingest.audit_trail import graph_triples, record_changes, triple_changes
@@ -46,7 +45,7 @@ from fabric.ingest.report import IngestReport, Progress
 
 __all__ = ["ingest"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 BATCH = 256
 """Chunks per embedding call and per store write."""

@@ -12,9 +12,8 @@ import asyncio
 import time
 from pathlib import Path
 
-import structlog
-
 from fabric.core.chunks import FinishingStore, StoreWriter
+from fabric.core.logs import get_logger
 from fabric.core.tenants import DEFAULT_TENANT, tenant_home
 from fabric.embed.embeddings import build_embedder
 from fabric.ingest.check import check_stores, pending_rows
@@ -27,7 +26,7 @@ from lanes.base import LaneResources
 
 __all__ = ["run_ingest"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 async def run_ingest(

@@ -35,7 +35,8 @@ class _Writers(Mapping[str, WriterFactory]):
 
 
 WRITERS: Mapping[str, WriterFactory] = _Writers()
-"""``backend`` value in ``config/lanes.toml`` → its writer factory (imports every backend module on first use)."""
+"""``backend`` value in ``fabric/config/lanes.toml`` → its writer factory (imports every backend module on first
+use)."""
 
 
 def has_writer(backend: str) -> bool:

@@ -1,5 +1,5 @@
 """Budgets per query: the total deadline and each lane's budget (the fusion policy's lanes table,
-``config/modes.toml``).
+``fabric/config/modes.toml``).
 
 A lane's budget is ``mode.lanes[lane.name]``, else ``mode.lanes[lane.kind]``, else the mode's total, times
 the cost multiplier (low 0.5, medium 1.0, high 2.0). The total budget is the request's own ``budget_ms``

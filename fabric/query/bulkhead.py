@@ -21,13 +21,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import structlog
-
 from fabric.core.lanepool import LanePool
+from fabric.core.logs import get_logger
 
 __all__ = ["Bulkhead", "reserve_threads"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 def reserve_threads(workers: int) -> None:

@@ -10,11 +10,11 @@ import os
 import secrets
 from pathlib import Path
 
-import structlog
+from fabric.core.logs import get_logger
 
 __all__ = ["CURSOR_SECRET_ENV", "load_cursor_secret"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 CURSOR_SECRET_ENV = "FABRIC_CURSOR_SECRET"
 """Environment variable holding the cursor HMAC secret."""

@@ -35,7 +35,7 @@ from typing import Any, Self
 import structlog
 
 from fabric.core.errors import PartialResultError
-from fabric.core.logs import enabled, new_trace_id
+from fabric.core.logs import enabled, get_logger, new_trace_id
 from fabric.core.models import (
     LaneKind,
     LaneOutcome,
@@ -74,7 +74,7 @@ from lanes.base import Lane, LaneResources
 
 __all__ = ["CURSOR_SECRET_ENV", "Engine"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 class Engine:

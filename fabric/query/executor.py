@@ -36,10 +36,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
-
 from fabric.core.errors import LaneError, LaneRejected
 from fabric.core.lanepool import CallClock, context_for, is_lane_pool
+from fabric.core.logs import get_logger
 from fabric.core.models import Hit, LaneKind, LaneOutcome, LaneRequest, LaneStatus, make_lane_outcome
 from fabric.net.webcache import WEB_CACHE_PROVIDER, WebCache
 from fabric.query.bulkhead import Bulkhead, reserve_threads
@@ -54,7 +53,7 @@ from lanes.base import Lane
 
 __all__ = ["LaneExecutor", "PlannedLane", "RunStats"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _CHARGED_SHARE = 0.5
 """A timed-out call is charged to its provider only when its own work (:mod:`fabric.core.lanepool`) took at least this

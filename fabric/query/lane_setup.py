@@ -13,9 +13,8 @@ from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Any
 
-import structlog
-
 from fabric.core.errors import ConfigError
+from fabric.core.logs import get_logger
 from fabric.core.models import Embedder, Hit, LaneKind, LaneOutcome, LaneStatus
 from fabric.query.penalties import ProviderPenalties
 from fabric.settings import FusionConfig, LaneConfig, Settings
@@ -35,7 +34,7 @@ __all__ = [
     "warm_fusion",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 OPEN_TIMEOUT_S = 60.0
 """How long opening the lanes and loading the embedding model may take at engine start."""

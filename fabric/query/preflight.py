@@ -34,10 +34,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-import structlog
 
 from fabric.core.cancel import cancel_and_wait
 from fabric.core.errors import LaneError, LaneTimeout
+from fabric.core.logs import get_logger
 from fabric.core.models import PreflightResult
 from fabric.net.httpclient import fetch
 from fabric.query.sanitize import clean_line
@@ -45,7 +45,7 @@ from fabric.settings import PreflightConfig
 
 __all__ = ["LoopLagMonitor", "Preflight", "RuleRefinement", "refine_rules"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”')
 _SITE = re.compile(r"(?<!\S)(-?)site:([A-Za-z0-9.-]+\.[A-Za-z]{2,}|[A-Za-z]{2,})(?!\S)", re.IGNORECASE)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import aiohttp
-import structlog
 
+from fabric.core.logs import get_logger
 from fabric.net.httpclient import allowlist_from_lanes, create_session
 from fabric.net.webcache import WebCache
 from fabric.settings import Settings
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["HTTP_LIMIT", "HTTP_LIMIT_PER_HOST", "HTTP_TIMEOUT", "close_resources", "open_resources"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 HTTP_LIMIT = 100
 """Connections in the pool."""

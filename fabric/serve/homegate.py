@@ -23,9 +23,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import structlog
-
 from fabric.core.chunks import StoreWriter
+from fabric.core.logs import get_logger
 from fabric.ingest.check import CheckReport, check_stores
 from fabric.ingest.homelock import HomeLock
 from fabric.settings import Settings
@@ -33,7 +32,7 @@ from lanes.base import LaneResources
 
 __all__ = ["PROBE_TTL_S", "Exclusive", "HomeGate", "repair_stores", "unwritable"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 PROBE_TTL_S = 2.0
 """How long a writability probe result is reused."""

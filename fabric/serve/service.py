@@ -60,12 +60,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
-import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from fabric.core import safejson
 from fabric.core.errors import FabricError, PartialResultError, QueryError, UnprocessableQueryError
+from fabric.core.logs import get_logger
 from fabric.query.engine import Engine
 from fabric.query.validation import parse_request
 from fabric.serve.auth import Guard, install_guard, principal
@@ -107,7 +107,7 @@ __all__ = [
     "store_runner",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 ENGINE_KEY = web.AppKey("engine", Engine)
 """Where the app keeps its engine."""

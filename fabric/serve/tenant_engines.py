@@ -28,10 +28,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from fabric.core.logs import get_logger
 from fabric.core.tenants import DEFAULT_TENANT, check_tenant, tenant_home
 from fabric.net.webcache import WebCache
 from fabric.query.engine import Engine
@@ -53,7 +53,7 @@ __all__ = [
     "tenant_resources",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

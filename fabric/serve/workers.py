@@ -31,11 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import FrameType
 
-import structlog
+from fabric.core.logs import get_logger
 
 __all__ = ["QUICK_EXIT_S", "Supervisor", "child_argv", "listen_socket", "watch_parent"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 QUICK_EXIT_S = 30.0
 """A child that exits sooner than this after its start counts as failing to start."""

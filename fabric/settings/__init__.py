@@ -1,16 +1,22 @@
 """Settings (this floor imports only :mod:`fabric.core`; the backends' environment variables are read from
 :mod:`lanes.registry` lazily, on first use).
 
-The only reader of settings: ``config/*.toml`` → typed, frozen dataclasses, once, at start-up.
+The only reader of settings: TOML → typed, frozen dataclasses, once, at start-up.
 
 Order of precedence (later wins):
 
-1. the project's ``config/*.toml`` (or ``config_dir``);
-2. a profile overlay ``config/<profile>.toml`` when ``FABRIC_PROFILE`` (or ``profile=``) is set, e.g. ``compose``;
-3. a user file named by ``FABRIC_CONFIG`` (or ``user_file=``), same sections as the project files;
-4. environment variables: ``FABRIC_HOME``, ``FABRIC_STATE_URL`` (environment only: it may hold a password), the
-   service URLs of :data:`ENV_URLS`, and the generic
+1. the built-in defaults, ``fabric/config/*.toml`` (package data; or ``config_dir``);
+2. a profile overlay ``fabric/config/<profile>.toml`` when ``FABRIC_PROFILE`` (or ``profile=``, ``--profile``) is
+   set, e.g. ``compose``;
+3. the user's settings file in the platform's config folder (:func:`~fabric.settings.paths.user_config_file`,
+   ``~/.config/retrieval-fabric/config.toml`` on Linux), when it exists;
+4. a settings file named by ``FABRIC_CONFIG`` (or ``user_file=``, ``--config``), same sections as the built-in ones;
+5. environment variables: ``FABRIC_HOME``, ``FABRIC_CACHE_DIR``, ``FABRIC_STATE_URL`` (environment only: it may
+   hold a password), the service URLs of :data:`ENV_URLS`, and the generic
    ``FABRIC__<section>__<key>[__<key>...]=<TOML value>`` (e.g. ``FABRIC__fusion__rrf_k=40``).
+
+The home and the cache default to the platform's user data and cache folders, never the working directory.
+``fabric config show`` prints the effective settings and the layer each came from (:func:`explain_settings`).
 
 Every file carries ``schema = 1``. A bad setting raises :class:`~fabric.core.errors.ConfigError` naming the
 file and the dotted key (``lanes.vector.weight``). Defaults live in the dataclass fields of
@@ -29,6 +35,7 @@ from typing import Any
 
 from fabric.core.errors import ConfigError
 from fabric.core.models import Mode
+from fabric.settings.paths import default_cache_dir, default_config_dir, default_home, user_config_file
 from fabric.settings.readers import SCHEMA, build, coerce, env_overrides, merge, positive, read_toml
 from fabric.settings.router import RouterConfig, validate_router_config
 from fabric.settings.sections import (
@@ -70,6 +77,7 @@ __all__ = [
     "StageConfig",
     "default_config_dir",
     "load_settings",
+    "setting_layers",
 ]
 
 CONFIG_FILES = (
@@ -130,9 +138,9 @@ SELF_HOSTED_BACKENDS: AbstractSet[str] = _SelfHosted()
 class Settings:
     """Everything the engine reads from configuration."""
 
-    home: Path = Path(".fabric")
+    home: Path = field(default_factory=default_home)
     """Root of the embedded stores (``FABRIC_HOME``)."""
-    cache_dir: Path = Path(".cache/fabric")
+    cache_dir: Path = field(default_factory=default_cache_dir)
     """Content-addressed caches (embeddings, built eval indexes) shared across homes (``FABRIC_CACHE_DIR``)."""
     modes: Mapping[Mode, ModeConfig] = field(default_factory=dict)
     lanes: Mapping[str, LaneConfig] = field(default_factory=dict)
@@ -145,9 +153,9 @@ class Settings:
     embeddings: EmbeddingsConfig = field(default_factory=EmbeddingsConfig)
     ingest: IngestConfig = field(default_factory=IngestConfig)
     router: RouterConfig = field(default_factory=RouterConfig)
-    """The query router of the router policy (``config/router.toml``, :mod:`fabric.settings.router`)."""
+    """The query router of the router policy (``fabric/config/router.toml``, :mod:`fabric.settings.router`)."""
     slowcook: SlowCookConfig = field(default_factory=SlowCookConfig)
-    """The slow-cook job of the docs-memory policy (``config/slowcook.toml``, ``fabric slowcook``)."""
+    """The slow-cook job of the docs-memory policy (``fabric/config/slowcook.toml``, ``fabric slowcook``)."""
     sources: tuple[str, ...] = ()
     """Files the settings were read from, in order."""
     state_url: str = ""
@@ -164,11 +172,6 @@ class Settings:
         return [lane for lane in self.lanes.values() if lane.enabled]
 
 
-def default_config_dir() -> Path:
-    """The project's ``config/`` folder (next to the packages)."""
-    return Path(__file__).resolve().parents[2] / "config"
-
-
 # --------------------------------------------------------------------------------------------- loading
 
 
@@ -179,42 +182,60 @@ def load_settings(
     profile: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> Settings:
-    """Load, merge and validate every settings source into :class:`Settings`.
+    """Load, merge and validate every settings source into :class:`Settings` (the order: the module docstring).
 
     Raises:
         ConfigError: naming the file and key path of the first bad setting.
     """
     env = os.environ if env is None else env
-    cdir = config_dir or default_config_dir()
     merged: dict[str, Any] = {}
     sources: list[str] = []
-    for name in CONFIG_FILES:
-        path = cdir / name
-        if path.exists():
-            merged = merge(merged, read_toml(path))
-            sources.append(str(path))
-    profile = profile if profile is not None else env.get("FABRIC_PROFILE") or None
-    if profile:
-        path = cdir / f"{profile}.toml"
-        if not path.exists():
-            raise ConfigError(f"profile {profile!r} not found", source=str(path), key="FABRIC_PROFILE")
-        merged = merge(merged, read_toml(path))
-        sources.append(str(path))
-    ufile = user_file or (Path(env["FABRIC_CONFIG"]) if env.get("FABRIC_CONFIG") else None)
-    if ufile is not None:
-        merged = merge(merged, read_toml(ufile))
-        sources.append(str(ufile))
-    overrides = env_overrides(env)
-    if overrides:
-        merged = merge(merged, overrides)
-        sources.append("env")
+    for label, data in setting_layers(config_dir, user_file=user_file, profile=profile, env=env):
+        merged = merge(merged, data)
+        sources.append(label)
     src = " + ".join(Path(s).name if s != "env" else s for s in sources) or "defaults"
     return _validate(merged, src, env, tuple(sources))
 
 
+def setting_layers(
+    config_dir: Path | None = None,
+    *,
+    user_file: Path | None = None,
+    profile: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """Each settings source in order of precedence, lowest first: (where it came from, its data).
+
+    Raises:
+        ConfigError: an unreadable file, or a profile that does not exist.
+    """
+    env = os.environ if env is None else env
+    cdir = config_dir or default_config_dir()
+    layers = [(str(cdir / name), read_toml(cdir / name)) for name in CONFIG_FILES if (cdir / name).exists()]
+    profile = profile if profile is not None else env.get("FABRIC_PROFILE") or None
+    if profile:
+        path = cdir / f"{profile}.toml"
+        if not path.exists():
+            valid = ", ".join(sorted(p.stem for p in cdir.glob("*.toml") if p.name not in CONFIG_FILES))
+            raise ConfigError(
+                f"profile {profile!r} not found (built-in: {valid})", source=str(path), key="FABRIC_PROFILE"
+            )
+        layers.append((str(path), read_toml(path)))
+    own = user_config_file()
+    if config_dir is None and own.is_file():
+        layers.append((str(own), read_toml(own)))
+    ufile = user_file or (Path(env["FABRIC_CONFIG"]) if env.get("FABRIC_CONFIG") else None)
+    if ufile is not None:
+        layers.append((str(ufile), read_toml(ufile)))
+    overrides = env_overrides(env)
+    if overrides:
+        layers.append(("env", overrides))
+    return layers
+
+
 _SECTIONS = frozenset(
     {"modes", "lanes", "fusion", "authority", "default", "domains", "engine", "preflight", "penalties", "embeddings",
-     "ingest", "router", "slowcook", "home"}
+     "ingest", "router", "slowcook", "home", "cache_dir"}
 )  # fmt: skip
 
 
@@ -226,8 +247,8 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
     positive(fusion.rrf_k, src, "fusion.rrf_k")
     for key in ("min_must_count", "stage1_top_n", "stage2_top_n", "max_appended"):
         positive(getattr(fusion.stages, key), src, f"fusion.stages.{key}")
-    home = Path(env.get("FABRIC_HOME") or data.get("home") or ".fabric")
-    cache_dir = Path(env.get("FABRIC_CACHE_DIR") or data.get("cache_dir") or ".cache/fabric")
+    home = Path(env.get("FABRIC_HOME") or data.get("home") or default_home())
+    cache_dir = Path(env.get("FABRIC_CACHE_DIR") or data.get("cache_dir") or default_cache_dir())
     lanes = _read_lanes(data.get("lanes", {}), src, env)
     router: RouterConfig = build(RouterConfig, data.get("router", {}), src, "router")
     return Settings(

@@ -1,4 +1,4 @@
-"""The ``[router]`` settings (``config/router.toml``), read by :mod:`fabric.settings` like every other section.
+"""The ``[router]`` settings (``fabric/config/router.toml``), read by :mod:`fabric.settings` like every other section.
 
 Thresholds of the heuristic cascade (the router policy: 0.5 and 0.65 are the policy's initial values), the phrases it
 matches, which lanes each strategy runs, the oracle's margin δ and where the trained classifier is kept.

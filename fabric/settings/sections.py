@@ -1,4 +1,4 @@
-"""The typed sections of the settings: one frozen dataclass per ``config/*.toml`` table, defaults in the fields.
+"""The typed sections of the settings: one frozen dataclass per ``fabric/config/*.toml`` table, defaults in the fields.
 
 :mod:`fabric.settings` reads and validates them into :class:`~fabric.settings.Settings` and re-exports every name
 here (import them from either module). Annotations are resolved at run time by
@@ -230,8 +230,9 @@ class IngestConfig:
 class SlowCookConfig:
     """The slow-cook job of the docs-memory policy (``fabric slowcook``, :mod:`fabric.eval.slowcook`)."""
 
-    queries: str = "evals/queries/demo"
-    """The fixed query set (a dataset folder, :mod:`fabric.eval.dataset`); relative to the project folder."""
+    queries: str = ""
+    """The fixed query set (a dataset folder, :mod:`fabric.eval.dataset`, relative to the working directory); empty:
+    the one shipped with the package over the demo corpus."""
     split: str = "test"
     """Its qrels split."""
     receipt: str = ""

@@ -31,9 +31,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import structlog
-
 from fabric.core.errors import ConfigError, LaneBadResponse, LaneError
+from fabric.core.logs import get_logger
 from fabric.core.models import Hit, LaneRequest, SourceKind
 from fabric.net.httpclient import fetch
 from lanes._options import LaneOptions
@@ -42,7 +41,7 @@ from lanes.web._common import clean_html, domain_of, in_date_bounds, normalise_u
 
 __all__ = ["BACKEND", "RssNewsLane", "match_score"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _WORD = re.compile(r"\w{2,}")
 _STOP = frozenset(

@@ -3,7 +3,7 @@
 The answer is ``{"documents": [{"mdn_url", "title", "summary", "score", "highlight": {"body": [...]}}],
 "metadata": {...}, "suggestions": [...]}``; validation failures come back as 400 with
 ``{"errors": {"q": [{"message", "code"}]}}``. MDN is a keyless, high-credibility source
-(``developer.mozilla.org`` has ``keyless = true`` in ``config/authority.toml``).
+(``developer.mozilla.org`` has ``keyless = true`` in ``fabric/config/authority.toml``).
 
 Options (``lanes.toml``)::
 

@@ -1,7 +1,7 @@
 """Keyless web lane over Wikipedia's search API (MediaWiki Action API ``list=search``).
 
 ``GET {url}/w/api.php?action=query&list=search&srsearch=…&format=json&formatversion=2``. Wikipedia is a
-keyless, high-credibility source: its domain carries ``keyless = true`` in ``config/authority.toml``, which is
+keyless, high-credibility source: its domain carries ``keyless = true`` in ``fabric/config/authority.toml``, which is
 where the fusion keyless boost comes from (the lane only reports the domain). The MediaWiki API reports errors
 in the body (``{"error": {"code", "info"}}``, often with HTTP 200): ``maxlag``/``ratelimited`` become a rate
 limit rejection, anything else a bad response. The identifying User-Agent the Wikimedia API policy asks for is

@@ -98,7 +98,8 @@ class TestComposeFile:
         """The fabric service builds the repository Dockerfile, whose base image is pinned and which serves."""
         assert compose["services"]["fabric"]["build"]["dockerfile"] == "Dockerfile"
         dockerfile = (ROOT / "Dockerfile").read_text()
-        assert re.search(r"^FROM python:\d+\.\d+\.\d+-", dockerfile, re.M)
+        assert re.search(r"^ARG PYTHON_IMAGE=python:\d+\.\d+\.\d+-", dockerfile, re.M)
+        assert re.search(r"^FROM \$\{PYTHON_IMAGE\}", dockerfile, re.M)
         assert '"fabric", "serve"' in dockerfile
 
 
@@ -162,7 +163,7 @@ class TestPrometheus:
         assert f"--token-file {key_file} --if-missing" in command
         assert "fabric keys create" in command
         assert fabric["command"] == ["fabric", "serve", "--host", "0.0.0.0", "--port", "8080"]  # no --insecure
-        assert f"mkdir -p /data {key_dir}" in (ROOT / "Dockerfile").read_text()  # owned by the fabric user
+        assert f"mkdir -p /data /cache {key_dir}" in (ROOT / "Dockerfile").read_text()  # owned by the fabric user
 
     def test_same_release_as_the_checking_promtool(self, compose: dict[str, Any]) -> None:
         """The image runs the Prometheus release whose promtool validates the rules in tests/deploy/test_alerts.py."""
@@ -177,7 +178,7 @@ class TestPrometheus:
 
 class TestComposeProfile:
     def test_lanes_point_at_service_names(self) -> None:
-        """config/compose.toml switches lanes to the server backends at the compose service names."""
+        """fabric/config/compose.toml switches lanes to the server backends at the compose service names."""
         settings = load_settings(profile="compose", env={})
         lanes = settings.lanes
         hosts = {name: URL(lanes[name].options["url"]).host for name in ("keyword", "vector", "graph", "web")}
@@ -268,3 +269,30 @@ class TestReplicas:
         block = (ROOT / "Makefile").read_text().split("\ntest-deps:")[1].split("\n\n")[0]
         assert "postgresql" in block
         assert "initdb" in block
+
+
+class TestFabricImage:
+    def test_every_fabric_health_check_asks_readiness(self, compose: dict[str, Any]) -> None:
+        """The fabric replicas and the proxy in front of them are healthy when /readyz says ready, not /healthz."""
+        for name in ("fabric", "proxy"):
+            probe = " ".join(compose["services"][name]["healthcheck"]["test"])
+            assert "/readyz" in probe, name
+            assert "/healthz" not in probe, name
+
+    def test_dockerfile_builds_in_stages_and_runs_unprivileged(self) -> None:
+        """A build stage makes the wheel; the image installs it with the shared install script, drops root, keeps the
+        home and cache on volumes, warms the model at build time, and its HEALTHCHECK asks /readyz."""
+        text = (ROOT / "Dockerfile").read_text()
+        assert text.count("\nFROM ") + text.startswith("FROM ") >= 2
+        assert "AS build" in text
+        assert "deploy/install.sh" in text
+        assert re.search(r"^USER 10001$", text, re.M)  # the fabric user, by number (hadolint DL3066)
+        assert 'VOLUME ["/data", "/cache"]' in text
+        assert "RUN fabric warm" in text
+        health = text[text.index("HEALTHCHECK") :]
+        assert "/readyz" in health.split("\nCMD")[0] + health.split("\n")[1]
+
+    def test_fabric_cache_is_a_named_volume(self, compose: dict[str, Any]) -> None:
+        """The replicas keep the model export and embeddings on a volume, seeded by the image's warm cache."""
+        assert "fabric_cache:/cache" in compose["services"]["fabric"]["volumes"]
+        assert "fabric_cache" in compose["volumes"]

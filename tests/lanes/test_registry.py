@@ -34,7 +34,7 @@ class TestDescriptors:
             assert (declared.name, declared.lane.__module__) == (name, module)
 
     def test_configured_backends_resolve(self) -> None:
-        """Every backend named in config/*.toml has a declaration."""
+        """Every backend named in fabric/config/*.toml has a declaration."""
         for path in sorted((ROOT / "config").glob("*.toml")):
             for lane in tomllib.loads(path.read_text()).get("lanes", {}).values():
                 if "backend" in lane:

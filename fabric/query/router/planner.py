@@ -27,9 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
 from fabric.core.errors import ConfigError
+from fabric.core.logs import get_logger
 from fabric.core.models import Embedder, Hit, LaneOutcome, LaneRequest, LaneStatus, PreflightResult, SearchRequest
 from fabric.core.strategies import STRATEGY_ORDER, RouteRecord, Strategy
 from fabric.query.constraints import bind_constraints
@@ -44,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PROBE_ALONE", "Probe", "RoutedPlan", "Router", "filter_years"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 PROBE_ALONE = "probe_confident"
 """Rule name of a Dense answered from the probe alone (``[router] probe_alone``)."""
@@ -190,7 +189,8 @@ class Router:
 
     def _outside(self, name: str) -> bool:
         """Whether lane ``name`` is outside the router's choice, so that it runs under every strategy: a lane no
-        strategy of ``config/router.toml`` names (a lane added to ``config/lanes.toml`` is never dropped silently),
+        strategy of ``fabric/config/router.toml`` names (a lane added to ``fabric/config/lanes.toml`` is never dropped
+        silently),
         or one that is not a store lane (web, news, ...)."""
         if all(name not in getattr(self.config.strategies, s.value) for s in STRATEGY_ORDER):
             return True

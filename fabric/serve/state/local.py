@@ -30,16 +30,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-import structlog
-
 from fabric.core.errors import ConfigError
 from fabric.core.filelock import FileLock
+from fabric.core.logs import get_logger
 from fabric.serve.state.base import task_tables
 from fabric.serve.tasks.store import COLUMNS, IngestTask, TaskStatus, row_task, task_row
 
 __all__ = ["LOCAL_SCHEME", "SUBMIT_SLOTS", "LocalBuckets", "LocalState", "LocalTaskStore", "local_folder", "local_url"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 LOCAL_SCHEME = "sqlite"
 """The ``FABRIC_STATE_URL`` scheme of this backend: ``sqlite:///<absolute folder>``."""

@@ -30,11 +30,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-import structlog
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from fabric.core.cancel import cancel_and_wait
 from fabric.core.errors import FabricError
+from fabric.core.logs import get_logger
 from fabric.ingest.audit import Actor, acting_as
 from fabric.ingest.crashpoints import crash_point
 from fabric.ingest.report import IngestReport, Progress
@@ -53,7 +53,7 @@ from fabric.settings import IngestConfig
 
 __all__ = ["MAX_ATTEMPTS", "STAGES", "IngestTask", "IngestTasks", "Runner", "StageProgress", "TaskStatus"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 MAX_ATTEMPTS = 3
 """Runs of one task a crash may interrupt before the task fails instead of being resumed again."""

@@ -32,10 +32,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import structlog
 from prometheus_client import CollectorRegistry
 
 from fabric.core.cancel import cancel_and_wait
+from fabric.core.logs import get_logger
 from fabric.serve.tasks.queue import IngestTasks, Runner
 from fabric.serve.tasks.store import DEFAULT_TENANT, IngestTask, TaskBackend, TaskStatus
 from fabric.serve.tasks.submission import Submission
@@ -59,7 +59,7 @@ class ReplicaTaskStore(TaskBackend, Protocol):
     def unlock_key(self, lock: Any, key: str) -> None: ...
 
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 HEARTBEAT_S = 1.0
 """How often a running task's progress is saved and its writer lock checked."""

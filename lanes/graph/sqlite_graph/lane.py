@@ -31,9 +31,8 @@ import math
 import sqlite3
 from typing import Any
 
-import structlog
-
 from fabric.core.errors import LaneUnavailable
+from fabric.core.logs import get_logger
 from fabric.core.models import Hit, LaneRequest
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
 from lanes.graph._extract.entities import EntityExtractor, RuleExtractor, normalize_entity, query_ngrams
@@ -53,7 +52,7 @@ from lanes.sqlite_common import (
 
 __all__ = ["BACKEND", "SqliteGraphLane"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 _COMMON_FLOOR = 50

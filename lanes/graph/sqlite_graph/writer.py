@@ -23,9 +23,8 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-import structlog
-
 from fabric.core.chunks import Chunk, Triple
+from fabric.core.logs import get_logger
 from lanes._options import LaneOptions
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph._extract.chunk_graph import chunk_extraction, load_aliases
@@ -53,7 +52,7 @@ __all__ = [
     "load_aliases",
 ]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 POOL_MIN_BATCH = 128
 """Smallest batch whose extraction goes to the worker process (below it, starting the process costs more)."""

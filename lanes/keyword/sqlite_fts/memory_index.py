@@ -26,13 +26,13 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
-import structlog
 
+from fabric.core.logs import get_logger
 from lanes.sqlite_common import DateBounds
 
 __all__ = ["MemoryIndex", "Posting", "Snapshot"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 _K1, _B = 1.2, 0.75
 _TOKENIZER = "porter unicode61 remove_diacritics 2"

@@ -1,5 +1,8 @@
 """HNSW accelerator of the flat vector store (hnswlib): unfiltered searches of large stores without a full scan.
 
+hnswlib is optional (the ``ann`` extra: it publishes no wheel, so pip compiles it). Without it every search is the
+exact scan, logged once as ``ann_unavailable``; with it, it serves as below.
+
 The flat store (:mod:`lanes.vector.numpy_flat.index`) stays the source of truth and answers every filtered
 search exactly. Above :attr:`AnnConfig.min_rows` live rows, an HNSW graph over the index's rows ``[0, n)``
 proposes the candidates of an unfiltered search; the index then scores them exactly against its float32 matrix,
@@ -18,7 +21,9 @@ exactly meanwhile.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 import threading
@@ -28,14 +33,24 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import structlog
 
+from fabric.core.logs import get_logger
 from lanes._options import LaneOptions
 from lanes.base import LaneSpec
 
-__all__ = ["AnnConfig", "AnnGraph", "ann_config", "build_graph", "ids_digest", "load_graph", "save_graph", "saved_rows"]
+__all__ = [
+    "AnnConfig",
+    "AnnGraph",
+    "ann_config",
+    "available",
+    "build_graph",
+    "ids_digest",
+    "load_graph",
+    "save_graph",
+    "saved_rows",
+]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,17 +76,27 @@ _DEFAULT = AnnConfig()
 
 
 def ann_config(spec: LaneSpec) -> AnnConfig:
-    """The accelerator settings of a ``numpy_flat`` lane's options (``ann``, ``ann_min_rows``, ``ann_ef``).
+    """The accelerator settings of a ``numpy_flat`` lane's options (``ann``, ``ann_min_rows``, ``ann_ef``); never
+    enabled without hnswlib.
 
     Raises:
         ConfigError: an option of the wrong type, naming its key.
     """
     opts, default = LaneOptions(spec), _DEFAULT
     return AnnConfig(
-        enabled=opts.flag("ann", default.enabled),
+        enabled=opts.flag("ann", default.enabled) and available(),
         min_rows=opts.integer("ann_min_rows", default.min_rows),
         ef_search=opts.integer("ann_ef", default.ef_search),
     )
+
+
+@functools.cache
+def available() -> bool:
+    """Whether hnswlib can be imported (asked once per process; logged once when it cannot)."""
+    if importlib.util.find_spec("hnswlib") is not None:
+        return True
+    log.info("ann_unavailable", reason="hnswlib is not installed (the 'ann' extra)", fallback="exact search")
+    return False
 
 
 def ids_digest(ids: Sequence[str]) -> str:

@@ -26,15 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import structlog
 
+from fabric.core.logs import get_logger
 from fabric.embed.blas import blas_single_threaded
 from lanes.vector.numpy_flat.ann import AnnConfig, AnnGraph, build_graph, load_graph, save_graph, saved_rows
 from lanes.vector.numpy_flat.store import YEAR_WORDS, connect, year_range_bits
 
 __all__ = ["FlatIndex", "Snapshot", "VectorFilter", "build_for_store"]
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,14 +30,20 @@ class TestDemoCommand:
     def test_demo_keeps_its_home_for_the_next_search(
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        """The demo's home stays, the demo prints the next command, and that search over the home finds items."""
+        """The demo's home (the user data folder by default) stays, the demo prints the next command, and that search
+        over the home finds items; nothing is written to the working directory."""
         monkeypatch.setenv("FABRIC_CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+        monkeypatch.delenv("FABRIC_HOME", raising=False)
         monkeypatch.setenv("FABRIC__embeddings__backend", "none")
-        monkeypatch.chdir(tmp_path)
+        cwd = tmp_path / "cwd"
+        cwd.mkdir()
+        monkeypatch.chdir(cwd)
         assert main(["demo"]) == 0
         out = capsys.readouterr().out
         assert "next, try:\n  fabric search 'Reciprocal Rank Fusion'" in out
-        assert (tmp_path / ".fabric" / "ledger.sqlite").is_file()
+        assert (tmp_path / "data" / "retrieval-fabric" / "home" / "ledger.sqlite").is_file()
+        assert list(cwd.iterdir()) == []
         assert main(["search", "Reciprocal Rank Fusion", "--json"]) == 0
         captured = capsys.readouterr()
         body = json.loads(captured.out)

@@ -17,10 +17,22 @@ def _create(home: Path, *extra: str) -> int:
 
 
 class TestKeysCommand:
+    def test_create_json_gives_every_detail(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """--json prints the key with its id, tenant and role as one object."""
+        assert _create(tmp_path, "--role", "admin", "--json") == 0
+        out = json.loads(capsys.readouterr().out)
+        assert (out["tenant"], out["role"]) == ("acme", "admin")
+        assert out["key"].startswith(f"fab_{out['key_id']}_")
+        assert KeyStore(tmp_path).verify(out["key"]) is not None
+
     def test_create_prints_the_key_once(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        """create prints a working key; list shows its id and role but never the key."""
+        """create prints a working key alone on stdout (details on stderr); list shows its id and role but never the
+        key."""
         assert _create(tmp_path, "--role", "writer") == 0
-        token = capsys.readouterr().out.splitlines()[0]
+        printed = capsys.readouterr()
+        token = printed.out.strip()
+        assert printed.out == token + "\n"  # `Authorization: Bearer $(fabric keys create ...)` is one clean line
+        assert "tenant acme, role writer" in printed.err
         assert KeyStore(tmp_path).verify(token) is not None
         assert main(["--home", str(tmp_path), "keys", "list", "--json"]) == 0
         listed = capsys.readouterr().out

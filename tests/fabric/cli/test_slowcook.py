@@ -13,7 +13,7 @@ import pytest
 from fabric.cli import main
 
 ROOT = Path(__file__).resolve().parents[3]
-DEMO_QUERIES = ROOT / "evals" / "queries" / "demo"
+DEMO_QUERIES = ROOT / "fabric" / "demo" / "queries"
 DEMO_CORPUS = ROOT / "fabric" / "demo" / "corpus"
 
 

@@ -17,7 +17,7 @@ def env(**kw: str) -> dict[str, str]:
 
 
 def test_project_file_holds_the_tuned_thresholds() -> None:
-    """config/router.toml: skewness 0.5, max score 1.01 (tuned: rule 3 never fires), δ 0.05, top-10 probe, no
+    """fabric/config/router.toml: skewness 0.5, max score 1.01 (tuned: rule 3 never fires), δ 0.05, top-10 probe, no
     probe-alone Dense; heuristic decides auto; Dense is keyword + vector (measured: docs/router.md)."""
     cfg = load_settings(env={}).router
     assert (cfg.skew_max, cfg.max_score_min, cfg.delta, cfg.probe_k) == (0.5, 1.01, 0.05, 10)

@@ -127,10 +127,10 @@ class TestIngestSettings:
 
 class TestSlowCookSettings:
     def test_shipped_table(self) -> None:
-        """config/slowcook.toml loads: the project's query set, five failure cases, the documented tolerances."""
+        """fabric/config/slowcook.toml loads: the project's query set, five failure cases, the documented tolerances."""
         s = load_settings(env={})
         assert (s.slowcook.queries, s.slowcook.split, s.slowcook.receipt, s.slowcook.top_failures) == (
-            "evals/queries/demo", "test", "", 5,
+            "", "test", "", 5,
         )  # fmt: skip
         assert s.slowcook.tolerance == {"ndcg_at_10": 0.02, "mrr_at_10": 0.02, "hit_at_1": 0.05, "hit_at_5": 0.0}
 

@@ -451,7 +451,7 @@ async def test_auto_route_pages_with_its_cursor(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", [LaneKind.KEYWORD, LaneKind.VECTOR, LaneKind.GRAPH])
 async def test_a_lane_no_strategy_names_answers_under_the_default_route(tmp_path: Path, kind: LaneKind) -> None:
     """A store lane added the way docs/lanes.md says (a config entry naming its backend), which no strategy of the
-    shipped config/router.toml names, runs under the shipped default route and its hits are fused."""
+    shipped fabric/config/router.toml names, runs under the shipped default route and its hits are fused."""
     from fabric.settings import load_settings
 
     shipped = load_settings(env={}, user_file=None).router
@@ -464,7 +464,7 @@ async def test_a_lane_no_strategy_names_answers_under_the_default_route(tmp_path
         "extra": {"kind": kind, "options": {"hits": 3}},
     }
     settings = dataclasses.replace(make_settings(tmp_path, lane_specs), router=shipped)
-    async with Engine(settings) as engine:  # every lane built through the registry, as from config/lanes.toml
+    async with Engine(settings) as engine:  # every lane built through the registry, as from fabric/config/lanes.toml
         res = await engine.search(parse_request({"query": "vitamin d levels"}, settings))
     assert res.route["route"] == "auto"
     assert res.lanes["extra"].status.value == "success"

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import structlog
 
 import lanes.graph.sqlite_graph.writer as mod
 from fabric.core.chunks import PrefetchingStore
@@ -22,6 +21,7 @@ from lanes.graph.sqlite_graph.lane import SqliteGraphLane
 from lanes.graph.sqlite_graph.sql_process import SqlProcessFailed
 from tests.lanes.graph._extract.test_pool import corpus
 from tests.support.embedded import chunk, resources, spec
+from tests.support.logs import captured_events
 
 _TABLES = ("chunks", "entities", "mentions", "relations")
 
@@ -155,7 +155,7 @@ class TestSameRows:
         expected = await plain()
         w = writer(tmp_path / "bulk")
         docs = corpus(200)
-        with structlog.testing.capture_logs() as logs:
+        with captured_events() as logs:
             await write(w, [docs[i : i + 70] for i in range(0, 200, 70)], prefetch=True)
         assert (w._pool is not None, w._sql, w._sql_on) == (True, None, False)
         assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["graph_sql_process_failed"]
@@ -191,7 +191,7 @@ class TestSameRows:
         assert w._sql is not None
         dead = w._sql.pid
         os.kill(dead, signal.SIGKILL)
-        with structlog.testing.capture_logs() as logs:
+        with captured_events() as logs:
             await w.upsert(docs[70:140])
             await w.upsert(docs[140:])
         assert w._sql is None

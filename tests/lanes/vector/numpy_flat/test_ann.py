@@ -23,6 +23,8 @@ from lanes.vector.numpy_flat.store import TRUST_CODES
 from lanes.vector.numpy_flat.writer import FlatVectorWriter
 from tests.support.embedded import BagEmbedder, chunk, resources, spec
 
+pytest.importorskip("hnswlib", reason="the ann extra (hnswlib) is not installed")
+
 CFG = AnnConfig(min_rows=100, ef_search=64)
 DIM = 24
 
@@ -225,9 +227,23 @@ def test_public_api() -> None:
         "AnnConfig",
         "AnnGraph",
         "ann_config",
+        "available",
         "build_graph",
         "ids_digest",
         "load_graph",
         "save_graph",
         "saved_rows",
     ]
+
+
+def test_without_hnswlib_every_search_is_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """hnswlib is optional: without it the accelerator is never enabled, whatever the options say."""
+    real = mod.importlib.util.find_spec
+    mod.available.cache_clear()
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(mod.importlib.util, "find_spec", lambda name: None if name == "hnswlib" else real(name))
+            assert ann_config(spec(LaneKind.VECTOR, "numpy_flat", ann=True)).enabled is False
+    finally:
+        mod.available.cache_clear()
+    assert ann_config(spec(LaneKind.VECTOR, "numpy_flat", ann=True)).enabled is True
