@@ -375,7 +375,9 @@ async def _hung(
             penalties=PenaltyConfig(),
             preflight=PreflightConfig(enabled=False),
         )
-        request = SearchRequest(query="insulin therapy", mode=Mode.SIMPLE, top_k=10, lanes=("keyword", "web"))
+        request = SearchRequest(
+            query="insulin therapy", mode=Mode.SIMPLE, top_k=10, lanes=("keyword", "web"), route="all"
+        )
         async with Engine(settings, lanes=lanes, resources=resources) as engine:
             warm = [await engine.search(request) for _ in range(3)]
             state["hang"] = True
@@ -436,7 +438,9 @@ async def _hung_each(
                 penalties=PenaltyConfig(),
                 preflight=PreflightConfig(enabled=False),
             )
-            request = SearchRequest(query="insulin AAPL q", mode=Mode.SIMPLE, top_k=10, lanes=("keyword", name))
+            request = SearchRequest(
+                query="insulin AAPL q", mode=Mode.SIMPLE, top_k=10, lanes=("keyword", name), route="all"
+            )
             lanes: dict[str, Lane] = {"keyword": FakeLane(name="keyword", hits=10, delay_ms=2), name: lane}
             async with Engine(settings, lanes=lanes, resources=resources) as engine:
                 results = [await engine.search(request) for _ in range(args.hung_queries)]

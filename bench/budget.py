@@ -191,7 +191,7 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
 
     from fabric.query.engine import Engine
 
-    request = SearchRequest(query="budget bench", top_k=50, mode=Mode.TECHNICAL)
+    request = SearchRequest(query="budget bench", top_k=50, mode=Mode.TECHNICAL, route="all")
     sem = asyncio.Semaphore(max(1, args.concurrency))
     main, seq, pauses = _Tally(), _Tally(), _GcPauses()
 

@@ -183,7 +183,7 @@ async def _scifact_queries(settings: Settings, root: Path, limit: int) -> tuple[
         async with open_engine(run_settings) as engine:
             for i, q in enumerate(dataset.queries[: limit + 3]):
                 result = await engine.search(
-                    SearchRequest(query=q.text, mode=Mode.RESEARCH, top_k=10, lanes=tuple(lanes))
+                    SearchRequest(query=q.text, mode=Mode.RESEARCH, top_k=10, lanes=tuple(lanes), route="all")
                 )
                 if i >= 3:
                     totals.append(result.timings["total_ms"])

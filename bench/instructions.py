@@ -112,7 +112,7 @@ async def _engine_queries(calls: int) -> None:
             await asyncio.sleep(0)
             return self._hits[: request.top_k]
 
-    request = SearchRequest(query="budget bench", top_k=50, mode=Mode.TECHNICAL)
+    request = SearchRequest(query="budget bench", top_k=50, mode=Mode.TECHNICAL, route="all")
     with tempfile.TemporaryDirectory(prefix="fabric-instr-") as tmp:
         settings = dataclasses.replace(
             budget._settings(100_000.0, Path(tmp)),

@@ -70,6 +70,11 @@ class PageItem:
     raw: Mapping[str, Any] = field(default_factory=dict)
     """The item's JSON as received."""
 
+    @property
+    def snippet(self) -> str:
+        """The passage as the API shows it, cut at 300 characters (the same as :attr:`text`)."""
+        return self.text
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> PageItem:
         """Read one item of the result JSON."""
@@ -154,7 +159,8 @@ class FabricClient:
     Args:
         base_url: e.g. ``http://127.0.0.1:8080``.
         session: an aiohttp session to use (not closed by the client); by default one is created on first use.
-        headers: extra headers on every request (e.g. an API key, once the service checks them).
+        api_key: the service's API key (``fabric keys create``), sent as ``Authorization: Bearer <key>``.
+        headers: extra headers on every request (a session you pass gets them too).
         timeout_s: total timeout of one request.
     """
 
@@ -163,6 +169,7 @@ class FabricClient:
         base_url: str,
         *,
         session: aiohttp.ClientSession | None = None,
+        api_key: str | None = None,
         headers: Mapping[str, str] | None = None,
         timeout_s: float = 60.0,
     ) -> None:
@@ -170,17 +177,25 @@ class FabricClient:
         self._session = session
         self._owns = session is None
         self._headers = dict(headers or {})
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
         self._timeout = aiohttp.ClientTimeout(total=timeout_s)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers sent with every request (a copy; the API key among them as ``Authorization``)."""
+        return dict(self._headers)
 
     def _http(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout)
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
             self._owns = True
         return self._session
 
     async def _call(self, method: str, path: str, body: Any = None, headers: Mapping[str, str] | None = None) -> Any:
         try:
-            async with self._http().request(method, self.base_url + path, json=body, headers=headers) as resp:
+            sent = {**self._headers, **(headers or {})}
+            async with self._http().request(method, self.base_url + path, json=body, headers=sent) as resp:
                 try:
                     data = await resp.json(content_type=None)
                 except ValueError:

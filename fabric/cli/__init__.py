@@ -2,8 +2,11 @@
 
 The ``fabric`` console script: argument parsing, error reporting and exit codes.
 
-Exit codes: 0 success; 1 a gate or check failed; 2 bad input or configuration (a clear message, never a
-traceback); 130 interrupted; 141 the reader of the output went away (a closed pipe).
+Exit codes, each with one line on stderr, never a traceback: 0 success; 1 a gate or check failed; 2 bad input or
+configuration; 3 busy: the home is held by another process or the port is in use; 4 a file or folder cannot be
+read; 130 interrupted (Ctrl-C); 141 the reader of the output went away (a closed pipe).
+
+The global options (``--home``, ``--config``, ``--profile``, ``-v``) may stand before or after the subcommand.
 """
 
 from __future__ import annotations
@@ -51,10 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Federated retrieval: concurrent lanes under per-mode budgets, fused, deduplicated, cited.",
     )
     parser.add_argument("--version", action="version", version=f"fabric {__version__}")
-    parser.add_argument("--config", help="a settings file (TOML) over the built-in defaults (see `fabric config show`)")
-    parser.add_argument("--profile", help="config profile overlay, e.g. 'compose'")
-    parser.add_argument("--home", help="store folder (default: $FABRIC_HOME, else the user data folder)")
-    parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr at debug level")
+    _global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         try:
@@ -64,7 +64,29 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    _also_after_subcommands(parser)
     return parser
+
+
+def _global_options(parser: argparse.ArgumentParser, default: object = None) -> None:
+    parser.add_argument(
+        "--config", default=default, help="a settings file (TOML) over the built-in defaults (see `fabric config show`)"
+    )
+    parser.add_argument("--profile", default=default, help="a built-in settings profile, e.g. 'compose'")
+    parser.add_argument(
+        "--home", default=default, help="store folder (default: $FABRIC_HOME, else the user data folder)"
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", default=default or False, help="log debug lines")
+
+
+def _also_after_subcommands(parser: argparse.ArgumentParser) -> None:
+    """Accept the global options after every subcommand too (``fabric search foo --home X``); a value given there
+    wins over one given before the subcommand, and an absent one leaves it alone."""
+    for action in parser._actions:  # argparse keeps its subparsers here
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                _global_options(child, default=argparse.SUPPRESS)
+                _also_after_subcommands(child)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,14 +103,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except FabricError as exc:
         print(f"fabric: error: {exc}", file=sys.stderr)
-        return 2
+        return 3 if type(exc).__name__ in _BUSY else 2
     except KeyboardInterrupt:
         print("fabric: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader of stdout went away (`| head`): nothing more to say, no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError) as exc:
+        print(f"fabric: error: cannot read {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return 4
     return code
+
+
+_BUSY = frozenset({"HomeInUseError", "AddressInUseError"})
+"""Errors that say another process holds what the command needs (exit 3)."""
 
 
 if __name__ == "__main__":  # pragma: no cover

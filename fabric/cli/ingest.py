@@ -57,6 +57,8 @@ def _write_failure(exc: BaseException) -> sqlite3.Error | OSError | None:
 def _run(args: argparse.Namespace) -> int:
     try:
         return _ingest_cli(args)
+    except BrokenPipeError:  # the reader of the output went away: the CLI's one line (exit 141), not a store failure
+        raise
     except Exception as exc:  # the CLI edge: a store that cannot be written is one clear line, exit 1
         failure = _write_failure(exc)
         if failure is None:
@@ -94,8 +96,12 @@ def _ingest_cli(args: argparse.Namespace) -> int:
 
 
 def _verdict(report: IngestReport) -> int:
-    """Exit code of a finished run: 1 (with one stderr line per failed store) when a store failed, else 0."""
+    """Exit code of a finished run: 2 when the source held nothing to ingest, 1 (with one stderr line per failed
+    store) when a store failed, else 0."""
     d = report.to_dict()
+    if not d["docs"]:
+        print(f"fabric: error: nothing to ingest: {d['source']} holds no {d['format']} documents", file=sys.stderr)
+        return 2
     if d["duplicates"]["count"]:
         shown = ", ".join(d["duplicates"]["ids"][:5]) + (", ..." if len(d["duplicates"]["ids"]) > 5 else "")
         print(f"fabric: warning: {d['duplicates']['count']} entries repeat an earlier id (the last one wins): "

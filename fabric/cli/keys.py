@@ -41,6 +41,22 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
+def _first_key_notice(tenant: str, home: Path | None) -> None:
+    """The first key ends open mode: say so, and where the data ingested without a key (tenant ``default``) is."""
+    from fabric.core.tenants import DEFAULT_TENANT
+    from fabric.ingest.ledger import stored_chunks
+
+    print("fabric: this is the first key: from now on the service answers only requests with a key", file=sys.stderr)
+    chunks = stored_chunks(home) if home is not None else 0
+    if tenant != DEFAULT_TENANT and chunks:
+        print(
+            f"fabric: the {chunks} chunks ingested so far belong to tenant 'default' ({home}); tenant {tenant!r} "
+            "starts empty. Reach them with a key of tenant 'default' (fabric keys create --tenant default), or "
+            f"ingest them again with --tenant {tenant}",
+            file=sys.stderr,
+        )
+
+
 def _create(store: Any, args: argparse.Namespace) -> int:
     from fabric.core.errors import ConfigError
     from fabric.serve.keys.store import Role
@@ -58,7 +74,10 @@ def _create(store: Any, args: argparse.Namespace) -> int:
         if args.if_missing:
             return 0
         raise ConfigError(f"{target} exists; refusing to overwrite a key file")
+    first = store.active_count() == 0
     record, token = store.create(args.tenant, Role.from_str(args.role))
+    if first:
+        _first_key_notice(args.tenant, Path(store.path).parent if hasattr(store, "path") else None)
     if target is None:
         if args.json:
             out = {"key": token, "key_id": record.key_id, "tenant": record.tenant, "role": record.role.label}

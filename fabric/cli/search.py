@@ -191,15 +191,18 @@ def _explain(result: SearchResult) -> list[dict[str, Any]]:
 
 def _print_tables(result: SearchResult, *, explain: bool) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(highlight=False, soft_wrap=True)
     title = f"{result.query!r} · {result.mode.value} · {result.total} found · trace {result.trace_id}"
     items = Table(title=title, expand=False)
-    for col in ("#", "score", "id", "title", "lanes"):
+    for col in ("#", "score", "title and snippet", "lanes"):
         items.add_column(col, overflow="fold")
     for i, it in enumerate(result.items, 1):
-        items.add_row(str(i), f"{it.score_total:.4f}", it.id, it.hit.title[:60], ",".join(it.lanes))
+        snippet = " ".join(it.hit.text.split())[:160]
+        items.add_row(str(i), f"{it.score_total:.4f}", f"[bold]{escape(it.hit.title[:80])}[/bold]\n{escape(snippet)}\n"
+                      f"[dim]{escape(it.id)}[/dim]", ",".join(it.lanes))  # fmt: skip
     console.print(items)
     if explain:
         for i, it in enumerate(result.items, 1):

@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
     """Add the ``serve`` subcommand."""
     p: argparse.ArgumentParser = sub.add_parser("serve", help="serve the HTTP API (search, ingestion, metrics)")
     p.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8080, help="TCP port (default 8080)")
+    p.add_argument("--port", type=port_number, default=8080, help="TCP port (default 8080)")
     p.add_argument(
         "--max-connections",
         type=int,
@@ -149,7 +149,7 @@ def _supervise(args: argparse.Namespace, workers: int) -> int:
     from fabric.core.logs import configure_logging
     from fabric.serve.keys.store import KeyStore
     from fabric.serve.state.local import local_folder, local_url
-    from fabric.serve.workers import Supervisor, listen_socket
+    from fabric.serve.workers import Supervisor
 
     configure_logging(level="DEBUG" if getattr(args, "verbose", False) else "INFO")
     settings = load_cli_settings(args)
@@ -157,16 +157,49 @@ def _supervise(args: argparse.Namespace, workers: int) -> int:
     url = settings.state_url or local_url(settings.home / "replicas")
     if local_folder(url) is not None:  # the workers keep their keys in the home (a database's: checked by each)
         check_bind(args.host, KeyStore(settings.home).active_count(), insecure=args.insecure)
-    try:
-        sock = listen_socket(args.host, args.port)
-    except OSError as exc:
-        raise ConfigError(f"cannot listen on {args.host}:{args.port}: {exc}") from None
+    sock = bind(args.host, args.port)
     env = {**os.environ, "FABRIC_STATE_URL": url}
     if settings.home:
         env["FABRIC_HOME"] = str(settings.home)
     with sock, tempfile.TemporaryDirectory(prefix="fabric-workers-") as private:
         argv = [*getattr(args, "cli_argv", sys.argv[1:]), "--workers-dir", private]
         return Supervisor(argv, sock, workers, env).run()
+
+
+class AddressInUseError(ConfigError):
+    """The address ``fabric serve`` should listen on is taken (the CLI exits 3, as for a home in use)."""
+
+
+def bind(host: str, port: int) -> Any:
+    """A listening socket on ``host:port``, bound before anything heavy loads.
+
+    Raises:
+        AddressInUseError: another process listens there.
+        ConfigError: the address cannot be bound for another reason.
+    """
+    import errno
+
+    from fabric.serve.workers import listen_socket
+
+    try:
+        return listen_socket(host, port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise AddressInUseError(
+                f"{host}:{port} is in use by another process: stop it or choose another --port"
+            ) from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def port_number(text: str) -> int:
+    """``--port``: a TCP port, 0 (any free one) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {port}")
+    return port
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -193,8 +226,8 @@ def _serve(args: argparse.Namespace) -> int:
     check_bind(args.host, keys, insecure=args.insecure)
     worker = args.listen_fd is not None
     tenant_limits, admission = _limit_configs(args, worker_count(args.workers) if worker else 1)
-    sock = socket.socket(fileno=args.listen_fd) if worker else None
-    port = sock.getsockname()[1] if sock is not None else args.port
+    sock = socket.socket(fileno=args.listen_fd) if worker else bind(args.host, args.port)  # before the engine loads
+    port = sock.getsockname()[1]
     if not keys and args.worker_index == 0:
         where = "every interface (--insecure)" if not is_loopback(args.host) else "loopback"
         print(f"fabric: no API key configured: open to any client on {where}, as tenant 'default'", file=sys.stderr)

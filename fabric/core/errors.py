@@ -56,8 +56,8 @@ class ConfigError(FabricError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
-class QueryError(FabricError):
-    """A request failed validation.
+class QueryError(FabricError, ValueError):
+    """A request failed validation (a ``ValueError``, so ``except ValueError`` catches it too).
 
     Args:
         field: the request field at fault (``query``, ``top_k``, ``constraints.cost``, ...).

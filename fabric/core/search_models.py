@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fabric.core.checks import budget_ms, choice, page_size, query_text, weight
+from fabric.core.errors import QueryError
+from fabric.core.strategies import ROUTES
 from fabric.core.vocabulary import EMPTY_MAPPING, Constraints, FusionMode, Mode
 
 if TYPE_CHECKING:
@@ -21,7 +24,9 @@ __all__ = ["PreflightResult", "SearchRequest", "SearchResult"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchRequest:
-    """A validated query to the engine (build it with :func:`fabric.query.validation.parse_request`)."""
+    """A query to the engine, checked when it is built; the engine checks the settings' limits (query size,
+    ``top_k`` ceiling, lane names) when it runs it. :func:`fabric.query.validation.parse_request` builds one from
+    raw input (a CLI, HTTP or MCP request)."""
 
     query: str
     """The user's query text (non-empty, bounded size)."""
@@ -49,9 +54,36 @@ class SearchRequest:
     Validation also accepts the components ``lexical`` / ``semantic`` / ``graph`` and expands them to the lanes
     of that kind. Part of the cursor's fingerprint, like ``fusion``.
     """
-    route: str = "all"
-    """``all`` (every planned lane), ``auto`` (the router of the router policy decides) or a strategy: ``dense``,
-    ``temporal``, ``graph`` (see :mod:`fabric.query.router`)."""
+    route: str = ""
+    """``all`` (every planned lane), ``auto`` (the router decides) or a strategy: ``dense``, ``temporal``,
+    ``graph`` (see :mod:`fabric.query.router`); empty: the configured default route (``[router] default_route``,
+    ``auto`` as shipped), the same default as the CLI, HTTP and MCP."""
+
+    def __post_init__(self) -> None:
+        """The checks that need no settings, with the message every door gives; strings are accepted for
+        ``mode`` and ``fusion`` (``SearchRequest(query="x", mode="research")``).
+
+        Raises:
+            QueryError: (a ``ValueError``) naming the first bad field.
+        """
+        set_ = object.__setattr__
+        set_(self, "query", query_text(self.query))
+        if not isinstance(self.mode, Mode):
+            set_(self, "mode", Mode(choice(self.mode, "mode", tuple(m.value for m in Mode))))
+        if type(self.top_k) is not int or self.top_k < 1:
+            set_(self, "top_k", page_size(self.top_k))
+        if self.budget_ms is not None:
+            set_(self, "budget_ms", budget_ms(self.budget_ms))
+        if self.fusion is not None and not isinstance(self.fusion, FusionMode):
+            set_(self, "fusion", FusionMode(choice(self.fusion, "fusion", tuple(m.value for m in FusionMode))))
+        if self.route and self.route not in ROUTES:
+            set_(self, "route", choice(self.route, "route", ROUTES))
+        if self.lanes is not None and (isinstance(self.lanes, str) or not self.lanes):
+            raise QueryError("lanes", "expected a non-empty list of lane names")
+        for name, value in (self.weights or {}).items():
+            weight(value, f"weights.{name}")
+        if not isinstance(self.constraints, Constraints):
+            raise QueryError("constraints", f"expected Constraints, got {type(self.constraints).__name__}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

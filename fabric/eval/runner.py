@@ -149,7 +149,7 @@ async def run_pass(
     before = len(clock.samples) if clock else 0
 
     async def one(qid: str, text: str) -> None:
-        request = SearchRequest(query=text, mode=mode, top_k=top_k, fusion=fusion, lanes=tuple(lanes))
+        request = SearchRequest(query=text, mode=mode, top_k=top_k, fusion=fusion, lanes=tuple(lanes), route="all")
         async with gate:
             start = time.perf_counter()
             result = await engine.search(request)

@@ -21,7 +21,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-__all__ = ["LEDGER_FILE", "Ledger", "LedgerEntry", "stored_chunks"]
+__all__ = [
+    "LEDGER_FILE",
+    "Ledger",
+    "LedgerEntry",
+    "empty_tenant_notice",
+    "stored_chunks",
+]
 
 LEDGER_FILE = "ledger.sqlite"
 """The ledger's file name under a home."""
@@ -49,6 +55,16 @@ CREATE TABLE IF NOT EXISTS history (
     stores TEXT NOT NULL
 );
 """
+
+
+def empty_tenant_notice(home: Path, tenant: str) -> str | None:
+    """What an empty answer means when ``tenant``'s home has nothing ingested (None when it has)."""
+    if stored_chunks(home):
+        return None
+    return (
+        f"tenant {tenant!r} has no ingested documents yet, so the embedded lanes have nothing to search; "
+        f"add some with POST /v1/ingest (or `fabric ingest --tenant {tenant} PATH`)"
+    )
 
 
 def stored_chunks(home: Path) -> int:

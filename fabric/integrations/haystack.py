@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from haystack import Document, component
+from haystack import Document, component, default_from_dict, default_to_dict
 
 from fabric.client import SearchPage
 from fabric.integrations.source import FabricSource, SourceConstructors, item_metadata, request_params
@@ -58,6 +58,21 @@ class FabricRetriever(SourceConstructors):
         self.weights = dict(weights) if weights is not None else None
         self.fusion, self.mode = fusion, mode
         self.lanes = list(lanes) if lanes is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Haystack's serialisation (``Pipeline.dumps``): the source as :meth:`FabricSource.to_dict` describes it
+        (never an API key: a loaded pipeline reads it from ``FABRIC_API_KEY``), and the defaults."""
+        return default_to_dict(
+            self, source=self.source.to_dict(), top_k=self.top_k, weights=self.weights, fusion=self.fusion,
+            mode=self.mode, lanes=self.lanes,
+        )  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FabricRetriever:
+        """The component :meth:`to_dict` describes (``Pipeline.loads``)."""
+        params = dict(data.get("init_parameters", {}))
+        params["source"] = FabricSource.from_dict(params["source"])
+        return default_from_dict(cls, {**data, "init_parameters": params})
 
     def _params(self, top_k: int | None, weights: Mapping[str, float] | None) -> dict[str, Any]:
         return request_params(

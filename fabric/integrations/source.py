@@ -59,6 +59,39 @@ class FabricSource:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
+    API_KEY_ENV = "FABRIC_API_KEY"
+    """Where a source read back by :meth:`from_dict` finds the service's API key (a key is never serialised)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """What rebuilds this source elsewhere (a serialised pipeline): the service's URL and headers without the
+        API key, or the home of the engine."""
+        if self.client is not None:
+            headers = {k: v for k, v in self.client.headers.items() if k.lower() != "authorization"}
+            keyed = len(headers) != len(self.client.headers)
+            return {"url": self.client.base_url, "headers": headers, "api_key_env": self.API_KEY_ENV if keyed else None}
+        assert self.engine is not None
+        return {"home": str(self.engine.settings.home)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FabricSource:
+        """The source :meth:`to_dict` describes (the API key from ``api_key_env``, settings as ``fabric.open``).
+
+        Raises:
+            FabricError: a description of neither a service nor a home.
+        """
+        import os
+
+        from fabric.api import open_settings
+
+        if "url" in data:
+            env = data.get("api_key_env")
+            key = os.environ.get(str(env)) if env else None
+            client = FabricClient(str(data["url"]), api_key=key, headers=dict(data.get("headers") or {}))
+            return cls(client=client)
+        if "home" in data:
+            return cls(settings=open_settings(str(data["home"])))
+        raise FabricError("FabricSource.from_dict: expected 'url' (a service) or 'home' (an engine)")
+
     @property
     def remote(self) -> bool:
         """True when the source talks to a service over HTTP."""
@@ -225,6 +258,16 @@ class SourceConstructors:
         return cls._over(FabricSource(settings=settings), kw)
 
     @classmethod
-    def from_url(cls, base_url: str, **kw: Any) -> Self:
-        """Over a remote ``fabric serve``."""
-        return cls._over(FabricSource(client=FabricClient(base_url)), kw)
+    def from_url(
+        cls,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout_s: float = 60.0,
+        **kw: Any,
+    ) -> Self:
+        """Over a remote ``fabric serve``: ``api_key`` (sent as a bearer token) for a service with keys, ``headers``
+        added to every request."""
+        client = FabricClient(base_url, api_key=api_key, headers=headers, timeout_s=timeout_s)
+        return cls._over(FabricSource(client=client), kw)

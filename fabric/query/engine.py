@@ -67,6 +67,7 @@ from fabric.query.preflight import LoopLagMonitor, Preflight
 from fabric.query.resources import close_resources, open_resources
 from fabric.query.router.planner import RoutedPlan, Router
 from fabric.query.stages import cap_appended, no_stage2, run_stage2, stage_request
+from fabric.query.validation import check_request
 from fabric.settings import LaneConfig, Settings
 from fusion.cursor import decode_cursor, encode_cursor
 from fusion.pipeline import FusionContext, FusionOutput, fuse
@@ -197,11 +198,13 @@ class Engine:
         """Answer ``request`` within its budget.
 
         Raises:
-            QueryError: a bad cursor (field ``cursor``).
+            QueryError: a request over the settings' limits (the query's size, ``top_k``, unknown lanes) or a bad
+                cursor (field ``cursor``).
             PartialResultError: strict mode and some planned lane did not succeed.
         """
         if not self._opened:
             raise RuntimeError("Engine.open() must be awaited before search()")
+        request = check_request(request, self.settings)
         trace_id = new_trace_id()
         tokens = structlog.contextvars.bind_contextvars(trace_id=trace_id)
         self._inflight += 1
@@ -226,7 +229,8 @@ class Engine:
         re-budgets them here, and the run and the result follow the plan as given.
 
         Raises:
-            QueryError: a bad cursor (field ``cursor``).
+            QueryError: a request over the settings' limits (the query's size, ``top_k``, unknown lanes) or a bad
+                cursor (field ``cursor``).
         """
         mode = self.settings.mode(request.mode)
         multiplier = BUDGET_MULTIPLIERS.get(request.constraints.cost or "medium", 1.0)

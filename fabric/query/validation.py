@@ -15,14 +15,20 @@ only.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from fabric.core.checks import MAX_BUDGET_MS, MAX_WEIGHT, page_size, query_text
+from fabric.core.checks import budget_ms as _budget
+from fabric.core.checks import choice as _choice
+from fabric.core.checks import text as _text
+from fabric.core.checks import weight as _weight
 from fabric.core.errors import QueryError, UnprocessableQueryError
 from fabric.core.models import Constraints, FusionMode, LaneKind, Mode, SearchRequest
 from fabric.core.strategies import ROUTES
 from fabric.settings import Settings
 
-__all__ = ["KNOWN_KEYS", "MAX_BUDGET_MS", "MAX_WEIGHT", "parse_request"]
+__all__ = ["KNOWN_KEYS", "MAX_BUDGET_MS", "MAX_WEIGHT", "check_request", "parse_request"]
 
 KNOWN_KEYS = (
     "query",
@@ -41,8 +47,6 @@ KNOWN_KEYS = (
 )
 """Top-level request keys."""
 
-MAX_WEIGHT = 100.0
-"""Largest per-request lane weight."""
 
 _WEIGHT_COMPONENTS: Mapping[str, LaneKind] = {
     "lexical": LaneKind.KEYWORD,
@@ -50,8 +54,6 @@ _WEIGHT_COMPONENTS: Mapping[str, LaneKind] = {
     "graph": LaneKind.GRAPH,
 }
 
-MAX_BUDGET_MS = 120_000.0
-"""A request budget above two minutes is treated as a mistake, not a wish."""
 
 _CONSTRAINT_CHOICES: Mapping[str, tuple[str, ...]] = {
     "time_range": Constraints.TIME_RANGES,
@@ -60,29 +62,6 @@ _CONSTRAINT_CHOICES: Mapping[str, tuple[str, ...]] = {
     "depth": Constraints.DEPTHS,
 }
 _CONSTRAINT_KEYS = (*_CONSTRAINT_CHOICES, "citations_required")
-
-
-def _text(value: Any, field: str) -> str:
-    """Return ``value`` as valid UTF-8 text (bytes are decoded strictly)."""
-    if isinstance(value, bytes | bytearray):
-        try:
-            value = bytes(value).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise QueryError(field, f"not valid UTF-8 (byte {exc.start})") from None
-    if not isinstance(value, str):
-        raise QueryError(field, f"expected a string, got {type(value).__name__}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise QueryError(field, f"not valid UTF-8 (lone surrogate at character {exc.start})") from None
-    return value
-
-
-def _choice(value: Any, field: str, valid: tuple[str, ...]) -> str:
-    text = _text(value, field).strip().lower()
-    if text not in valid:
-        raise QueryError(field, f"unknown value {value!r}; valid: {', '.join(valid)}")
-    return text
 
 
 def _bool(value: Any, field: str) -> bool:
@@ -94,11 +73,7 @@ def _bool(value: Any, field: str) -> bool:
 
 
 def _query(value: Any, settings: Settings) -> str:
-    if value is None:
-        raise QueryError("query", "required")
-    text = _text(value, "query")
-    if not text.strip():
-        raise QueryError("query", "must not be empty or whitespace only")
+    text = query_text(value)
     size = len(text.encode("utf-8"))
     limit = settings.engine.max_query_bytes
     if size > limit:
@@ -107,14 +82,7 @@ def _query(value: Any, settings: Settings) -> str:
 
 
 def _top_k(value: Any, settings: Settings, field: str = "top_k") -> int:
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value.strip())
-    if isinstance(value, float) and value.is_integer():  # JSON Schema: 138.0 is an integer
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise QueryError(field, f"expected an integer, got {value!r}")
-    if value < 1:
-        raise QueryError(field, f"must be >= 1, got {value}")
+    value = page_size(value, field)
     if value > settings.engine.max_top_k:
         raise QueryError(field, f"must be <= {settings.engine.max_top_k}, got {value}")
     return value
@@ -127,17 +95,6 @@ def _page_size(data: Mapping[str, Any], settings: Settings) -> int:
     if top_k is not None and limit is not None and top_k != limit:
         raise QueryError("limit", f"limit ({limit}) and top_k ({top_k}) name the same page size; give one")
     return top_k or limit or 10
-
-
-def _weight(value: Any, field: str) -> float:
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise QueryError(field, f"expected a number, got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= MAX_WEIGHT:
-        raise QueryError(field, f"expected a number in [0, {MAX_WEIGHT:g}], got {value!r}")
-    return float(value)
 
 
 def _weights(value: Any, settings: Settings) -> dict[str, float] | None:
@@ -169,22 +126,6 @@ def _weights(value: Any, settings: Settings) -> dict[str, float] | None:
     if not any(w > 0.0 for w in [*out.values(), *kept]):
         raise UnprocessableQueryError("weights", "at least one lane must keep a weight > 0")
     return dict(sorted(out.items()))
-
-
-def _budget(value: Any) -> float:
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            raise QueryError("budget_ms", f"expected a number of milliseconds, got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise QueryError("budget_ms", f"expected a number of milliseconds, got {value!r}")
-    budget = float(value)
-    if not budget > 0:  # also rejects NaN
-        raise QueryError("budget_ms", f"must be > 0, got {value!r}")
-    if budget > MAX_BUDGET_MS:
-        raise QueryError("budget_ms", f"must be <= {MAX_BUDGET_MS:.0f} ms, got {value!r}")
-    return budget
 
 
 def _constraints(value: Any) -> Constraints:
@@ -262,3 +203,19 @@ def parse_request(data: Mapping[str, Any], settings: Settings) -> SearchRequest:
         preflight=True if data.get("preflight") is None else _bool(data["preflight"], "preflight"),
         route=settings.router.default_route if data.get("route") is None else _choice(data["route"], "route", ROUTES),
     )
+
+
+def check_request(request: SearchRequest, settings: Settings) -> SearchRequest:
+    """The settings' limits on a request built in code (a :class:`SearchRequest` checks the rest when it is built):
+    the query's size, the page size, known lanes; an empty ``route`` becomes the configured default route.
+
+    Raises:
+        QueryError: naming the field, with the message :func:`parse_request` gives.
+    """
+    _query(request.query, settings)
+    _top_k(request.top_k, settings)
+    if request.lanes is not None:
+        _lanes(list(request.lanes), settings)
+    if not request.route:
+        request = replace(request, route=settings.router.default_route)
+    return request

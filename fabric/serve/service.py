@@ -13,11 +13,8 @@ Routes:
     Readiness: the engine is open, at least one lane was built and none is still warming (the keyword lane
     reading its in-memory postings), the home is locked by this process, the start-up repair made the stores agree
     with the ledger and the stores can be written (:mod:`fabric.serve.homegate`); ``503`` otherwise, with per-lane
-    health
-    and ``stores`` (``writable``, ``error``, ``startup_repair``). With ``fabric serve --workers``, every worker
-    must be ready (each is asked on its socket, :func:`fabric.serve.worker_metrics.not_ready`), and ``workers`` names
-    the
-    ones that are not.
+    health and ``stores`` (``writable``, ``error``, ``startup_repair``). With ``fabric serve --workers``, every
+    worker must be ready (:func:`fabric.serve.worker_metrics.not_ready`); ``workers`` names those that are not.
 ``GET /metrics``
     Prometheus text exposition of the engine's own registry.
 ``POST /v1/ingest``
@@ -33,21 +30,18 @@ Routes:
 ``/mcp``
     The MCP server (:mod:`fabric.serve.mcp.server`) over the streamable HTTP transport (:mod:`fabric.serve.mcp.http`).
 
-Search, ingestion, task status and the MCP tools answer from the caller's tenant: its own stores, tasks and
-idempotency keys (:mod:`fabric.serve.tenant_engines`; the ``default`` tenant is the engine given here, other tenants'
-engines open on their first request).
+Every route answers from the caller's tenant: its own stores, tasks and idempotency keys
+(:mod:`fabric.serve.tenant_engines`; ``default`` is the engine given here, others open on their first request).
 
 Every route but ``/healthz``, ``/readyz`` and ``/openapi.json`` needs ``Authorization: Bearer <key>`` once keys
-exist and is limited per tenant (:mod:`fabric.serve.auth`, :mod:`fabric.serve.limits.tenants`): ``401``/``403``/``429``
-in the same
-error shape.
+exist and is limited per tenant (:mod:`fabric.serve.auth`, :mod:`fabric.serve.limits.tenants`): ``401``, ``403``
+or ``429`` in the same error shape. An empty answer over a tenant with nothing ingested carries a ``notice``.
 
-Entries claiming ``trust: trusted`` or ``source_kind: operator``, and path submissions, need an admin key
-(``403`` naming the field); an id another source holds answers ``409`` with ``conflicts`` (id → source).
+Operator trust (``trust: trusted``, ``source_kind: operator``) and path submissions need an admin key (``403``
+naming the field); an id another source holds answers ``409`` with ``conflicts`` (id → source).
 
-The home is locked, the engine opened and the stores reconciled with the ledger on start-up (then interrupted
-ingestion tasks resume); everything is closed and the lock released on clean-up. Bodies are capped per route:
-``max_body_bytes`` for search, ``ingest.max_body_bytes`` for ingestion; a larger body answers ``413``.
+On start-up the home is locked, the engine opened and the stores reconciled with the ledger (then interrupted
+tasks resume). Bodies are capped per route (search ``max_body_bytes``, ``ingest.max_body_bytes``): ``413`` beyond.
 """
 
 from __future__ import annotations
@@ -66,6 +60,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from fabric.core import safejson
 from fabric.core.errors import FabricError, PartialResultError, QueryError, UnprocessableQueryError
 from fabric.core.logs import get_logger
+from fabric.ingest.ledger import empty_tenant_notice
 from fabric.query.engine import Engine
 from fabric.query.validation import parse_request
 from fabric.serve.auth import Guard, install_guard, principal
@@ -203,7 +198,12 @@ async def _search(request: web.Request) -> web.StreamResponse:
     except FabricError as exc:
         log.warning("search_failed", error=str(exc))
         return web.json_response(error_body(None, str(exc)), status=500)
-    return admission.hand_back(web.json_response(result.to_dict()))
+    payload = result.to_dict()
+    if not result.items:  # an empty answer over an empty tenant is never silent
+        notice = await asyncio.to_thread(empty_tenant_notice, engine.settings.home, principal(request).tenant)
+        if notice:
+            payload["notice"] = notice
+    return admission.hand_back(web.json_response(payload))
 
 
 def _idempotency_key(request: web.Request) -> str | None:

@@ -26,7 +26,9 @@ Tools:
 
 Resource template ``knowledge://entries/{entry_id}``: one stored entry (chunk) by id.
 
-Errors are tool errors (``isError``) whose text is the API's error body, ``{"error": {"field", "message"}}``,
+Every tool publishes an output schema (:mod:`fabric.serve.mcp.schemas`) and answers structured content beside its
+text; ``mode`` and ``fusion`` are enums in the input schema. Errors are tool errors (``isError``) whose text is the
+API's error body, ``{"error": {"field", "message"}}``,
 with the same messages as ``POST /v1/search`` and ``POST /v1/ingest``; bad input never ends the server.
 """
 
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from mcp.server.mcpserver import MCPServer
@@ -48,11 +50,19 @@ from fabric.query.validation import parse_request
 from fabric.serve.keys.store import Role
 from fabric.serve.limits.admission import CURRENT_ADMISSION, Overloaded
 from fabric.serve.mcp.entries import read_entry
+from fabric.serve.mcp.schemas import (
+    CiteOutput,
+    FusionName,
+    ModeName,
+    QueryOutput,
+    StatusOutput,
+    TaskOutput,
+)
 from fabric.serve.tasks.queue import IngestTasks, TaskStatus
 from fabric.serve.tasks.submission import SubmitError, check_operator_fields, parse_submission
 from fabric.serve.tenant_engines import CURRENT_PRINCIPAL, CURRENT_SCOPE
 
-__all__ = ["ENTRY_URI", "FabricTools", "build_server", "query_content"]
+__all__ = ["ENTRY_URI", "FabricTools", "build_server", "page_payload", "query_content"]
 
 ENTRY_URI = "knowledge://entries/{entry_id}"
 """The resource template of one entry."""
@@ -71,12 +81,14 @@ def _error(field: str | None, message: str, **extra: Any) -> CallToolResult:
 
 
 def _json(data: Any) -> CallToolResult:
+    """A result: the JSON as text (for models) and as structured content (checked against the tool's schema)."""
     text = json.dumps(data, ensure_ascii=False, default=str)
-    return CallToolResult(content=[TextContent(type="text", text=text)])
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=json.loads(text))
 
 
-def query_content(result: SearchResult, topic: str, limit: int) -> list[TextContent | EmbeddedResource]:
-    """The API contract's content array for one result page."""
+def page_payload(result: SearchResult) -> dict[str, Any]:
+    """A result page as the API contract's JSON: ``items`` (id, topic, content, score ledger, graph hops),
+    ``next_cursor`` and ``retrieval_ms``."""
     items = []
     for it in result.items:
         d = result.item_dict(it)
@@ -92,13 +104,18 @@ def query_content(result: SearchResult, topic: str, limit: int) -> list[TextCont
                 "graph_hops": it.hit.graph_hops,
             }
         )
-    payload = {
+    return {
         "items": items,
         "next_cursor": result.next_cursor,
         "retrieval_ms": round(result.timings.get("total_ms", 0.0)),
     }
+
+
+def query_content(result: SearchResult, topic: str, limit: int) -> list[TextContent | EmbeddedResource]:
+    """The API contract's content array for one result page."""
+    payload = page_payload(result)
     n = "entry" if result.total == 1 else "entries"
-    text = f"Found {result.total} {n}; showing top {len(items)} by hybrid score."
+    text = f"Found {result.total} {n}; showing top {len(payload['items'])} by hybrid score."
     uri = "knowledge://entries?" + urlencode({"topic": topic, "limit": limit})
     resource = TextResourceContents(
         uri=uri, mime_type="application/json", text=json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
@@ -131,9 +148,11 @@ class FabricTools:
     Each method's signature is its tool's input schema and its docstring the tool's description.
     """
 
-    def __init__(self, engine: Engine, tasks: IngestTasks) -> None:
+    def __init__(self, engine: Engine, tasks: IngestTasks, *, read_only: str | None = None) -> None:
         self._engine = engine
         self._tasks = tasks
+        self.read_only = read_only
+        """Why ``ingest`` and ``task`` are refused (another process holds the home), or None."""
 
     @property
     def engine(self) -> Engine:
@@ -154,11 +173,11 @@ class FabricTools:
         limit: int | None = None,
         cursor: str | None = None,
         weights: dict[str, float] | str | None = None,
-        fusion: str | None = None,
-        mode: str | None = None,
+        fusion: FusionName | None = None,
+        mode: ModeName | None = None,
         lanes: list[str] | None = None,
         offset: Any = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, QueryOutput]:
         """Hybrid search (lexical, semantic, graph lanes fused) for `topic`; `limit` items per page (default 10).
 
         Page with the `cursor` returned as `next_cursor` (offsets are not supported). `weights` sets lane
@@ -173,14 +192,19 @@ class FabricTools:
         result = await _search(self.engine, data)
         if isinstance(result, CallToolResult):
             return result
-        return CallToolResult(content=list(query_content(result, topic, limit if limit is not None else 10)))
+        content = list(query_content(result, topic, limit if limit is not None else 10))
+        return CallToolResult(content=content, structured_content={"total": result.total, **page_payload(result)})
 
-    async def ingest(self, entries: list[dict[str, Any]], idempotency_key: str | None = None) -> CallToolResult:
+    async def ingest(
+        self, entries: list[dict[str, Any]], idempotency_key: str | None = None
+    ) -> Annotated[CallToolResult, TaskOutput]:
         """Add entries ({"id", "title", "text", optional "url", "published_at", ...}) to the knowledge base.
 
         Small batches run now and return the finished task with its report; larger ones return a task handle
         to poll with the `task` tool. The same entries (or the same idempotency_key) return the same task.
         """
+        if self.read_only:
+            return _error("ingest", self.read_only)
         config, tasks = self.engine.settings.ingest, self.tasks
         who = CURRENT_PRINCIPAL.get()  # None on stdio: the local operator
         if who is not None and who.role < Role.WRITER:
@@ -199,8 +223,10 @@ class FabricTools:
             return _error(None, task.error or "ingestion failed", task=body)
         return _json(body)
 
-    async def task(self, task_id: str) -> CallToolResult:
+    async def task(self, task_id: str) -> Annotated[CallToolResult, TaskOutput]:
         """Status of an ingestion task: per-stage progress, timestamps, the report or the error."""
+        if self.read_only:
+            return _error("task_id", self.read_only)
         found = await self.tasks.aget(task_id)
         if found is None:
             msg = "unknown task (records of the most recent finished tasks are kept, see ingest.history)"
@@ -209,7 +235,7 @@ class FabricTools:
 
     async def cite(
         self, answer: str, topic: str, limit: int | None = None, threshold: float = 0.7, max_per_sentence: int = 3
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, CiteOutput]:
         """Align each sentence of `answer` with the passages `topic` retrieves: markers, bibliography, conflicts."""
         from fusion.citations import align_citations
 
@@ -226,11 +252,11 @@ class FabricTools:
         aligned = align_citations(answer, hits, threshold=threshold, max_per_sentence=max_per_sentence)
         return _json(aligned.to_dict())
 
-    async def status(self) -> CallToolResult:
+    async def status(self) -> Annotated[CallToolResult, StatusOutput]:
         """Lanes (built, opened, provider health and penalties), in-flight queries and ingestion state."""
         health = self.engine.health()
         body = {k: health[k] for k in ("open", "lanes", "inflight", "abandoned_running", "loop_lag_ms")}
-        body["ingest_idle"] = self.tasks.idle
+        body["ingest_idle"] = self.tasks.idle and not self.read_only
         return _json(body)
 
     async def entry(self, entry_id: str) -> str:
@@ -238,13 +264,14 @@ class FabricTools:
         return json.dumps(await read_entry(self.engine, entry_id), ensure_ascii=False)
 
 
-def build_server(engine: Engine, tasks: IngestTasks) -> MCPServer:
-    """The MCP server over an engine and its ingestion tasks (both opened and closed by the caller)."""
+def build_server(engine: Engine, tasks: IngestTasks, *, read_only: str | None = None) -> MCPServer:
+    """The MCP server over an engine and its ingestion tasks (both opened and closed by the caller); with
+    ``read_only`` (the reason), ``ingest`` and ``task`` are refused with it."""
     server: MCPServer = MCPServer(name="retrieval-fabric", version=__version__, instructions=_INSTRUCTIONS)
-    tools = FabricTools(engine, tasks)
+    tools = FabricTools(engine, tasks, read_only=read_only)
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     for fn in (tools.query, tools.task, tools.cite, tools.status):
-        server.add_tool(fn, structured_output=False, annotations=read_only)
-    server.add_tool(tools.ingest, structured_output=False, annotations=ToolAnnotations(idempotent_hint=True))
+        server.add_tool(fn, structured_output=True, annotations=read_only)
+    server.add_tool(tools.ingest, structured_output=True, annotations=ToolAnnotations(idempotent_hint=True))
     server.resource(ENTRY_URI, name="entry", mime_type="application/json")(tools.entry)
     return server

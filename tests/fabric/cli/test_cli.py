@@ -51,3 +51,53 @@ class TestExitCodes:
         monkeypatch.setattr(search, "run", interrupted)
         assert main(["search", "q"]) == 130
         assert "interrupted" in capsys.readouterr().err
+
+
+class TestBehavesLikeItsPeers:
+    def test_global_options_after_the_subcommand(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """``--home`` works after the subcommand as before it; the one after it wins."""
+        args = build_parser().parse_args(["--home", "a", "search", "q", "--home", str(tmp_path), "-v"])
+        assert (args.home, args.verbose) == (str(tmp_path), True)
+        args = build_parser().parse_args(["--home", "a", "search", "q"])
+        assert args.home == "a"
+        args = build_parser().parse_args(["keys", "create", "--tenant", "t", "--home", "b"])
+        assert args.home == "b"
+
+    def test_a_busy_port_is_one_line_and_exit_3(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """``fabric serve`` on a port another process holds says so before loading anything, exit 3."""
+        import socket
+
+        with socket.create_server(("127.0.0.1", 0)) as held:
+            port = held.getsockname()[1]
+            assert main(["--home", str(tmp_path), "serve", "--port", str(port)]) == 3
+        err = capsys.readouterr().err
+        assert f"127.0.0.1:{port} is in use by another process" in err
+        assert "Traceback" not in err
+
+    def test_a_port_out_of_range_is_a_usage_error(self, capsys: pytest.CaptureFixture[str]) -> None:
+        """``--port 70000`` is refused by the parser (exit 2, no traceback)."""
+        with pytest.raises(SystemExit) as exc:
+            main(["serve", "--port", "70000"])
+        assert exc.value.code == 2
+        assert "expected a port number from 0 to 65535, got 70000" in capsys.readouterr().err
+
+    def test_an_empty_ingest_is_refused(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """Ingesting a folder with nothing in it exits 2 with the reason."""
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        assert main(["--home", str(tmp_path / "home"), "ingest", str(empty), "--json"]) == 2
+        assert "nothing to ingest" in capsys.readouterr().err
+
+    def test_a_closed_pipe_is_exit_141_without_a_traceback(self, tmp_path: Path) -> None:
+        """``fabric ... | head`` ends quietly when the reader goes away."""
+        import subprocess
+        import sys
+
+        code = "import sys; from fabric.cli import main; sys.exit(main(['config', 'show']))"
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert proc.stdout is not None
+        proc.stdout.close()  # the reader is gone before the first line is written: every write fails
+        _, err = proc.communicate()
+        assert proc.returncode == 141
+        assert b"Traceback" not in err
+        assert b"BrokenPipeError" not in err

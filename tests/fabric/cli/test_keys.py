@@ -80,3 +80,24 @@ def test_file_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert stat.S_IMODE(target.stat().st_mode) == 0o644
     assert _create(tmp_path, "--token-file", str(tmp_path / "j"), "--file-mode", "9x") == 2
     assert "--file-mode" in capsys.readouterr().err
+
+
+def test_the_first_key_says_where_the_data_went(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Creating the first key, for another tenant, over a home with data says that data is tenant 'default''s."""
+    import asyncio
+
+    from fabric.ingest.run import run_ingest
+    from fabric.settings import load_settings
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\nSome note.\n")
+    settings = load_settings(env={"FABRIC_HOME": str(tmp_path / "home"), "FABRIC__embeddings__backend": "none"})
+    asyncio.run(run_ingest(settings, notes, "markdown"))
+    assert _create(tmp_path / "home") == 0
+    err = capsys.readouterr().err
+    assert "this is the first key" in err
+    assert "belong to tenant 'default'" in err
+    assert "fabric keys create --tenant default" in err
+    assert _create(tmp_path / "home") == 0
+    assert "first key" not in capsys.readouterr().err

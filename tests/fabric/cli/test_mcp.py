@@ -116,3 +116,24 @@ async def test_stdio_server_end_to_end(tmp_path: Path) -> None:
             "vector": True,
             "graph": True,
         }
+
+
+async def test_beside_a_service_it_serves_read_only(tmp_path: Path) -> None:
+    """With the home held by another process (a running service), ``fabric mcp`` still answers queries and says
+    why ingest is refused, instead of closing the connection."""
+    from fabric.ingest.homelock import HomeLock
+
+    home = tmp_path / "home"
+    home.mkdir()
+    with HomeLock(home, "fabric serve"):
+        async with stdio_client(_params(home)) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            query = await session.call_tool("query", {"topic": "deployment strategy", "limit": 2})
+            assert not query.is_error
+            refused = await session.call_tool("ingest", {"entries": ENTRIES[:1]})
+            assert refused.is_error
+            message = _json(refused)["error"]["message"]
+            assert message.startswith("read-only: home")
+            assert "ingest through that service" in message
+            status = await session.call_tool("status", {})
+            assert status.structured_content["ingest_idle"] is False

@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
 from haystack import Document, Pipeline
 
 from fabric.integrations.haystack import FabricRetriever
 from fabric.integrations.source import FabricSource
+from fabric.settings import load_settings
 from tests.support.ingested import QUERIES, engine, engine_ids
 
 
@@ -65,3 +67,40 @@ async def test_run_async_remote(service_url: str, fabric_home: Path) -> None:
         await retriever.source.aclose()
     assert got == expected
     assert all(d.meta["score_semantic"] == 0.0 for d in weighted)
+
+
+ALLOWED = "fabric.integrations.haystack"
+"""Haystack loads components only from modules the caller trusts (its deserialisation allowlist)."""
+
+
+def test_a_pipeline_round_trips_through_dumps_and_loads(fabric_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Pipeline.dumps``/``loads`` keep the component's source and defaults; the API key is never serialised."""
+    from haystack import Pipeline
+
+    from fabric.serve.keys.store import KeyStore, Role
+    from tests.support.ingested import live_service
+
+    _, key = KeyStore(fabric_home).create("default", Role.from_str("reader"))
+    with live_service(fabric_home) as url:
+        pipeline = Pipeline()
+        pipeline.add_component("retriever", FabricRetriever.from_url(url, api_key=key, top_k=3, mode="research"))
+        text = pipeline.dumps()
+        assert key not in text
+        monkeypatch.setenv("FABRIC_API_KEY", key)
+        loaded = Pipeline.loads(text, allowed_modules=[ALLOWED])
+        retriever = loaded.get_component("retriever")
+        try:
+            assert (retriever.top_k, retriever.mode) == (3, "research")
+            assert loaded.run({"retriever": {"query": "deployment strategy"}})["retriever"]["documents"]
+        finally:
+            retriever.source.close()
+            pipeline.get_component("retriever").source.close()
+
+    in_process = Pipeline()
+    in_process.add_component(
+        "retriever", FabricRetriever.from_settings(load_settings(env={"FABRIC_HOME": str(fabric_home)}))
+    )
+    again = Pipeline.loads(in_process.dumps(), allowed_modules=[ALLOWED]).get_component("retriever")
+    assert again.source.engine.settings.home == fabric_home
+    in_process.get_component("retriever").source.close()
+    again.source.close()

@@ -73,3 +73,27 @@ async def test_ainvoke_remote(service_url: str, fabric_home: Path) -> None:
     assert docs[0].metadata["total"] >= len(docs)
     meta = docs[0].metadata
     assert sum(meta["contributions"].values()) == pytest.approx(meta["score_total"], abs=1e-5)
+
+
+def test_from_url_against_a_service_with_keys(fabric_home: Path) -> None:
+    """``from_url(url, api_key=...)`` (or the same key in ``headers``) reaches a keyed service; without it, 401."""
+    from fabric.client import FabricClientError
+    from fabric.serve.keys.store import KeyStore, Role
+    from tests.support.ingested import live_service
+
+    _, key = KeyStore(fabric_home).create("default", Role.from_str("reader"))
+    with live_service(fabric_home) as url:
+        keyed = FabricRetriever.from_url(url, api_key=key, limit=2)
+        headed = FabricRetriever.from_url(url, headers={"Authorization": f"Bearer {key}"}, limit=2)
+        bare = FabricRetriever.from_url(url, limit=2)
+        try:
+            assert [d.id for d in keyed.invoke("deployment strategy")] == [
+                d.id for d in headed.invoke("deployment strategy")
+            ]
+            assert keyed.invoke("deployment strategy")
+            with pytest.raises(FabricClientError) as refused:
+                bare.invoke("deployment strategy")
+            assert refused.value.status == 401
+        finally:
+            for r in (keyed, headed, bare):
+                r.source.close()

@@ -33,6 +33,16 @@ async def client(tmp_path: Path) -> AsyncIterator[TestClient]:
 
 
 class TestSearchEndpoint:
+    async def test_an_empty_answer_over_an_empty_tenant_says_so(self, tmp_path: Path) -> None:
+        """A search of a tenant with nothing ingested answers its empty page with a notice saying why."""
+        settings = load_settings(env={"FABRIC_HOME": str(tmp_path)})
+        lanes = {"keyword": FakeLane(name="keyword", hits=0)}
+        engine = Engine(settings, lanes=lanes, resources=LaneResources(home=tmp_path))
+        async with TestClient(TestServer(create_app(engine), host="127.0.0.1")) as c:
+            body = await (await c.post("/v1/search", json={"query": "rrf", "lanes": ["keyword"]})).json()
+        assert body["items"] == []
+        assert "tenant 'default' has no ingested documents yet" in body["notice"]
+
     async def test_answers_design_shape(self, client: TestClient) -> None:
         """POST /v1/search answers the DESIGN.md result shape with per-lane outcomes."""
         resp = await client.post("/v1/search", json={"query": "rrf", "budget_ms": 300, "top_k": 3})

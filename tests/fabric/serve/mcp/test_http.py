@@ -79,10 +79,10 @@ async def test_query_over_http_returns_seed_001_content(server: TestServer) -> N
 async def test_bad_input_is_a_tool_error_with_the_api_message(server: TestServer) -> None:
     """The same error body as POST /v1/search, and the server keeps answering."""
     url = str(server.make_url("/mcp"))
-    bad, good = await _session_calls(url, [("query", {"topic": "x", "fusion": "magic"}), ("status", {})])
+    bad, good = await _session_calls(url, [("query", {"topic": "x", "lanes": ["nope"]}), ("status", {})])
     assert bad.is_error
     async with aiohttp.ClientSession() as http:
-        resp = await http.post(server.make_url("/v1/search"), json={"query": "x", "fusion": "magic"})
+        resp = await http.post(server.make_url("/v1/search"), json={"query": "x", "lanes": ["nope"]})
         api = await resp.json()
     assert json.loads(bad.content[0].text) == api
     assert not good.is_error
