@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test-deps demo test lint gate baseline bench compose-up compose-test clean
+.PHONY: setup test-deps demo test lint docs gate baseline bench compose-up compose-test clean
 
 setup: $(STAMP)
 
@@ -67,6 +67,11 @@ lint: setup
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/hadolint Dockerfile
+	$(VENV)/bin/mkdocs build --strict --quiet --site-dir build/site
+
+# The documentation site with the API reference generated from the docstrings (build/site; warnings are errors).
+docs: setup
+	$(VENV)/bin/mkdocs build --strict --site-dir build/site
 
 clean:
 	rm -rf $(VENV) .fabric .cache .mypy_cache .ruff_cache .pytest_cache build
