@@ -14,11 +14,9 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from sybil import Example, Sybil
 from sybil.evaluators.python import PythonEvaluator
 from sybil.parsers.markdown import CodeBlockParser, SkipParser
@@ -92,10 +90,3 @@ pytest_collect_file = Sybil(
     setup=_setup,
     teardown=_teardown,
 ).pytest()
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _python_path() -> Iterator[None]:
-    """The examples import the checkout's packages, as an installed package would provide them."""
-    sys.path.insert(0, str(ROOT))
-    yield

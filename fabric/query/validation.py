@@ -82,10 +82,10 @@ def _query(value: Any, settings: Settings) -> str:
 
 
 def _top_k(value: Any, settings: Settings, field: str = "top_k") -> int:
-    value = page_size(value, field)
-    if value > settings.engine.max_top_k:
-        raise QueryError(field, f"must be <= {settings.engine.max_top_k}, got {value}")
-    return value
+    size = page_size(value, field)
+    if size > settings.engine.max_top_k:
+        raise QueryError(field, f"must be <= {settings.engine.max_top_k}, got {size}")
+    return size
 
 
 def _page_size(data: Mapping[str, Any], settings: Settings) -> int:

@@ -192,7 +192,7 @@ class FabricTools:
         result = await _search(self.engine, data)
         if isinstance(result, CallToolResult):
             return result
-        content = list(query_content(result, topic, limit if limit is not None else 10))
+        content: list[Any] = list(query_content(result, topic, limit if limit is not None else 10))
         return CallToolResult(content=content, structured_content={"total": result.total, **page_payload(result)})
 
     async def ingest(
@@ -269,9 +269,9 @@ def build_server(engine: Engine, tasks: IngestTasks, *, read_only: str | None = 
     ``read_only`` (the reason), ``ingest`` and ``task`` are refused with it."""
     server: MCPServer = MCPServer(name="retrieval-fabric", version=__version__, instructions=_INSTRUCTIONS)
     tools = FabricTools(engine, tasks, read_only=read_only)
-    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     for fn in (tools.query, tools.task, tools.cite, tools.status):
-        server.add_tool(fn, structured_output=True, annotations=read_only)
+        server.add_tool(fn, structured_output=True, annotations=reads)
     server.add_tool(tools.ingest, structured_output=True, annotations=ToolAnnotations(idempotent_hint=True))
     server.resource(ENTRY_URI, name="entry", mime_type="application/json")(tools.entry)
     return server
