@@ -33,15 +33,26 @@ rule uses them.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, generate_latest
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
 
+from fabric import __version__
 from fabric.core.models import LaneOutcome, SearchResult
 
-__all__ = ["EngineMetrics", "lane_agreement", "top_score_mass"]
+__all__ = [
+    "EngineMetrics",
+    "lane_agreement",
+    "process_series",
+    "revision",
+    "top_score_mass",
+]
 
 _AGREEMENT_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 _TOP = 10
@@ -67,12 +78,27 @@ def top_score_mass(scores: Sequence[float]) -> float | None:
     return sum(top[:_MASS_HEAD]) / total if total > 0 else None
 
 
+def revision() -> str:
+    """The source revision this build came from (``FABRIC_REVISION``, set by the image build), else ``unknown``."""
+    return os.environ.get("FABRIC_REVISION", "").strip() or "unknown"
+
+
+def process_series(registry: CollectorRegistry) -> None:
+    """The process's CPU, memory and descriptors (``process_*``), the interpreter and its collector
+    (``python_*``) and ``fabric_build_info{version, revision}``, in ``registry``."""
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    Info("fabric_build", "The running build", registry=registry).info({"version": __version__, "revision": revision()})
+
+
 class EngineMetrics:
     """Counters, gauges and histograms of one engine instance (never the global registry)."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry(auto_describe=True)
         r = self.registry
+        process_series(r)
         self.lane_outcomes = Counter("fabric_lane_outcomes", "Lane outcomes", ["lane", "status"], registry=r)
         self.lane_latency = Histogram(
             "fabric_lane_latency_seconds", "Lane latency", ["lane"], buckets=_LATENCY_BUCKETS, registry=r
@@ -223,11 +249,14 @@ class EngineMetrics:
         return float(value or 0.0)
 
     def summary(self) -> dict[str, Any]:
-        """The fusion policy's monitoring table: lane success rate, dedup rate, mean response time, partial share."""
+        """The fusion policy's monitoring table: lane success rate, dedup rate, mean response time, partial share.
+
+        A lane skipped by design (a staged fill lane when the first stage sufficed) is neither a success nor a
+        failure: it is left out of the success rate, as the alert leaves it out."""
         total = success = 0.0
         for metric in self.lane_outcomes.collect():
             for s in metric.samples:
-                if s.name.endswith("_total"):
+                if s.name.endswith("_total") and s.labels.get("status") != "skipped":
                     total += s.value
                     if s.labels.get("status") == "success":
                         success += s.value

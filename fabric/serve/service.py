@@ -3,20 +3,17 @@
 Routes:
 
 ``POST /v1/search``
-    JSON body with the request fields of :mod:`fabric.query.validation`; answers ``SearchResult.to_dict()`` (the
-    DESIGN.md shape). Validation failures answer ``400 {"error": {"field", "message"}}``; a strict request with
-    a partial answer ``503`` with the failed lanes. No error ever returns a traceback. Beyond the admission
-    limits (:mod:`fabric.serve.limits.admission`) the answer is a fast ``503`` with ``Retry-After``.
-``GET /healthz``
-    Liveness: the process answers.
-``GET /readyz``
+    The request fields of :mod:`fabric.query.validation` → ``SearchResult.to_dict()``; a bad field ``400 {"error":
+    {"field", "message"}}``, a strict partial answer ``503``, beyond admission (:mod:`fabric.serve.limits.admission`)
+    a fast ``503`` with ``Retry-After``; never a traceback.
+``GET /healthz`` (liveness: the process answers), ``GET /readyz``
     Readiness: the engine is open, at least one lane was built and none is still warming (the keyword lane
     reading its in-memory postings), the home is locked by this process, the start-up repair made the stores agree
     with the ledger and the stores can be written (:mod:`fabric.serve.homegate`); ``503`` otherwise, with per-lane
     health and ``stores`` (``writable``, ``error``, ``startup_repair``). With ``fabric serve --workers``, every
     worker must be ready (:func:`fabric.serve.worker_metrics.not_ready`); ``workers`` names those that are not.
 ``GET /metrics``
-    Prometheus text exposition of the engine's own registry.
+    Prometheus text of the engine's registry; every request is counted and logged (:mod:`fabric.serve.observe`).
 ``POST /v1/ingest``
     ``{"entries": [...]}`` (JSONL entry format) or ``{"path": "..."}`` under ``ingest.allowed_root``, optional
     ``"format"`` and ``"async"``; an ``Idempotency-Key`` header (else the body's hash) makes retries return the
@@ -75,6 +72,7 @@ from fabric.serve.limits.admission import (
 )
 from fabric.serve.limits.server import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
 from fabric.serve.looplag import LoopLag
+from fabric.serve.observe import HTTP_METRICS_KEY, TRACE_KEY, HttpMetrics, observe
 from fabric.serve.replicas import Replica, default_guard, ingest_tasks, store_runner, tenant_tasks
 from fabric.serve.service_data import add_data_routes, observed_runner
 from fabric.serve.tasks.queue import IngestTasks, TaskStatus
@@ -187,6 +185,7 @@ async def _search(request: web.Request) -> web.StreamResponse:
         search_request = parse_request(data, engine.settings)
         async with admission.slot():  # fabric.serve.limits.admission: the budget starts once admitted
             result = await engine.search(search_request)
+        request[TRACE_KEY] = result.trace_id
         engine.metrics.observe_answer(principal(request).tenant, result)
     except Overloaded as exc:
         return admission.hand_back(overloaded_response(exc), refused=True)
@@ -290,6 +289,7 @@ async def _readyz(request: web.Request) -> web.Response:
 
 async def _metrics(request: web.Request) -> web.Response:
     registry = request.app[ENGINE_KEY].metrics.registry
+    request.app[HTTP_METRICS_KEY].store_writable.set((await request.app[GATE_KEY].ready())[1]["writable"])
     workers = request.app.get(WORKERS_KEY)  # fabric serve --workers: every worker's, labelled
     payload = generate_latest(registry) if workers is None else await gather_workers(workers, registry)
     resp = web.Response(body=payload)
@@ -366,9 +366,9 @@ def create_app(
     """
     ingest_cfg = engine.settings.ingest
     app = web.Application(
-        middlewares=[_errors, request_marks], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes)
+        middlewares=[observe, _errors, request_marks], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes)
     )
-    app[ENGINE_KEY] = engine
+    app[ENGINE_KEY], app[HTTP_METRICS_KEY] = engine, HttpMetrics(engine.metrics.registry)
     app[_SEARCH_LIMIT_KEY] = max_body_bytes
     app[ADMISSION_KEY] = AdmissionControl(admission, engine.metrics.registry)
     replica = replica or Replica.of(engine)

@@ -33,6 +33,24 @@ class TestMetrics:
         assert s["response_time_mean_ms"] == 40.0
         assert s["partial_share"] == 1.0
 
+    def test_a_lane_skipped_by_design_is_no_failure(self) -> None:
+        """Staged fill lanes skipped because the first stage sufficed stay out of the success rate."""
+        m = EngineMetrics()
+        for _ in range(3):
+            m.observe_lanes({"k": outcome("k", LaneStatus.SUCCESS), "fill": outcome("fill", LaneStatus.SKIPPED)})
+        assert m.summary()["lane_success_rate"] == 1.0
+
+    def test_process_and_build_series(self) -> None:
+        """Every engine registry exports the process's, the interpreter's and the build's series."""
+        from prometheus_client import generate_latest
+
+        from fabric import __version__
+
+        text = generate_latest(EngineMetrics().registry).decode()
+        assert "process_cpu_seconds_total" in text
+        assert "python_gc_objects_collected_total" in text
+        assert f'fabric_build_info{{revision="unknown",version="{__version__}"}} 1.0' in text
+
     def test_exposition_names(self) -> None:
         """The text exposition names the lane and suspension metrics."""
         m = EngineMetrics()
