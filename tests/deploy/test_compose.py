@@ -29,8 +29,11 @@ def compose() -> dict[str, Any]:
 
 class TestComposeFile:
     def test_services(self, compose: dict[str, Any]) -> None:
-        """The stack has the four backends, PostgreSQL, the fabric replicas with their set-up and proxy, Prometheus."""
-        assert set(compose["services"]) == {*BACKENDS, "postgres", "fabric-init", "fabric", "proxy", "prometheus"}
+        """The stack has the four backends, PostgreSQL, the fabric replicas with their set-up and proxy, Prometheus and
+        Grafana."""
+        assert set(compose["services"]) == {
+            *BACKENDS, "postgres", "fabric-init", "fabric", "proxy", "prometheus", "grafana",
+        }  # fmt: skip
 
     def test_images_pinned(self, compose: dict[str, Any]) -> None:
         """Every image carries an explicit version tag (never latest)."""
