@@ -29,12 +29,15 @@ test: setup test-deps
 
 # Debian packages the tests run for real, installed only when missing: promtool (prometheus) for
 # tests/deploy/test_alerts.py, the PostgreSQL server (postgresql: initdb, pg_ctl) for the replicas' shared state
-# (tests/fabric/serve/state, tests/fabric/serve/test_replicas.py). With apt-get when root, else a message (those tests then
-# skip, saying why). About a minute on a Debian host.
+# (tests/fabric/serve/state, tests/fabric/serve/test_replicas.py), Chromium and its driver for the search console's
+# browser tests (tests/fabric/serve/test_console.py). With apt-get when root, else a message (those tests then skip,
+# saying why). About two minutes on a Debian host.
 test-deps:
 	@missing=""; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	{ command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; } || missing="$$missing postgresql"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v chromedriver >/dev/null 2>&1 || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \

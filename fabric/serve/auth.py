@@ -31,6 +31,7 @@ __all__ = [
     "GUARD_KEY",
     "OPEN_TENANT",
     "PUBLIC_PATHS",
+    "PUBLIC_PREFIXES",
     "READ_ONLY_POSTS",
     "AuthError",
     "Guard",
@@ -44,8 +45,11 @@ __all__ = [
 
 OPEN_TENANT = "default"
 """The tenant of every request in open mode (no keys configured)."""
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json"})
-"""Routes answered without a key and outside the limits (probes, and the API description, which holds no data)."""
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/", "/api"})
+"""Routes answered without a key and outside the limits (probes, the API description and the console's pages, which
+hold no data)."""
+PUBLIC_PREFIXES = ("/static/",)
+"""Path prefixes answered without a key: the console's assets."""
 READ_ONLY_POSTS = frozenset({"/v1/search", "/v1/cite", "/mcp"})
 """POST routes that only read (a ``reader`` key suffices; finer checks happen in the handler)."""
 
@@ -171,7 +175,7 @@ def _route_label(request: web.Request) -> str:
 @web.middleware
 async def guard_middleware(request: web.Request, handler: _Handler) -> web.StreamResponse:
     """Authenticate, authorise by route and apply the tenant's limits; probes pass through."""
-    if request.path in PUBLIC_PATHS:
+    if request.path in PUBLIC_PATHS or request.path.startswith(PUBLIC_PREFIXES):
         return await handler(request)
     guard = request.app[GUARD_KEY]
     m = guard.metrics

@@ -14,18 +14,15 @@ Routes:
     worker must be ready (:func:`fabric.serve.worker_metrics.not_ready`); ``workers`` names those that are not.
 ``GET /metrics``
     Prometheus text of the engine's registry; every request is counted and logged (:mod:`fabric.serve.observe`).
-``POST /v1/ingest``
-    ``{"entries": [...]}`` (JSONL entry format) or ``{"path": "..."}`` under ``ingest.allowed_root``, optional
-    ``"format"`` and ``"async"``; an ``Idempotency-Key`` header (else the body's hash) makes retries return the
-    same task. Small entry lists run inline (``200`` with the finished task); larger ones, ``"async": true`` and
-    paths answer ``202`` with the task and its ``status_url`` (:mod:`fabric.serve.tasks.queue`).
-``GET /v1/ingest/<task_id>``
-    A task: status, per-stage progress, timestamps, the ingest report or the error; ``404`` when unknown. Tasks
-    are durable (:mod:`fabric.serve.tasks.store`): an id from before a restart answers its real state.
+``POST /v1/ingest``, ``GET /v1/ingest/<task_id>``
+    ``{"entries": [...]}`` or ``{"path": "..."}`` (under ``ingest.allowed_root``); an ``Idempotency-Key`` (else the
+    body's hash) makes retries return the same task; small lists run inline (``200``), the rest answer ``202`` with
+    the durable task to poll (:mod:`fabric.serve.tasks`): status, progress, the report or the error.
 ``DELETE /v1/entries/{id}``, ``DELETE /v1/entries?source=``, ``GET /v1/audit``, ``POST /v1/cite``, ``GET /openapi.json``
     Data management, citations and the OpenAPI document (:mod:`fabric.serve.service_data`).
-``/mcp``
-    The MCP server (:mod:`fabric.serve.mcp.server`) over the streamable HTTP transport (:mod:`fabric.serve.mcp.http`).
+``/mcp``, ``/`` and ``/api``
+    The MCP server (:mod:`fabric.serve.mcp.server`, :mod:`fabric.serve.mcp.http`); the search console and the API
+    reference (:mod:`fabric.serve.console`).
 
 Every route answers from the caller's tenant: its own stores, tasks and idempotency keys
 (:mod:`fabric.serve.tenant_engines`; ``default`` is the engine given here, others open on their first request).
@@ -61,6 +58,7 @@ from fabric.ingest.ledger import empty_tenant_notice
 from fabric.query.engine import Engine
 from fabric.query.validation import parse_request
 from fabric.serve.auth import Guard, install_guard, principal
+from fabric.serve.console import add_console
 from fabric.serve.homegate import HomeGate
 from fabric.serve.keys.store import Role
 from fabric.serve.limits.admission import (
@@ -385,6 +383,7 @@ def create_app(
     app[LOOP_LAG_KEY] = lag
     _add_lifecycle(app, engine, tasks, gate, tenants, lag, replica)
     app.router.add_post("/v1/search", _search)
+    add_console(app)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)
