@@ -3,8 +3,9 @@
 The corpus (``fabric/demo/corpus``: design notes about this engine, decisions with dates, commit SHAs and error
 codes, roadmaps, a captain's log) is package data, so the demo works on a fresh machine: the embedded stores
 need no servers and MiniLM loads offline. Each query prints its top items with the lanes that found them and
-the score breakdown (RRF, lexical, semantic, graph), then the per-lane status. The home (``./.fabric`` unless
-``--home`` or ``FABRIC_HOME`` says otherwise) is kept, and the demo ends with the next command to try: a
+the score breakdown (RRF, lexical, semantic, graph), then the per-lane status; it runs every lane (route ``all``,
+the federation) to show each lane's part, where a search defaults to the configured route. The home (the user data
+folder unless ``--home`` or ``FABRIC_HOME`` says otherwise) is kept, and the demo ends with the next command to try: a
 ``fabric search`` over the same home. Running it again is cheap (ingestion skips unchanged notes).
 """
 
@@ -61,7 +62,7 @@ async def run_demo(settings: Any, queries: tuple[str, ...] = DEMO_QUERIES, progr
     results = []
     async with Engine(settings) as engine:
         for q in queries:
-            results.append((await engine.search(SearchRequest(query=q, top_k=3))).to_dict())
+            results.append((await engine.search(SearchRequest(query=q, top_k=3, route="all"))).to_dict())
     return {
         "home": str(settings.home),
         "ingest": report.to_dict(),

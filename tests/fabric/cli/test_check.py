@@ -69,10 +69,10 @@ class TestCheckCommand:
         assert _run(home, capsys)[0] == 0
 
     def test_repair_is_refused_while_the_home_is_held(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        """--repair writes, so it takes the lock: refused (exit 2) while another holder has the home."""
+        """--repair writes, so it takes the lock: refused (exit 3, busy) while another holder has the home."""
         with HomeLock(home, "fabric serve"):
             code, _, err = _run(home, capsys, "--repair")
-        assert code == 2
+        assert code == 3
         assert "in use by pid" in err
 
 

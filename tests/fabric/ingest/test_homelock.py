@@ -83,7 +83,7 @@ class TestLock:
         finally:
             _kill(proc)
         err = capsys.readouterr().err
-        assert code == 2
+        assert code == 3  # busy: another process holds the home
         assert f"in use by pid {proc.pid} (fabric serve" in err
         assert "Traceback" not in err
 
