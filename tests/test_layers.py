@@ -61,3 +61,14 @@ def test_each_floor_says_what_it_is(floor: str) -> None:
 def test_fabric_is_floors_not_a_flat_folder() -> None:
     """At most 12 modules stand directly in ``fabric/``; the rest live on a floor."""
     assert len(list((ROOT / "fabric").glob("*.py"))) <= 12
+
+
+@pytest.mark.parametrize("path", modules("fabric", "lanes", "fusion"), ids=str)
+def test_modules_and_functions_stay_small(path: Path) -> None:
+    """No product module over 400 lines, no function over 60: a larger one is split by what it does."""
+    source = path.read_text(encoding="utf-8")
+    assert len(source.splitlines()) <= 400
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            assert node.end_lineno is not None
+            assert node.end_lineno - node.lineno + 1 <= 60, f"{node.name} is {node.end_lineno - node.lineno + 1} lines"

@@ -155,12 +155,10 @@ def execute(
     With a ``baseline`` to gate against (or ``--write-baseline``), the fused pass is timed again while the latency
     check fails, up to ``--latency-passes`` times in all (see :mod:`fabric.eval.latency`).
     """
-    import gc
 
     from fabric.eval import harness
     from fabric.eval.dataset import load_dataset
-    from fabric.eval.hints import hint_report, hinted_dataset, ranked, run_hinted
-    from fabric.eval.latency import attempt_from_pass
+    from fabric.eval.hints import hint_report, hinted_dataset, ranked
     from fabric.eval.report import build_artifact, git_revision
     from fabric.eval.runner import FUSED
 
@@ -173,31 +171,9 @@ def execute(
     more_latency = _more_latency(args, baseline)
     hinted = hinted_dataset(dataset)
 
-    async def go() -> tuple[Any, Any, Any, list[Any], Any, dict[str, Any] | None]:
-        build = harness.ingest_settings(settings, plan.lanes)
-        home = await harness.prepare_home(build, dataset, corpus_hash, harness.ingest_dataset, home=explicit_home)
-        gc.collect()  # a fresh build leaves garbage behind; do not let its collection land in the timed passes
-        run_settings = harness.eval_settings(settings, home=home, top_k=plan.top_k, lanes=plan.lanes)
-        with _progress(getattr(args, "json", False)) as progress:
-
-            def on_pass(name: str, total: int) -> Callable[[], None]:
-                task = progress.add_task(name, total=total)
-                return lambda: progress.advance(task)
-
-            async with harness.open_engine(run_settings) as engine:
-                passes, clock = await harness.run_plan(engine, dataset, plan, on_pass=on_pass)
-                attempts = [attempt_from_pass(passes[FUSED], fallback_unit=clock.unit_ms)]
-                while more_latency(attempts):
-                    name = f"fused #{len(attempts) + 1}"
-                    again = await harness.timed_fused_pass(
-                        engine, dataset, plan, name=name, on_query=on_pass(name, len(dataset.queries))
-                    )
-                    attempts.append(attempt_from_pass(again))
-                hint_pass = await run_hinted(engine, hinted, plan) if hinted is not None else None
-                encoding = await harness.encoding_times(engine, [q.text for q in dataset.queries])
-        return run_settings, passes, clock, attempts, hint_pass, encoding
-
-    run_settings, passes, clock, attempts, hint_pass, encoding = asyncio.run(go())
+    run_settings, passes, clock, attempts, hint_pass, encoding = asyncio.run(
+        _passes(args, settings, plan, dataset, hinted, more_latency, corpus_hash, explicit_home)
+    )
     artifact = build_artifact(
         dataset,
         passes,
@@ -216,6 +192,48 @@ def execute(
     if hint_pass is not None:  # the docs-memory policy's hint-rate, for query sets whose queries carry a follow-up hint
         artifact["hints"] = hint_report(ranked(passes[FUSED]), ranked(hint_pass), dataset.qrels)
     return artifact, dataset, passes
+
+
+async def _passes(
+    args: argparse.Namespace,
+    settings: Any,
+    plan: Any,
+    dataset: Any,
+    hinted: Any,
+    more_latency: Any,
+    corpus_hash: str,
+    explicit_home: Path | None,
+) -> tuple[Any, Any, Any, list[Any], Any, dict[str, Any] | None]:
+    """Build (or reuse) the home and run the plan's passes, the latency retries and the hinted pass."""
+    import gc
+
+    from fabric.eval import harness
+    from fabric.eval.hints import run_hinted
+    from fabric.eval.latency import attempt_from_pass
+    from fabric.eval.runner import FUSED
+
+    build = harness.ingest_settings(settings, plan.lanes)
+    home = await harness.prepare_home(build, dataset, corpus_hash, harness.ingest_dataset, home=explicit_home)
+    gc.collect()  # a fresh build leaves garbage behind; do not let its collection land in the timed passes
+    run_settings = harness.eval_settings(settings, home=home, top_k=plan.top_k, lanes=plan.lanes)
+    with _progress(getattr(args, "json", False)) as progress:
+
+        def on_pass(name: str, total: int) -> Callable[[], None]:
+            task = progress.add_task(name, total=total)
+            return lambda: progress.advance(task)
+
+        async with harness.open_engine(run_settings) as engine:
+            passes, clock = await harness.run_plan(engine, dataset, plan, on_pass=on_pass)
+            attempts = [attempt_from_pass(passes[FUSED], fallback_unit=clock.unit_ms)]
+            while more_latency(attempts):
+                name = f"fused #{len(attempts) + 1}"
+                again = await harness.timed_fused_pass(
+                    engine, dataset, plan, name=name, on_query=on_pass(name, len(dataset.queries))
+                )
+                attempts.append(attempt_from_pass(again))
+            hint_pass = await run_hinted(engine, hinted, plan) if hinted is not None else None
+            encoding = await harness.encoding_times(engine, [q.text for q in dataset.queries])
+    return run_settings, passes, clock, attempts, hint_pass, encoding
 
 
 def _print_summary(artifact: dict[str, Any]) -> None:

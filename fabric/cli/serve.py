@@ -210,11 +210,10 @@ def _serve(args: argparse.Namespace) -> int:
     from fabric.cli.search import load_cli_settings
     from fabric.core.logs import configure_logging
     from fabric.query.engine import Engine
-    from fabric.serve.limits.server import ServerLimits, serve_app
+    from fabric.serve.limits.server import ServerLimits
     from fabric.serve.replicas import Replica, key_store
     from fabric.serve.service import create_app, default_guard
     from fabric.serve.worker_metrics import WorkerSet
-    from fabric.serve.workers import watch_parent
 
     configure_logging(level="DEBUG" if getattr(args, "verbose", False) else "INFO")
     settings = load_cli_settings(args)
@@ -250,27 +249,30 @@ def _serve(args: argparse.Namespace) -> int:
         freeze_heap()
         print(banner if args.worker_index == 0 else f"fabric: worker {args.worker_index} ready", flush=True)
 
-    async def serve() -> None:
-        stop = asyncio.Event()
-        watch = asyncio.create_task(watch_parent(os.getppid(), stop)) if worker else None
-        try:
-            # fabric.serve.limits.server: head/body read timeouts and a connection cap below the descriptor limit
-            await serve_app(
-                app,
-                host=args.host,
-                port=args.port,
-                limits=limits,
-                registry=engine.metrics.registry,
-                started=started,
-                stop=stop,
-                sock=sock,
-            )
-        finally:
-            if watch is not None:
-                watch.cancel()
-
-    asyncio.run(serve())
+    asyncio.run(_run_site(app, args, limits, engine.metrics.registry, started, sock, worker=worker))
     return 0
+
+
+async def _run_site(
+    app: Any, args: argparse.Namespace, limits: Any, registry: Any, started: Any, sock: Any, *, worker: bool
+) -> None:
+    """Serve ``app`` on ``sock`` until stopped (a worker also stops when its supervisor goes away)."""
+    import asyncio
+
+    from fabric.serve.limits.server import serve_app
+    from fabric.serve.workers import watch_parent
+
+    stop = asyncio.Event()
+    watch = asyncio.create_task(watch_parent(os.getppid(), stop)) if worker else None
+    try:
+        # fabric.serve.limits.server: head/body read timeouts and a connection cap below the descriptor limit
+        await serve_app(
+            app, host=args.host, port=args.port, limits=limits, registry=registry, started=started, stop=stop,
+            sock=sock,
+        )  # fmt: skip
+    finally:
+        if watch is not None:
+            watch.cancel()
 
 
 def _add_worker_metrics(app: Any, workers: Any) -> None:

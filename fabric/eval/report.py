@@ -291,19 +291,7 @@ def render_markdown(artifact: Mapping[str, Any]) -> str:
     for label, m in artifact["breakdown"]["scenario"].items():
         cells = [_fmt(m[k]) for k in ("ndcg_at_10", "mrr_at_10", "hit_at_1", "hit_at_5")]
         lines.append(f"| {label} | {m['queries']} | " + " | ".join(cells) + " |")
-    gate = artifact.get("gate")
-    if gate:
-        lines += ["", f"## Gate: {'PASS' if gate['passed'] else 'FAIL'}", ""]
-        lines += [f"- problem: {p}" for p in gate["problems"]]
-        lines += [
-            "| metric | baseline | current | change | threshold | result |",
-            "| --- | ---: | ---: | ---: | ---: | --- |",
-        ]
-        for metric, c in gate["checks"].items():
-            lines.append(
-                f"| {metric} ({c['compared']}) | {c['baseline']:.4f} | {c['current']:.4f} | {c['change']:+.2%} | "
-                f"{c['direction']} > {c['threshold']:.0%} | {'pass' if c['passed'] else 'FAIL'} |"
-            )
+    lines += _gate_lines(artifact.get("gate"))
     lines += ["", "## Stage usage and lane status (fused pass)", ""]
     gates = cfg.get("stages")
     if gates:
@@ -316,11 +304,35 @@ def render_markdown(artifact: Mapping[str, Any]) -> str:
             f"- graph entity match rate: {graph['entity_match_rate']:.2%} of {graph['queries']} queries "
             f"({graph['with_match']}) with >= 1 entity match in the graph"
         )
-    lines += ["", f"## Worst {len(artifact['worst_queries'])} queries (fused nDCG@10)", ""]
-    for w in artifact["worst_queries"]:
+    lines += _worst_lines(artifact["worst_queries"])
+    return "\n".join(lines) + "\n"
+
+
+def _gate_lines(gate: Mapping[str, Any] | None) -> list[str]:
+    """The gate's verdict and its per-metric table (nothing without a gate)."""
+    if not gate:
+        return []
+    lines = ["", f"## Gate: {'PASS' if gate['passed'] else 'FAIL'}", ""]
+    lines += [f"- problem: {p}" for p in gate["problems"]]
+    lines += [
+        "| metric | baseline | current | change | threshold | result |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
+    ]
+    for metric, c in gate["checks"].items():
+        lines.append(
+            f"| {metric} ({c['compared']}) | {c['baseline']:.4f} | {c['current']:.4f} | {c['change']:+.2%} | "
+            f"{c['direction']} > {c['threshold']:.0%} | {'pass' if c['passed'] else 'FAIL'} |"
+        )
+    return lines
+
+
+def _worst_lines(worst: list[Mapping[str, Any]]) -> list[str]:
+    """The worst queries with what was expected and what came back."""
+    lines = ["", f"## Worst {len(worst)} queries (fused nDCG@10)", ""]
+    for w in worst:
         expected = ", ".join(f"`{d}`" for d in w["expected"])
         got = ", ".join(f"`{d}`{' ✓' if d in w['expected'] else ''}" for d in w["returned"]) or "nothing"
         lines.append(
             f"- **{w['query_id']}** {w['query']!r} (nDCG@10 {w['ndcg_at_10']:.3f}): expected {expected}; got {got}"
         )
-    return "\n".join(lines) + "\n"
+    return lines

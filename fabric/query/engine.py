@@ -1,16 +1,12 @@
 """The engine: validate → pre-flight (with lane warm-up) → bind constraints → plan → execute → fuse → page.
 
-Usage::
+Usage: ``async with Engine(load_settings()) as engine: result = await engine.search(SearchRequest(query="..."))``
+(the front door, :func:`fabric.open`, wraps it).
 
-    async with Engine(load_settings()) as engine:
-        result = await engine.search(parse_request({"query": "..."}, engine.settings))
+Lanes are built from ``settings.lanes`` (enabled lanes plus fallback targets) at :meth:`Engine.open`; a lane whose
+backend cannot be built is reported ``error`` in every result, never a crash. Tests may inject ``lanes``.
 
-Lanes are built from ``settings.lanes`` (enabled lanes plus their fallback targets) at :meth:`Engine.open`;
-a lane whose backend cannot be built is reported with status ``error`` in every result and never crashes
-the engine. Tests and benchmarks may inject ``lanes`` (and ``resources``) directly.
-
-Staged retrieval (the staged-retrieval policy, :mod:`fabric.query.stages`): lanes with ``stage = 2`` run only when
-stage-1 fusion yields
+Staged retrieval (:mod:`fabric.query.stages`): lanes with ``stage = 2`` run only when stage-1 fusion yields
 fewer than ``fusion.stages.min_must_count`` items, and are skipped when their provider's observed median latency
 exceeds ``stage2_cap_ms`` (they are cut at that cap otherwise); stage budgets N1/N2 and the appended cap apply.
 ``SearchResult.stages`` records ``stage2_outcome``, ``stage2_should_trigger``, ``stage2_used``,

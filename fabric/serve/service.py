@@ -51,7 +51,6 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from fabric.core import safejson
 from fabric.core.errors import FabricError, PartialResultError, QueryError, UnprocessableQueryError
 from fabric.core.logs import get_logger
 from fabric.ingest.ledger import empty_tenant_notice
@@ -68,10 +67,11 @@ from fabric.serve.limits.admission import (
     Overloaded,
     overloaded_response,
 )
-from fabric.serve.limits.server import CONNECTION_GUARD_KEY, ServerLimits, read_body, request_marks
+from fabric.serve.limits.server import request_marks
 from fabric.serve.looplag import LoopLag
 from fabric.serve.observe import HTTP_METRICS_KEY, TRACE_KEY, HttpMetrics, observe
 from fabric.serve.replicas import Replica, default_guard, ingest_tasks, store_runner, tenant_tasks
+from fabric.serve.requests import BodyError, error_body, json_errors, read_json
 from fabric.serve.service_data import add_data_routes, observed_runner
 from fabric.serve.tasks.queue import IngestTasks, TaskStatus
 from fabric.serve.tasks.submission import (
@@ -116,66 +116,12 @@ _SEARCH_LIMIT_KEY = web.AppKey("search_max_body_bytes", int)
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def error_body(field: str | None, message: str, **extra: Any) -> dict[str, Any]:
-    """The one error shape of the API."""
-    return {"error": {"field": field, "message": message, **extra}}
-
-
-@web.middleware
-async def _errors(request: web.Request, handler: _Handler) -> web.StreamResponse:
-    """Every failure becomes a JSON error; unexpected ones are logged, never echoed with a traceback."""
-    try:
-        return await handler(request)
-    except web.HTTPException as exc:
-        if exc.status < 400:
-            raise
-        field = "body" if exc.status == 413 else None
-        return web.json_response(error_body(field, exc.reason), status=exc.status)
-    except Exception as exc:  # the API edge: log the traceback, answer a clean 500
-        log.exception("request_failed", path=request.path, error=type(exc).__name__)
-        return web.json_response(error_body(None, "internal error"), status=500)
-
-
-class _BodyError(Exception):
-    """A request body that cannot be used; carries the response to answer."""
-
-    def __init__(self, response: web.Response) -> None:
-        self.response = response
-
-
-async def _read_json(request: web.Request, limit: int, *, in_thread: bool = False) -> Any:
-    """The decoded JSON body, read up to ``limit`` bytes.
-
-    Raises:
-        _BodyError: wrong content type (415), over the limit (413), not received within the body timeout (408,
-            :mod:`fabric.serve.limits.server`), or invalid JSON (400): malformed, nested
-            deeper than 64 levels, ``NaN``, or a lone surrogate (the field named, e.g. ``entries[3].text``).
-    """
-    if request.content_type != "application/json":
-        raise _BodyError(web.json_response(error_body("body", "expected Content-Type: application/json"), status=415))
-    too_large = _BodyError(
-        web.json_response(error_body("body", f"body larger than {limit} bytes", limit_bytes=limit), status=413)
-    )
-    if request.content_length is not None and request.content_length > limit:
-        raise too_large  # refused before reading it
-    conn_guard = request.app.get(CONNECTION_GUARD_KEY)
-    buf = await read_body(request, limit, (conn_guard.limits if conn_guard else ServerLimits()).body_timeout_s)
-    if buf is None:
-        raise _BodyError(web.json_response(error_body("body", "request body not received in time"), status=408))
-    if len(buf) > limit:
-        raise too_large
-    try:  # depth-bounded, lone surrogates refused naming the field (fabric.core.safejson)
-        return await asyncio.to_thread(safejson.loads, bytes(buf)) if in_thread else safejson.loads(buf)
-    except safejson.JSONInputError as exc:
-        raise _BodyError(web.json_response(error_body(exc.where or "body", exc.reason), status=400)) from None
-
-
 async def _search(request: web.Request) -> web.StreamResponse:
     engine = (await scope_of(request)).engine
     admission = request.app[ADMISSION_KEY]
     try:
-        data = await _read_json(request, request.app[_SEARCH_LIMIT_KEY])
-    except _BodyError as exc:
+        data = await read_json(request, request.app[_SEARCH_LIMIT_KEY])
+    except BodyError as exc:
         return exc.response
     if not isinstance(data, dict):
         return web.json_response(error_body("body", "expected a JSON object"), status=400)
@@ -217,8 +163,8 @@ async def _ingest(request: web.Request) -> web.Response:
     scope = await scope_of(request)
     tasks, config = scope.tasks, scope.engine.settings.ingest
     try:
-        data = await _read_json(request, config.max_body_bytes, in_thread=True)
-    except _BodyError as exc:
+        data = await read_json(request, config.max_body_bytes, in_thread=True)
+    except BodyError as exc:
         return exc.response
     try:
         key = _idempotency_key(request)
@@ -364,7 +310,8 @@ def create_app(
     """
     ingest_cfg = engine.settings.ingest
     app = web.Application(
-        middlewares=[observe, _errors, request_marks], client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes)
+        middlewares=[observe, json_errors, request_marks],
+        client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes),
     )
     app[ENGINE_KEY], app[HTTP_METRICS_KEY] = engine, HttpMetrics(engine.metrics.registry)
     app[_SEARCH_LIMIT_KEY] = max_body_bytes
@@ -382,14 +329,7 @@ def create_app(
     lag = LoopLag(registry=engine.metrics.registry)
     app[LOOP_LAG_KEY] = lag
     _add_lifecycle(app, engine, tasks, gate, tenants, lag, replica)
-    app.router.add_post("/v1/search", _search)
-    add_console(app)
-    app.router.add_get("/healthz", _healthz)
-    app.router.add_get("/readyz", _readyz)
-    app.router.add_get("/metrics", _metrics)
-    app.router.add_post("/v1/ingest", _ingest)
-    app.router.add_get("/v1/ingest/{task_id}", _ingest_status)
-    add_data_routes(app, engine, _read_json)
+    _add_routes(app, engine)
     if mcp:
         from fabric.serve.mcp.http import MCP_PATH, mount_mcp
         from fabric.serve.mcp.server import build_server
@@ -397,3 +337,20 @@ def create_app(
         app.middlewares.append(scope_middleware(MCP_PATH))  # after the guard: tenant, role and admission per call
         mount_mcp(app, build_server(engine, tasks), host=host)
     return app
+
+
+def _add_routes(app: web.Application, engine: Engine) -> None:
+    for method, path, handler in _ROUTES:
+        app.router.add_route(method, path, handler)
+    add_console(app)
+    add_data_routes(app, engine, read_json)
+
+
+_ROUTES = (
+    ("POST", "/v1/search", _search),
+    ("GET", "/healthz", _healthz),
+    ("GET", "/readyz", _readyz),
+    ("GET", "/metrics", _metrics),
+    ("POST", "/v1/ingest", _ingest),
+    ("GET", "/v1/ingest/{task_id}", _ingest_status),
+)
