@@ -36,6 +36,7 @@ __all__ = [
     "AuthError",
     "Guard",
     "guard_middleware",
+    "identified",
     "install_guard",
     "principal",
     "require",
@@ -148,6 +149,12 @@ def required_role(method: str, path: str) -> Role:
     if any(path == p or path.startswith(p + "/") for p in READ_ONLY_POSTS):
         return Role.READER
     return Role.WRITER
+
+
+def identified(request: web.Request) -> Principal | None:
+    """The caller the guard identified (a key's, or open mode's ``default``), or None: a probe, a public page, or a
+    request refused before a key was accepted."""
+    return request.get(_PRINCIPAL)
 
 
 def principal(request: web.Request) -> Principal:

@@ -24,7 +24,7 @@ from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from fabric.core.logs import get_logger, new_trace_id
-from fabric.serve.auth import principal
+from fabric.serve.auth import identified
 
 __all__ = ["HTTP_METRICS_KEY", "TRACE_KEY", "HttpMetrics", "observe"]
 
@@ -95,13 +95,14 @@ def _size(response: web.StreamResponse) -> int:
 
 
 def _account(request: web.Request, status: int, size: int, seconds: float, trace: str) -> None:
-    route, who = _route(request), principal(request)
+    route, who = _route(request), identified(request)
+    tenant, key_id = (who.tenant, who.key_id) if who is not None else (None, None)
     metrics = request.app.get(HTTP_METRICS_KEY)
     if metrics is not None:
         metrics.requests.labels(route, request.method, str(status)).inc()
-        metrics.duration.labels(route, who.tenant).observe(seconds)
+        metrics.duration.labels(route, tenant or "-").observe(seconds)
     log.info(
         "http_request", method=request.method, path=request.path, route=route, status=status,
-        duration_ms=round(seconds * 1000, 2), tenant=who.tenant, key_id=who.key_id, trace_id=trace, bytes=size,
+        duration_ms=round(seconds * 1000, 2), tenant=tenant, key_id=key_id, trace_id=trace, bytes=size,
         remote=request.remote,
     )  # fmt: skip

@@ -103,6 +103,8 @@ def test_one_json_stream_with_access_lines_and_no_key(service: tuple[int, str, s
     bad = _raw(port, b"GET /v1/audit HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer "
                + key.encode() + b"\nkey 0123: tenant acme, role reader (shown once)\r\n\r\n")  # fmt: skip
     assert b" 400 Bad Request" in bad.split(b"\r\n", 1)[0]
+    anonymous = _raw(port, b"GET /v1/entries?source=api HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+    assert anonymous.startswith(b"HTTP/1.1 401")
     time.sleep(0.5)  # the access lines are written after the answers
     proc.terminate()
     _, err = proc.communicate(timeout=60)
@@ -113,5 +115,7 @@ def test_one_json_stream_with_access_lines_and_no_key(service: tuple[int, str, s
     (search,) = access
     assert (search["method"], search["status"], search["tenant"], search["trace_id"]) == ("POST", 200, "acme", trace)
     assert search["key_id"] == key.split("_")[1]
+    refused = [line for line in lines if line["event"] == "http_request" and line["path"] == "/v1/entries"]
+    assert [(r["status"], r["tenant"], r["key_id"]) for r in refused] == [(401, None, None)]  # no key: nobody
     assert search["bytes"] > 0
     assert search["duration_ms"] > 0
