@@ -9,12 +9,10 @@ backend cannot be built is reported ``error`` in every result, never a crash. Te
 Staged retrieval (:mod:`fabric.query.stages`): lanes with ``stage = 2`` run only when stage-1 fusion yields
 fewer than ``fusion.stages.min_must_count`` items, and are skipped when their provider's observed median latency
 exceeds ``stage2_cap_ms`` (they are cut at that cap otherwise); stage budgets N1/N2 and the appended cap apply.
-``SearchResult.stages`` records ``stage2_outcome``, ``stage2_should_trigger``, ``stage2_used``,
-``stage2_skipped_budget`` and the latency split.
+``SearchResult.stages`` records the stage-2 outcome, trigger, use, budget skips and the latency split.
 
-Pagination re-runs the query and slices the deterministic fused list at the cursor's offset
-(:mod:`fusion.cursor`). The cursor secret is ``FABRIC_CURSOR_SECRET`` when set, else a random secret
-created once under the home (``cursor.secret``), read when the engine opens.
+Pagination re-runs the query and slices the deterministic fused list at the cursor's offset (:mod:`fusion.cursor`),
+signed with ``FABRIC_CURSOR_SECRET``, else a random secret created once under the home, read when the engine opens.
 """
 
 from __future__ import annotations
@@ -45,6 +43,7 @@ from fabric.query.budgets import total_budget_ms
 from fabric.query.constraints import BUDGET_MULTIPLIERS, bind_constraints
 from fabric.query.cursor_secret import CURSOR_SECRET_ENV, load_cursor_secret
 from fabric.query.executor import LaneExecutor, RunStats
+from fabric.query.fallbacks import fuse_once
 from fabric.query.lane_setup import (
     OPEN_TIMEOUT_S,
     build_lanes,
@@ -330,6 +329,7 @@ class Engine:
         request1 = stage_request(lane_request, 1, config) if stage2 else lane_request  # N1 only when staged
         todo = [p for p in plan.stage(1) if p.name not in done]  # ``done``: run already (the router's probe)
         outcomes = {**done, **await self.executor.run(todo, request1, deadline=plan.deadline, stats=waited)}
+        outcomes = fuse_once(outcomes, plan.stage(1))  # a probe's fallback to a lane that then ran: fused once
         stage1_ms = round((time.perf_counter() - t_lanes) * 1000.0, 3)
         by_design: set[str] = set()
         if not stage2:

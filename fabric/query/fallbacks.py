@@ -8,6 +8,7 @@ under its own name). A fallback already run for the same trace id (in stage 1, s
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from lanes.base import Lane
 if TYPE_CHECKING:
     from fabric.query.executor import LaneExecutor
 
-__all__ = ["RunState", "run_fallback"]
+__all__ = ["RunState", "fuse_once", "run_fallback"]
 
 
 @dataclass(slots=True)
@@ -137,3 +138,17 @@ async def _run_own(
         error=f"{f.error}; served by fallback {target!r}",
     )
     return replace(outcome, weight=f.p.weight * ex.penalties.weight(fb_lane.provider))
+
+
+def fuse_once(outcomes: dict[str, LaneOutcome], planned: Iterable[PlannedLane]) -> dict[str, LaneOutcome]:
+    """``outcomes`` with each fallback's hits dropped when its target also answered as a lane of this query in
+    another run (the router's probe failed over to a lane its strategy runs next): the hits are fused once, under
+    the lane that produced them, and the fallback keeps its status and says where its answer went."""
+    targets = {p.name: p.fallback for p in planned if p.fallback}
+    for name, o in list(outcomes.items()):
+        target = targets.get(name)
+        own = outcomes.get(target) if target and target != name else None
+        if o.status is LaneStatus.FALLBACK and o.hits and own is not None and own.status is LaneStatus.SUCCESS:
+            note = f"answered by lane {target!r} of this query (hits fused once, under {target!r})"
+            outcomes[name] = replace(o, hits=(), error=f"{o.error}; {note}" if o.error else note)
+    return outcomes

@@ -469,3 +469,31 @@ async def test_a_lane_no_strategy_names_answers_under_the_default_route(tmp_path
     assert res.route["route"] == "auto"
     assert res.lanes["extra"].status.value == "success"
     assert any(item.id.startswith("extra-") for item in res.items)
+
+
+async def test_a_probe_that_fails_over_is_fused_once(tmp_path: Path) -> None:
+    """Embeddings down under the default route: the vector probe fails over to the keyword lane, which Dense then
+    runs itself; its hits count once, under 'keyword', as under route all, and the vector lane says where its
+    answer went."""
+    from fabric.core.errors import LaneUnavailable
+    from fabric.core.models import LaneStatus
+
+    lanes_cfg = {"keyword": {}, "vector": {"kind": LaneKind.VECTOR, "fallback": "keyword"}}
+
+    async def run_route(route: str) -> SearchResult:
+        fakes = {
+            "keyword": Recording(name="keyword", hits=5),
+            "vector": Recording(name="vector", kind=LaneKind.VECTOR, error=LaneUnavailable("embedder down")),
+        }
+        settings = dataclasses.replace(make_settings(tmp_path, lanes_cfg), router=RouterConfig(default_route="auto"))
+        async with Engine(settings, lanes=fakes) as engine:
+            return await engine.search(parse_request({"query": "vitamin d levels", "route": route}, settings))
+
+    auto, federation = await run_route("auto"), await run_route("all")
+    assert auto.route["strategy"] == "dense"
+    for res in (auto, federation):
+        assert res.lanes["vector"].status is LaneStatus.FALLBACK
+        assert res.lanes["vector"].hits == ()
+        assert "hits fused once, under 'keyword'" in str(res.lanes["vector"].error)
+        assert all(item.lanes == ("keyword",) for item in res.items)
+    assert [it.scores["rrf"] for it in auto.items] == [it.scores["rrf"] for it in federation.items]
