@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import json
 import shlex
-import shutil
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     pass
 
-__all__ = ["DEMO_QUERIES", "register", "run_demo"]
+__all__ = ["DEMO_QUERIES", "register", "run_demo", "shipped_corpus"]
 
 DEMO_QUERIES = (
     "QD-LOCK-01 second process cannot open the qdrant folder",
@@ -38,17 +37,17 @@ DEMO_QUERIES = (
 def register(sub: Any) -> None:
     """Add the ``demo`` subcommand."""
     p: argparse.ArgumentParser = sub.add_parser(
-        "demo", help="ingest the shipped notes into the home (default ./.fabric) and run sample queries"
+        "demo", help="ingest the shipped notes into the home and run sample queries"
     )
     p.add_argument("--json", action="store_true", help="print the ingest summary and results as JSON")
     p.set_defaults(func=_run)
 
 
-def _copy_corpus(dest: Path) -> Path:
-    corpus = resources.files("fabric.demo") / "corpus"
-    with resources.as_file(corpus) as src:
-        shutil.copytree(src, dest, dirs_exist_ok=True)
-    return dest
+def shipped_corpus() -> Path:
+    """The demo notes shipped with the package, where they are installed: the same source, with the same ids
+    (``corpus:<path>``), as the shipped query set's corpus, so ``fabric slowcook`` over the demo's home finds them
+    unchanged instead of ingesting them again under other ids."""
+    return Path(str(resources.files("fabric.demo").joinpath("corpus")))
 
 
 async def run_demo(settings: Any, queries: tuple[str, ...] = DEMO_QUERIES, progress: Any = None) -> dict[str, Any]:
@@ -57,8 +56,7 @@ async def run_demo(settings: Any, queries: tuple[str, ...] = DEMO_QUERIES, progr
     from fabric.ingest.run import run_ingest
     from fabric.query.engine import Engine
 
-    docs = _copy_corpus(settings.home / "fabric-docs")
-    report = await run_ingest(settings, docs, "markdown", progress)
+    report = await run_ingest(settings, shipped_corpus(), "markdown", progress)
     results = []
     async with Engine(settings) as engine:
         for q in queries:

@@ -133,3 +133,17 @@ class TestBadInput:
         assert "not a slow-cook receipt" in capsys.readouterr().err
         assert path.read_text() == '{"kind": "something else"}'
         assert not (tmp_path / "home").exists()
+
+
+def test_slowcook_after_the_demo_finds_its_notes_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's flow, `fabric demo` then `fabric slowcook` on the same home: the demo's notes are the shipped
+    query set's corpus, same source and ids, so nothing is ingested again under other ids."""
+    monkeypatch.setenv("FABRIC__embeddings__backend", "none")
+    home = tmp_path / "home"
+    assert main(["--home", str(home), "demo", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["--home", str(home), "slowcook", "--json"]) == 0
+    corpus = json.loads(capsys.readouterr().out)["corpus"]
+    assert (corpus["docs"], corpus["added"], corpus["unchanged"]) == (22, 0, 22)
