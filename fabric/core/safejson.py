@@ -17,7 +17,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["DEFAULT_MAX_DEPTH", "JSONInputError", "check_text", "loads"]
+__all__ = ["DEFAULT_MAX_DEPTH", "MAX_INT_DIGITS", "JSONInputError", "check_text", "loads"]
 
 DEFAULT_MAX_DEPTH = 64
 """Deepest nesting accepted by default (requests and entries need a handful of levels)."""
@@ -94,6 +94,17 @@ def _no_constant(name: str) -> Any:
     raise JSONInputError("", f"invalid JSON: {name} is not a JSON number")
 
 
+MAX_INT_DIGITS = 64
+"""Longest integer accepted (Python refuses to convert past 4,300 digits; no field of ours needs more than 20)."""
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise JSONInputError("", f"a number of {digits} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
 def loads(
     data: str | bytes | bytearray,
     *,
@@ -110,11 +121,14 @@ def loads(
         allow_nan: accept the non-JSON constants ``NaN``, ``Infinity`` and ``-Infinity``.
 
     Raises:
-        JSONInputError: invalid JSON, invalid UTF-8, ``NaN``/``Infinity`` (unless allowed), too deep, or a lone
-            surrogate (a ``ValueError``).
+        JSONInputError: invalid JSON, invalid UTF-8, ``NaN``/``Infinity`` (unless allowed), too deep, an integer of
+            more than :data:`MAX_INT_DIGITS` digits, or a lone surrogate (a ``ValueError``).
     """
     try:
-        doc = json.loads(data) if allow_nan else json.loads(data, parse_constant=_no_constant)
+        if allow_nan:
+            doc = json.loads(data, parse_int=_bounded_int)
+        else:
+            doc = json.loads(data, parse_constant=_no_constant, parse_int=_bounded_int)
     except JSONInputError:
         raise
     except RecursionError:

@@ -58,6 +58,7 @@ from fabric.serve.mcp.schemas import (
     StatusOutput,
     TaskOutput,
 )
+from fabric.serve.openapi import CITE_LIMITS
 from fabric.serve.tasks.queue import IngestTasks, TaskStatus
 from fabric.serve.tasks.submission import SubmitError, check_operator_fields, parse_submission
 from fabric.serve.tenant_engines import CURRENT_PRINCIPAL, CURRENT_SCOPE
@@ -241,6 +242,8 @@ class FabricTools:
 
         if not answer.strip():
             return _error("answer", "the answer is empty")
+        if len(answer) > CITE_LIMITS["answer_chars"]:  # the same cap as POST /v1/cite: one call never holds a core
+            return _error("answer", f"at most {CITE_LIMITS['answer_chars']} characters, got {len(answer)}")
         if not 0.0 < threshold <= 1.0:
             return _error("threshold", "must be in (0, 1]")
         if max_per_sentence < 1:
@@ -249,7 +252,9 @@ class FabricTools:
         if isinstance(result, CallToolResult):
             return result
         hits = [it.hit for it in result.items]
-        aligned = align_citations(answer, hits, threshold=threshold, max_per_sentence=max_per_sentence)
+        aligned = await asyncio.to_thread(  # off the event loop: the other tenants' requests go on meanwhile
+            align_citations, answer, hits, threshold=threshold, max_per_sentence=max_per_sentence
+        )
         return _json(aligned.to_dict())
 
     async def status(self) -> Annotated[CallToolResult, StatusOutput]:

@@ -77,7 +77,17 @@ def test_check_text() -> None:
 
 def test_public_api() -> None:
     """The module exports exactly its documented names."""
-    assert set(mod.__all__) == {"DEFAULT_MAX_DEPTH", "JSONInputError", "check_text", "loads"}
+    assert set(mod.__all__) == {"DEFAULT_MAX_DEPTH", "MAX_INT_DIGITS", "JSONInputError", "check_text", "loads"}
+
+
+@pytest.mark.parametrize("digits", [65, 4301, 100_000])
+def test_an_integer_too_long_is_invalid_input(digits: int) -> None:
+    """An integer past the bound (Python itself refuses past 4,300 digits, with a ValueError that reached the
+    service as a 500) is the parser's own error, anywhere in the document."""
+    for doc in (b"9" * digits, b'{"a": [1, {"b": -' + b"9" * digits + b"}]}"):
+        with pytest.raises(mod.JSONInputError, match=f"a number of {digits} digits"):
+            mod.loads(doc)
+    assert mod.loads(b"-" + b"9" * 64) == -int("9" * 64)
 
 
 # Any text, lone surrogates and control characters included.

@@ -33,6 +33,13 @@ async def client(tmp_path: Path) -> AsyncIterator[TestClient]:
 
 
 class TestSearchEndpoint:
+    async def test_a_huge_integer_is_a_400(self, client: TestClient) -> None:
+        """An integer of 5,000 digits anywhere in the body is bad input (400), never a 500."""
+        body = b'{"query": "rrf", "top_k": ' + b"9" * 5000 + b"}"
+        resp = await client.post("/v1/search", data=body, headers={"Content-Type": "application/json"})
+        assert resp.status == 400
+        assert "a number of 5000 digits" in (await resp.json())["error"]["message"]
+
     async def test_an_empty_answer_over_an_empty_tenant_says_so(self, tmp_path: Path) -> None:
         """A search of a tenant with nothing ingested answers its empty page with a notice saying why."""
         settings = load_settings(env={"FABRIC_HOME": str(tmp_path)})

@@ -148,3 +148,20 @@ async def test_other_tools(tmp_path: Path) -> None:
         assert json.loads(bad.content[0].text)["error"]["field"].startswith("entries")
         status = json.loads((await client.call_tool("status", {})).content[0].text)
         assert set(status["lanes"]) == {"kw", "vec"}
+
+
+async def test_cite_has_the_http_routes_length_cap(tmp_path: Path) -> None:
+    """An answer longer than POST /v1/cite accepts is refused before any work (it once held the event loop for
+    minutes); one at the cap is aligned, and the server goes on."""
+    from fabric.serve.openapi import CITE_LIMITS
+
+    cap = CITE_LIMITS["answer_chars"]
+    async with _client(tmp_path) as client:
+        refused = await client.call_tool("cite", {"answer": "a. " * (cap // 3 + 1), "topic": "q"})
+        assert refused.is_error
+        assert json.loads(refused.content[0].text)["error"] == {
+            "field": "answer", "message": f"at most {cap} characters, got {3 * (cap // 3 + 1)}",
+        }  # fmt: skip
+        at_cap = await client.call_tool("cite", {"answer": ("content of b. " * cap)[:cap], "topic": "q"})
+        assert not at_cap.is_error
+        assert not (await client.call_tool("status", {})).is_error
