@@ -21,6 +21,7 @@ from typing import Any
 
 from fabric.core.errors import ConfigError
 from fabric.core.models import FusionMode, Mode
+from fabric.core.strategies import ROUTES
 
 __all__ = ["add_common_arguments", "execute", "load_cli_settings", "register", "run"]
 
@@ -50,6 +51,12 @@ def register(sub: Any) -> None:
     """Add the ``eval`` subcommand."""
     parser: argparse.ArgumentParser = sub.add_parser("eval", help="measure retrieval quality on a BEIR dataset")
     add_common_arguments(parser, default_split="test")
+    parser.add_argument(
+        "--route",
+        choices=ROUTES,
+        help="route of the fused pass: auto | all | a strategy (default: [router] default_route, what a request "
+        "that names none gets)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"artifact path (default {DEFAULT_OUT})")
     parser.add_argument("--gate", type=Path, metavar="BASELINE", help="fail (exit 1) on a regression vs this file")
     parser.add_argument("--write-baseline", type=Path, metavar="PATH", help="store this run as the baseline")
@@ -131,6 +138,14 @@ def _more_latency(args: argparse.Namespace, baseline: dict[str, Any] | None) -> 
     return more
 
 
+def _route(args: argparse.Namespace, settings: Any) -> str:
+    """``--route``, else the configured default route for ``fabric eval`` (what a request naming none gets); the
+    commands sharing the plan without the flag (``fabric tune``) keep the federation, whose lane hits they tune."""
+    if not hasattr(args, "route"):
+        return "all"
+    return str(args.route or settings.router.default_route)
+
+
 def _eval_plan(args: argparse.Namespace, settings: Any, keep_lane_hits: bool) -> Any:
     """The harness's plan from the command line: lanes (checked against the settings), fusion, mode, passes."""
     from fabric.eval import harness
@@ -138,6 +153,8 @@ def _eval_plan(args: argparse.Namespace, settings: Any, keep_lane_hits: bool) ->
     lanes = harness.check_lanes(settings, _split_lanes(args.lanes) or harness.default_lanes(settings))
     return harness.EvalPlan(
         lanes=tuple(lanes),
+        route=_route(args, settings),
+        federation=not getattr(args, "no_lane_passes", False),
         fusion=FusionMode.from_str(args.fusion) if args.fusion else None,
         mode=Mode.from_str(args.mode),
         top_k=args.top_k,
@@ -246,7 +263,10 @@ def _print_summary(artifact: dict[str, Any]) -> None:
     table.add_column("run")
     for head in heads:
         table.add_column(head, justify="right")
-    rows = {"fused": artifact["metrics"]["fused"], **artifact["metrics"]["lanes"]}
+    rows = {f"fused ({artifact['config'].get('route', 'all')})": artifact["metrics"]["fused"]}
+    if "federation" in artifact["metrics"]:
+        rows["federation (all)"] = artifact["metrics"]["federation"]
+    rows.update(artifact["metrics"]["lanes"])
     for name, m in rows.items():
         table.add_row(name, *(f"{m[k]:.4f}" if k != "latency_p95_ms" else f"{m[k]:.1f}" for k in keys))
     console = Console()
@@ -258,6 +278,13 @@ def _print_summary(artifact: dict[str, Any]) -> None:
         console.print(f"query encoding (inside every latency above): {times}{share}")
     for warning in artifact.get("warnings", []):
         console.print(f"[yellow]warning[/yellow]: {warning}")
+    best = (artifact.get("comparison") or {}).get("best_lane")
+    if best:
+        t = best["ndcg_at_10"]
+        console.print(
+            f"fused vs {best['against']}: nDCG@10 {t['mean_delta']:+.4f} [{t['ci95'][0]:+.4f}, {t['ci95'][1]:+.4f}],"
+            f" {t['wins']} queries won, {t['losses']} lost"
+        )
     gate = artifact.get("gate")
     if gate:
         verdict = "[green]PASS[/green]" if gate["passed"] else "[red]FAIL[/red]"

@@ -18,6 +18,10 @@ does not fail the gate and a genuinely slower engine does. A side with several t
 calibration figure, raw p95s are compared. Latency gates only a run of at least :data:`MIN_LATENCY_QUERIES`
 queries: the p95 of fewer is a handful of slowest queries, and on CISI's 76 two runs of the same code a minute
 apart read 4.03 and 3.54 units (14 %), past the 10 % threshold; such a run reports its latency without gating it.
+
+The gated figures are the fused pass's, under the route the run evaluated (``config.route``; ``fabric eval`` takes
+the configured default route); a baseline recorded under another route is not comparable (a problem). The
+federation's figures (``metrics.federation``) are reported beside them, not gated.
 """
 
 from __future__ import annotations
@@ -110,6 +114,11 @@ def _comparability(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> l
     for key in ("name", "split", "queries", "corpus_hash"):
         if key in cur and key in base and cur[key] != base[key]:
             problems.append(f"dataset.{key} differs: baseline {base[key]!r}, current {cur[key]!r}")
+    # a baseline recorded before routes were evaluated measured the federation
+    cur_route = (current.get("config") or {}).get("route", "all")
+    base_route = (baseline.get("config") or {}).get("route", "all")
+    if cur_route != base_route:
+        problems.append(f"config.route differs: baseline {base_route!r}, current {cur_route!r}")
     return problems
 
 

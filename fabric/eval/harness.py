@@ -28,7 +28,7 @@ from fabric.core.models import FusionMode, LaneKind, Mode
 from fabric.eval.calibration import CalibrationClock
 from fabric.eval.dataset import Dataset
 from fabric.eval.report import percentile
-from fabric.eval.runner import FUSED, PassResult, SearchEngine, run_pass
+from fabric.eval.runner import FEDERATION, FUSED, PassResult, SearchEngine, run_pass
 from fabric.settings import Settings
 
 __all__ = [
@@ -212,6 +212,11 @@ class EvalPlan:
 
     lanes: tuple[str, ...]
     """Lanes of the fused pass; each also runs alone when ``lane_passes``."""
+    route: str = "all"
+    """Route of the fused pass: ``all`` (the federation), ``auto`` or a strategy. ``fabric eval`` passes the configured
+    default route, what a request that names none receives."""
+    federation: bool = False
+    """Also run the lanes under route ``all`` (pass ``federation``) when :attr:`route` is another one."""
     fusion: FusionMode | None = None
     mode: Mode = Mode.RESEARCH
     top_k: int = 100
@@ -233,8 +238,9 @@ async def _plan_pass(
     keep_lane_hits: bool = False,
     clock: CalibrationClock | None = None,
     on_query: Callable[[], None] | None = None,
+    route: str = "all",
 ) -> PassResult:
-    """One pass with the plan's fusion, mode, top-k and concurrency."""
+    """One pass with the plan's fusion, mode, top-k and concurrency under ``route``."""
     return await run_pass(
         engine,
         dataset,
@@ -247,7 +253,19 @@ async def _plan_pass(
         keep_lane_hits=keep_lane_hits,
         clock=clock,
         on_query=on_query,
+        route=route,
     )
+
+
+def _pass_names(plan: EvalPlan) -> list[tuple[str, tuple[str, ...], str]]:
+    """(pass name, lanes, route) of each timed pass: fused under the plan's route, the federation when asked and
+    different, then each lane alone."""
+    names = [(FUSED, plan.lanes, plan.route)]
+    if plan.federation and plan.route != "all":
+        names.append((FEDERATION, plan.lanes, "all"))
+    if plan.lane_passes and len(plan.lanes) > 1:
+        names += [(lane, (lane,), "all") for lane in plan.lanes]
+    return names
 
 
 async def run_plan(
@@ -272,13 +290,10 @@ async def run_plan(
         # query is encoded inside its timed call, whatever ran before it.
         warm = dataset if plan.warm_all else dataset.limited(1)
         callback = on_pass("warmup", len(warm.queries)) if on_pass else None
-        await _plan_pass(engine, warm, plan, name="warmup", lanes=plan.lanes, on_query=callback)
+        await _plan_pass(engine, warm, plan, name="warmup", lanes=plan.lanes, on_query=callback, route=plan.route)
     clock.sample(3)
-    names: list[tuple[str, tuple[str, ...]]] = [(FUSED, plan.lanes)]
-    if plan.lane_passes and len(plan.lanes) > 1:
-        names += [(lane, (lane,)) for lane in plan.lanes]
     passes: dict[str, PassResult] = {}
-    for name, lanes in names:
+    for name, lanes, route in _pass_names(plan):
         callback = on_pass(name, len(dataset.queries)) if on_pass else None
         passes[name] = await _plan_pass(
             engine,
@@ -289,6 +304,7 @@ async def run_plan(
             keep_lane_hits=plan.keep_lane_hits and name == FUSED,
             clock=clock,
             on_query=callback,
+            route=route,
         )
     if plan.lane_passes and len(plan.lanes) == 1:
         only = plan.lanes[0]
@@ -311,7 +327,9 @@ async def timed_fused_pass(
     """
     clock = CalibrationClock(every=plan.calibrate_every)
     clock.sample(3)
-    result = await _plan_pass(engine, dataset, plan, name=name, lanes=plan.lanes, clock=clock, on_query=on_query)
+    result = await _plan_pass(
+        engine, dataset, plan, name=name, lanes=plan.lanes, clock=clock, on_query=on_query, route=plan.route
+    )
     clock.sample(3)
     return dataclasses.replace(result, name=FUSED, calibration_ms=tuple(clock.samples))
 
@@ -325,6 +343,7 @@ def artifact_config(settings: Settings, plan: EvalPlan) -> dict[str, Any]:
         "combmnz": settings.fusion.combmnz,
         "weights": {lane: settings.lanes[lane].weight for lane in plan.lanes},
         "lanes": list(plan.lanes),
+        "route": plan.route,
         "mode": plan.mode.value,
         "top_k": plan.top_k,
         "lane_top_k": settings.engine.lane_top_k,

@@ -84,4 +84,5 @@ async def run_hinted(engine: SearchEngine, dataset: Dataset, plan: Any) -> PassR
         mode=plan.mode,
         top_k=plan.top_k,
         concurrency=plan.concurrency,
+        route=getattr(plan, "route", "all"),
     )

@@ -17,10 +17,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fabric.eval.compare import best_lane, compare_runs, comparison_lines
 from fabric.eval.dataset import Dataset
 from fabric.eval.gate import normalised_p95
 from fabric.eval.metrics import METRIC_KEYS, average, query_metrics
-from fabric.eval.runner import FUSED, PassResult
+from fabric.eval.runner import FEDERATION, FUSED, PassResult
 
 __all__ = [
     "ARTIFACT_SCHEMA",
@@ -189,7 +190,11 @@ def build_artifact(
     """
     fused = passes[FUSED]
     fused_metrics, per_query = _pass_metrics(dataset, fused)
-    lanes = {name: _pass_metrics(dataset, p)[0] for name, p in passes.items() if name != FUSED}
+    scored = {name: _pass_metrics(dataset, p) for name, p in passes.items() if name != FUSED}
+    lanes = {name: m for name, (m, _) in scored.items() if name != FEDERATION}
+    metrics: dict[str, Any] = {"fused": fused_metrics, "lanes": lanes}
+    if FEDERATION in scored:
+        metrics[FEDERATION] = scored[FEDERATION][0]
     artifact: dict[str, Any] = {
         "schema": ARTIFACT_SCHEMA,
         "created_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -198,7 +203,7 @@ def build_artifact(
         "dataset": _dataset_section(dataset, corpus_hash),
         "split": dataset.split,
         "config": dict(config),
-        "metrics": {"fused": fused_metrics, "lanes": lanes},
+        "metrics": metrics,
         "breakdown": {
             "lane": {name: {k: m[k] for k in ("ndcg_at_10", "mrr_at_10", "recall_at_20")} for name, m in lanes.items()},
             "scenario": _scenarios(dataset, fused, per_query),
@@ -209,12 +214,30 @@ def build_artifact(
         "latency": _latency_section(config, calibration_ms, calibration_samples, latency_attempts),
         "warnings": _warnings(passes),
         "worst_queries": _worst(dataset, fused, per_query),
+        "comparison": _comparison(dataset, per_query, {name: q for name, (_, q) in scored.items()}, lanes),
         "wall_time_s": round(wall_time_s, 2),
         "gate": None,
     }
     normalised = normalised_p95(artifact)
     artifact["latency"]["p95_normalised"] = round(normalised, 6) if normalised is not None else None
     return artifact
+
+
+def _comparison(
+    dataset: Dataset,
+    fused: Mapping[str, Mapping[str, float]],
+    others: Mapping[str, Mapping[str, Mapping[str, float]]],
+    lanes: Mapping[str, Mapping[str, float]],
+) -> dict[str, Any]:
+    """Fused against the best single lane (``best_lane``) and against the federation, when those passes ran."""
+    out: dict[str, Any] = {}
+    best = best_lane(lanes) if len(lanes) > 1 else None
+    qids = list(dataset.query_ids)
+    if best is not None:
+        out["best_lane"] = compare_runs(fused, others[best], qids, against=f"best lane ({best})")
+    if FEDERATION in others:
+        out[FEDERATION] = compare_runs(fused, others[FEDERATION], qids, against="federation (route all)")
+    return out
 
 
 def _dataset_section(dataset: Dataset, corpus_hash: str) -> dict[str, Any]:
@@ -277,7 +300,10 @@ def render_markdown(artifact: Mapping[str, Any]) -> str:
         "| run | " + " | ".join(METRIC_KEYS) + " | p50 ms | p95 ms |",
         "| --- |" + " ---: |" * (len(METRIC_KEYS) + 2),
     ]
-    rows = {"fused": artifact["metrics"]["fused"], **artifact["metrics"]["lanes"]}
+    rows = {f"fused (route {cfg.get('route', 'all')})": artifact["metrics"]["fused"]}
+    if FEDERATION in artifact["metrics"]:
+        rows["federation (route all)"] = artifact["metrics"][FEDERATION]
+    rows.update(artifact["metrics"]["lanes"])
     for name, m in rows.items():
         cells = [_fmt(m.get(k)) for k in (*METRIC_KEYS, "latency_p50_ms", "latency_p95_ms")]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -291,6 +317,7 @@ def render_markdown(artifact: Mapping[str, Any]) -> str:
     for label, m in artifact["breakdown"]["scenario"].items():
         cells = [_fmt(m[k]) for k in ("ndcg_at_10", "mrr_at_10", "hit_at_1", "hit_at_5")]
         lines.append(f"| {label} | {m['queries']} | " + " | ".join(cells) + " |")
+    lines += comparison_lines(artifact.get("comparison"))
     lines += _gate_lines(artifact.get("gate"))
     lines += ["", "## Stage usage and lane status (fused pass)", ""]
     gates = cfg.get("stages")

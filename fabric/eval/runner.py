@@ -21,10 +21,14 @@ from fabric.eval.calibration import CalibrationClock
 from fabric.eval.dataset import Dataset
 from fabric.eval.metrics import dedupe
 
-__all__ = ["FUSED", "LaneHit", "PassResult", "QueryRun", "SearchEngine", "run_pass"]
+__all__ = ["FEDERATION", "FUSED", "LaneHit", "PassResult", "QueryRun", "SearchEngine", "run_pass"]
 
 FUSED = "fused"
-"""Name of the pass that runs every selected lane together."""
+"""Name of the pass that runs the selected lanes together under the evaluated route (the gated figures)."""
+
+FEDERATION = "federation"
+"""Name of the pass that runs every selected lane together under route ``all``, reported beside ``fused`` when the
+evaluated route is another one."""
 
 LaneHit = tuple[str, str, float]
 """(hit id, document id, native score) of one lane hit, best first."""
@@ -126,6 +130,7 @@ async def run_pass(
     keep_lane_hits: bool = False,
     clock: CalibrationClock | None = None,
     on_query: Callable[[], None] | None = None,
+    route: str = "all",
 ) -> PassResult:
     """Run every judged query once with ``lanes`` and return the per-query rankings and latencies.
 
@@ -141,6 +146,7 @@ async def run_pass(
         keep_lane_hits: keep each lane's raw hits (for ``fabric tune``).
         clock: calibration clock ticked after each query (only when ``concurrency == 1``).
         on_query: called after each query (progress bars).
+        route: the requests' route (``all``: the federation; ``auto`` or a strategy: see :mod:`fabric.query.router`).
     """
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
@@ -149,7 +155,7 @@ async def run_pass(
     before = len(clock.samples) if clock else 0
 
     async def one(qid: str, text: str) -> None:
-        request = SearchRequest(query=text, mode=mode, top_k=top_k, fusion=fusion, lanes=tuple(lanes), route="all")
+        request = SearchRequest(query=text, mode=mode, top_k=top_k, fusion=fusion, lanes=tuple(lanes), route=route)
         async with gate:
             start = time.perf_counter()
             result = await engine.search(request)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -133,3 +134,20 @@ class TestEvalRealEngine:
         # procedure"), and the lane leaves those out of the query (lanes/keyword/sqlite_fts/stopwords.py).
         assert art["metrics"]["fused"]["hit_at_5"] == round(5 / 6, 6)
         assert len(list((tmp_path / "cache" / "eval-homes").glob("*/ready.json"))) == 1
+        assert art["config"]["route"] == "auto"  # the shipped default route: what a request naming none gets
+
+    def test_route_flag_and_the_federation_beside_it(self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys):
+        """``--route all`` measures the federation itself (no second pass); the default route reports it beside."""
+        monkeypatch.setenv("FABRIC_CACHE_DIR", str(tmp_path / "cache"))
+        monkeypatch.setenv("FABRIC__embeddings__backend", '"none"')
+        monkeypatch.chdir(tmp_path)
+        assert main(["eval", str(TINY), "--lanes", "keyword", "graph", "--route", "all", "--json"]) == 0
+        art = json.loads(capsys.readouterr().out)
+        assert art["config"]["route"] == "all" and "federation" not in art["metrics"]
+        assert main(["eval", str(TINY), "--lanes", "keyword", "graph", "--json"]) == 0
+        art = json.loads(capsys.readouterr().out)
+        assert art["config"]["route"] == "auto"
+        assert set(art["metrics"]["lanes"]) == {"keyword", "graph"}
+        assert art["comparison"]["federation"]["against"] == "federation (route all)"
+        with pytest.raises((SystemExit, argparse.ArgumentError)):  # the process exits 2 with argparse's message
+            main(["eval", str(TINY), "--route", "sideways"])

@@ -165,3 +165,13 @@ class TestSmallQuerySets:
         n = MIN_LATENCY_QUERIES - 1
         result = evaluate_gate(_artifact(ndcg=0.5, queries=n), _artifact(ndcg=0.7, queries=n))
         assert "ndcg_at_10" in _failed(result)
+
+
+class TestRoute:
+    def test_a_baseline_of_another_route_is_not_comparable(self) -> None:
+        """The gate compares like with like: a run under route auto against a federation baseline is a problem."""
+        current = {**_artifact(), "config": {"route": "auto"}}
+        result = evaluate_gate(current, _artifact())  # no config.route: recorded before routes, the federation
+        assert not result.passed
+        assert result.problems == ("config.route differs: baseline 'all', current 'auto'",)
+        assert evaluate_gate(current, {**_artifact(), "config": {"route": "auto"}}).passed

@@ -12,7 +12,7 @@ from fabric.eval import harness
 from fabric.eval.dataset import load_dataset
 from fabric.eval.harness import EvalPlan, prepare_home, run_plan
 from fabric.eval.report import build_artifact, percentile, render_markdown
-from fabric.eval.runner import FUSED, run_pass
+from fabric.eval.runner import FEDERATION, FUSED, run_pass
 from fabric.settings import load_settings
 from tests.fabric.eval.fake_engine import FakeEngine
 
@@ -98,6 +98,43 @@ class TestRunPlan:
         assert len(engine.requests) == 2 * len(dataset.queries)  # untimed warm-up + one timed pass
 
 
+class TestRoutes:
+    async def test_fused_pass_runs_the_plan_route_and_the_federation_beside_it(self, dataset, engine) -> None:
+        """Under route auto the fused pass asks for auto; the federation pass and each lane alone ask for all."""
+        plan = EvalPlan(lanes=("keyword", "vector"), route="auto", federation=True)
+        passes, _ = await run_plan(engine, dataset, plan)
+        assert list(passes) == [FUSED, FEDERATION, "keyword", "vector"]
+        n = len(dataset.queries)
+        routes = [(r.route, r.lanes) for r in engine.requests]
+        warm, fused, federation, lanes = routes[:n], routes[n : 2 * n], routes[2 * n : 3 * n], routes[3 * n :]
+        assert set(warm) == set(fused) == {("auto", ("keyword", "vector"))}
+        assert set(federation) == {("all", ("keyword", "vector"))}
+        assert set(lanes) == {("all", ("keyword",)), ("all", ("vector",))}
+
+    async def test_no_second_federation_pass_under_route_all(self, dataset, engine) -> None:
+        """When the plan's route is already the federation, it is not run twice."""
+        passes, _ = await run_plan(engine, dataset, EvalPlan(lanes=("keyword", "vector"), federation=True))
+        assert FEDERATION not in passes
+
+    async def test_artifact_reports_the_federation_and_the_comparisons(self, dataset, engine) -> None:
+        """The federation's metrics sit beside the fused ones (not among the lanes), with the per-query
+        comparisons against the best lane and the federation."""
+        plan = EvalPlan(lanes=("keyword", "vector"), route="auto", federation=True)
+        passes, clock = await run_plan(engine, dataset, plan)
+        art = build_artifact(
+            dataset, passes, config={"route": "auto"}, calibration_ms=clock.unit_ms, corpus_hash="h",
+            wall_time_s=1.0, revision="rev",
+        )  # fmt: skip
+        assert set(art["metrics"]) == {"fused", "federation", "lanes"}
+        assert set(art["metrics"]["lanes"]) == {"keyword", "vector"}
+        assert set(art["comparison"]) == {"best_lane", "federation"}
+        ndcg = art["comparison"]["best_lane"]["ndcg_at_10"]
+        assert ndcg["wins"] + ndcg["losses"] + ndcg["ties"] == len(dataset.queries)
+        md = render_markdown(art)
+        assert "| fused (route auto) |" in md and "| federation (route all) |" in md
+        assert "| federation (route all) | recall_at_100 |" in md
+
+
 class TestArtifact:
     async def _artifact(self, dataset, engine):
         passes, clock = await run_plan(engine, dataset, EvalPlan(lanes=("keyword", "vector")))
@@ -148,7 +185,7 @@ class TestArtifact:
         md = render_markdown(art)
         worst = art["worst_queries"][0]
         assert worst["query"] in md
-        assert "| fused |" in md
+        assert "| fused (route all) |" in md
 
 
 class TestPercentile:
