@@ -36,7 +36,7 @@ import asyncio
 import functools
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -44,6 +44,7 @@ import numpy as np
 from fabric.core.errors import LaneBadResponse, LaneUnavailable
 from fabric.core.models import Hit, LaneRequest
 from lanes.base import Backend, BaseLane, LaneResources, LaneSpec
+from lanes.keyword.sqlite_fts.feedback import Feedback
 from lanes.keyword.sqlite_fts.memory_index import MemoryIndex, Posting
 from lanes.keyword.sqlite_fts.stopwords import ENGLISH_STOPWORDS
 from lanes.keyword.sqlite_fts.writer import FTS_SCHEMA, SqliteFtsWriter, fts_path
@@ -117,6 +118,14 @@ def _or_of(parts: list[str]) -> str | None:
     return "(" + " OR ".join(f'"{part}"' for part in parts) + ")" if parts else None
 
 
+def _feedback(opts: Mapping[str, Any]) -> Feedback | None:
+    """The lane's RM3 feedback from ``prf_docs`` (0 or absent: off), ``prf_terms`` and ``prf_weight``."""
+    docs = int(opts.get("prf_docs", 0))
+    if docs <= 0:
+        return None
+    return Feedback(docs=docs, terms=int(opts.get("prf_terms", 10)), weight=float(opts.get("prf_weight", 0.5)))
+
+
 def _map_error(exc: sqlite3.Error) -> Exception:
     if isinstance(exc, sqlite3.OperationalError) and "fts5" not in str(exc).lower():
         return LaneUnavailable(f"sqlite error: {exc}", provider="sqlite_fts5")
@@ -146,8 +155,11 @@ class SqliteFtsKeywordLane(BaseLane):
         self.trust = str(opts.get("trust", "")) or None
         self.phrase_boost = int(opts.get("phrase_boost", 2))
         self.db = SqliteDb(fts_path(spec, resources), FTS_SCHEMA)
+        self.feedback = _feedback(opts)
         self.memory = (
-            MemoryIndex(self.db.path, self.title_weight, self.text_weight) if opts.get("memory", True) else None
+            MemoryIndex(self.db.path, self.title_weight, self.text_weight, forward=self.feedback is not None)
+            if opts.get("memory", True)
+            else None
         )
 
     async def open(self) -> None:
@@ -270,6 +282,8 @@ class SqliteFtsKeywordLane(BaseLane):
             sql = f"WITH d(value) AS (VALUES {rows_sql}) SELECT value FROM d WHERE {cond}"
             domains = {d for (d,) in conn.execute(sql, [*snap.domains, *params])}
         keep = snap.passing(dates, trust, domains) if dates is not None or trust or sites else None
+        if self.feedback is not None and snap.forward is not None:
+            return functools.partial(snap.top_feedback, terms, keep=keep, feedback=self.feedback)
         return functools.partial(snap.top, terms, keep=keep)
 
     async def aclose(self) -> None:

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from fabric.core.logs import get_logger
+from lanes.keyword.sqlite_fts.feedback import Feedback, ForwardIndex, expansion
 from lanes.sqlite_common import DateBounds
 
 __all__ = ["MemoryIndex", "Posting", "Snapshot"]
@@ -64,6 +65,8 @@ class Snapshot:
     """``chunks.trust`` value -> the rowids holding it."""
     domains: dict[str, npt.NDArray[np.int64]]
     """``chunks.domain`` value -> the rowids holding it."""
+    forward: ForwardIndex | None = None
+    """Each row's terms, for pseudo-relevance feedback (:meth:`top_feedback`); read only when the lane uses it."""
 
     def passing(
         self, dates: DateBounds | None, trust: str | None, domains: Collection[str] | None = None
@@ -143,9 +146,38 @@ class Snapshot:
         hits = hits[np.lexsort((hits, -acc[hits]))][:k]
         return [(int(r), -float(acc[r])) for r in hits]
 
+    def top_feedback(
+        self,
+        terms: Sequence[str | Posting],
+        k: int,
+        published: tuple[float, float] | None = None,
+        keep: npt.NDArray[np.bool_] | None = None,
+        *,
+        feedback: Feedback,
+    ) -> list[tuple[int, float]]:
+        """:meth:`top` of the query expanded by RM3 (:mod:`~lanes.keyword.sqlite_fts.feedback`) from its own first
+        ``feedback.docs`` rows under the same filters; :meth:`top` itself when there is nothing to add."""
+        first = self.top(terms, feedback.docs, published, keep)
+        added = expansion(self.forward, first, feedback.terms) if self.forward is not None and first else []
+        if not added:
+            return self.top(terms, k, published, keep)
+        share = feedback.weight / len(terms)
+        scaled: list[str | Posting] = []
+        for term in terms:
+            posting = self.postings.get(term) if isinstance(term, str) else term
+            if posting is not None:
+                scaled.append((posting[0], posting[1] * share))
+        for word, weight in added:
+            rows, score = self.postings[word]
+            scaled.append((rows, score * (1.0 - feedback.weight) * weight))
+        return self.top(scaled, k, published, keep)
 
-def read_snapshot(conn: sqlite3.Connection, title_weight: float, text_weight: float) -> Snapshot:
-    """Read every posting of ``chunks_fts`` (call inside a read transaction, so the parts agree)."""
+
+def read_snapshot(
+    conn: sqlite3.Connection, title_weight: float, text_weight: float, *, forward: bool = False
+) -> Snapshot:
+    """Read every posting of ``chunks_fts`` (call inside a read transaction, so the parts agree); with ``forward``
+    also each row's terms (:class:`~lanes.keyword.sqlite_fts.feedback.ForwardIndex`)."""
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.kw_rows USING fts5vocab(main, chunks_fts, row)")
     conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.kw_inst USING fts5vocab(main, chunks_fts, instance)")
     vocab = conn.execute("SELECT term, cnt FROM temp.kw_rows").fetchall()  # FTS5 term order, as the instances
@@ -190,7 +222,11 @@ def read_snapshot(conn: sqlite3.Connection, title_weight: float, text_weight: fl
         pos = np.asarray(ids, dtype=np.int64)
         inside = pos < len(norm)  # a dated row with no token has no posting: it never matches
         published[pos[inside]] = np.asarray(stamps, dtype=np.float64)[inside]
-    return Snapshot(postings, len(norm), n_rows, published, year_rows, year_values, trusts, domains)
+    fwd = None
+    if forward:
+        names = [term for term, _ in vocab]
+        fwd = ForwardIndex.build(rows, owner, freq, names, count, len(norm), n_rows)
+    return Snapshot(postings, len(norm), n_rows, published, year_rows, year_values, trusts, domains, fwd)
 
 
 def _rowids_by(conn: sqlite3.Connection, column: str) -> dict[str, npt.NDArray[np.int64]]:
@@ -203,8 +239,12 @@ class MemoryIndex:
     """The current :class:`Snapshot` of one FTS5 store, refreshed in the background after other connections
     commit; also FTS5's stemmer for query words."""
 
-    def __init__(self, path: Path, title_weight: float, text_weight: float, *, pause: float = 1.0) -> None:
+    def __init__(
+        self, path: Path, title_weight: float, text_weight: float, *, pause: float = 1.0, forward: bool = False
+    ) -> None:
         self.path = path
+        self.forward = forward
+        """Read each row's terms too (the lane's pseudo-relevance feedback)."""
         self.weights = (title_weight, text_weight)
         self.pause = pause
         """After a read of ``d`` seconds, the next one starts no sooner than ``pause * d`` seconds later: while a
@@ -256,7 +296,7 @@ class MemoryIndex:
             with conn:  # one read transaction: vocabulary, instances and row count of one committed state
                 conn.execute("BEGIN")
                 version = conn.execute("PRAGMA data_version").fetchone()[0]
-                snap = read_snapshot(conn, *self.weights)
+                snap = read_snapshot(conn, *self.weights, forward=self.forward)
         except sqlite3.Error as exc:  # the lane keeps asking FTS5, which reports the error itself
             conn.close()
             log.warning("keyword_memory_index_unavailable", path=str(self.path), error=str(exc))

@@ -441,9 +441,9 @@ class TestWarming:
         gate = threading.Event()
         read = mod.read_snapshot
 
-        def held(*args: Any) -> Any:
+        def held(*args: Any, **kwargs: Any) -> Any:
             gate.wait(30)
-            return read(*args)
+            return read(*args, **kwargs)
 
         monkeypatch.setattr(mod, "read_snapshot", held)
         lane = SqliteFtsKeywordLane(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(tmp_path))
