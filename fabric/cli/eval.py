@@ -60,6 +60,12 @@ def register(sub: Any) -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"artifact path (default {DEFAULT_OUT})")
     parser.add_argument("--gate", type=Path, metavar="BASELINE", help="fail (exit 1) on a regression vs this file")
     parser.add_argument("--write-baseline", type=Path, metavar="PATH", help="store this run as the baseline")
+    parser.add_argument(
+        "--compare-with",
+        type=Path,
+        metavar="ARTIFACT",
+        help="compare this run query by query with another run's artifact (paired bootstrap interval, wins/losses)",
+    )
     parser.add_argument("--no-lane-passes", action="store_true", help="skip the per-lane passes (fused only)")
     parser.add_argument(
         "--latency-passes",
@@ -278,11 +284,10 @@ def _print_summary(artifact: dict[str, Any]) -> None:
         console.print(f"query encoding (inside every latency above): {times}{share}")
     for warning in artifact.get("warnings", []):
         console.print(f"[yellow]warning[/yellow]: {warning}")
-    best = (artifact.get("comparison") or {}).get("best_lane")
-    if best:
-        t = best["ndcg_at_10"]
+    for entry in (artifact.get("comparison") or {}).values():
+        t = entry["ndcg_at_10"]
         console.print(
-            f"fused vs {best['against']}: nDCG@10 {t['mean_delta']:+.4f} [{t['ci95'][0]:+.4f}, {t['ci95'][1]:+.4f}],"
+            f"fused vs {entry['against']}: nDCG@10 {t['mean_delta']:+.4f} [{t['ci95'][0]:+.4f}, {t['ci95'][1]:+.4f}],"
             f" {t['wins']} queries won, {t['losses']} lost"
         )
     gate = artifact.get("gate")
@@ -309,16 +314,31 @@ def _print_summary(artifact: dict[str, Any]) -> None:
     console.print(f"wall time {artifact['wall_time_s']} s")
 
 
+def _compare_with(artifact: dict[str, Any], other: dict[str, Any] | None, key: str, path: Path | None) -> None:
+    """Add the query-by-query comparison with ``other`` (the baseline, or ``--compare-with``) when it has one."""
+    from fabric.eval.compare import compare_artifacts
+
+    if other is None or path is None:
+        return
+    route = (other.get("config") or {}).get("route", "all")
+    found = compare_artifacts(artifact, other, against=f"{path.name} (route {route})")
+    if found is not None:
+        artifact["comparison"][key] = found
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the eval; returns 1 when the gate failed."""
     from fabric.eval.gate import evaluate_gate
     from fabric.eval.report import render_markdown
 
     baseline = _load_baseline(args.gate) if args.gate else None
+    other = _load_baseline(args.compare_with) if getattr(args, "compare_with", None) else None
     artifact, _, _ = execute(args, baseline=baseline)
     if baseline is not None:
         artifact["baseline_revision"] = baseline.get("git_revision")
         artifact["gate"] = evaluate_gate(artifact, baseline).to_dict()
+    _compare_with(artifact, baseline, "baseline", args.gate)
+    _compare_with(artifact, other, "other", getattr(args, "compare_with", None))
     out: Path = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(artifact, indent=2) + "\n", encoding="utf-8")

@@ -13,7 +13,7 @@ from typing import Any
 
 from fabric.eval.stats import paired_test
 
-__all__ = ["COMPARED_METRICS", "best_lane", "compare_runs", "comparison_lines"]
+__all__ = ["COMPARED_METRICS", "best_lane", "compare_artifacts", "compare_runs", "comparison_lines"]
 
 COMPARED_METRICS = ("ndcg_at_10", "mrr_at_10", "recall_at_100")
 _LOSSES_LISTED = 10
@@ -39,6 +39,18 @@ def compare_runs(run: PerQuery, other: PerQuery, query_ids: list[str], *, agains
     worst = sorted((q for q in query_ids if deltas[q] < 0), key=lambda q: (deltas[q], q))[:_LOSSES_LISTED]
     out["worst_losses"] = [{"query_id": q, "ndcg_at_10_delta": round(deltas[q], 6)} for q in worst]
     return out
+
+
+def compare_artifacts(current: Mapping[str, Any], other: Mapping[str, Any], *, against: str) -> dict[str, Any] | None:
+    """``current``'s fused run minus ``other``'s, query by query (their ``per_query`` sections), over ``current``'s
+    queries; None when ``other`` holds no per-query figures (an artifact written before they were kept) or is of
+    another dataset or split."""
+    theirs = other.get("per_query")
+    same = all((current.get("dataset") or {}).get(k) == (other.get("dataset") or {}).get(k) for k in ("name", "split"))
+    if not isinstance(theirs, Mapping) or not same:
+        return None
+    ours = current.get("per_query") or {}
+    return compare_runs(ours, theirs, sorted(ours), against=against)
 
 
 def comparison_lines(comparison: Mapping[str, Any] | None) -> list[str]:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fabric.eval.compare import best_lane, compare_runs, comparison_lines
+from fabric.eval.compare import COMPARED_METRICS, best_lane, compare_runs, comparison_lines
 from fabric.eval.dataset import Dataset
 from fabric.eval.gate import normalised_p95
 from fabric.eval.metrics import METRIC_KEYS, average, query_metrics
@@ -214,6 +214,7 @@ def build_artifact(
         "latency": _latency_section(config, calibration_ms, calibration_samples, latency_attempts),
         "warnings": _warnings(passes),
         "worst_queries": _worst(dataset, fused, per_query),
+        "per_query": _per_query(per_query),
         "comparison": _comparison(dataset, per_query, {name: q for name, (_, q) in scored.items()}, lanes),
         "wall_time_s": round(wall_time_s, 2),
         "gate": None,
@@ -221,6 +222,11 @@ def build_artifact(
     normalised = normalised_p95(artifact)
     artifact["latency"]["p95_normalised"] = round(normalised, 6) if normalised is not None else None
     return artifact
+
+
+def _per_query(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
+    """The fused run's compared metrics per query, so another run can be compared with this one query by query."""
+    return {q: {k: round(m[k], 6) for k in COMPARED_METRICS} for q, m in sorted(per_query.items())}
 
 
 def _comparison(

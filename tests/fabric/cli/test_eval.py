@@ -143,11 +143,17 @@ class TestEvalRealEngine:
         monkeypatch.chdir(tmp_path)
         assert main(["eval", str(TINY), "--lanes", "keyword", "graph", "--route", "all", "--json"]) == 0
         art = json.loads(capsys.readouterr().out)
-        assert art["config"]["route"] == "all" and "federation" not in art["metrics"]
+        assert art["config"]["route"] == "all"
+        assert "federation" not in art["metrics"]
         assert main(["eval", str(TINY), "--lanes", "keyword", "graph", "--json"]) == 0
         art = json.loads(capsys.readouterr().out)
         assert art["config"]["route"] == "auto"
         assert set(art["metrics"]["lanes"]) == {"keyword", "graph"}
         assert art["comparison"]["federation"]["against"] == "federation (route all)"
+        first = tmp_path / "evals" / "artifacts" / "retrieval.json"
+        assert main(["eval", str(TINY), "--lanes", "keyword", "--route", "all", "--compare-with", str(first)]) == 0
+        compared = json.loads(first.read_text())["comparison"]["other"]  # the run before, now overwritten
+        assert compared["against"] == "retrieval.json (route auto)"
+        assert compared["ndcg_at_10"]["wins"] + compared["ndcg_at_10"]["losses"] + compared["ndcg_at_10"]["ties"] == 6
         with pytest.raises((SystemExit, argparse.ArgumentError)):  # the process exits 2 with argparse's message
             main(["eval", str(TINY), "--route", "sideways"])

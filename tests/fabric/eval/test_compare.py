@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fabric.eval.compare import best_lane, compare_runs, comparison_lines
+from fabric.eval.compare import best_lane, compare_artifacts, compare_runs, comparison_lines
 
 
 def _run(values: dict[str, float]) -> dict[str, dict[str, float]]:
@@ -36,3 +36,23 @@ class TestCompareRuns:
         assert "| best lane (vector) | ndcg_at_10 |" in text
         assert "q2 (-0.300)" in text
         assert comparison_lines({}) == []
+
+
+class TestCompareArtifacts:
+    def _artifact(self, values: dict[str, float], **dataset: str) -> dict[str, object]:
+        return {"dataset": {"name": "x", "split": "test", **dataset}, "per_query": _run(values)}
+
+    def test_query_by_query_against_another_run(self) -> None:
+        """Two artifacts of the same dataset and split compare on their per-query figures."""
+        out = compare_artifacts(
+            self._artifact({"q1": 0.8, "q2": 0.4}), self._artifact({"q1": 0.5, "q2": 0.4}), against="old.json"
+        )
+        assert out is not None
+        assert (out["ndcg_at_10"]["wins"], out["ndcg_at_10"]["ties"]) == (1, 1)
+        assert out["ndcg_at_10"]["mean_delta"] == 0.15
+
+    def test_nothing_to_compare(self) -> None:
+        """An artifact without per-query figures, or of another split, gives no comparison."""
+        current = self._artifact({"q1": 0.8})
+        assert compare_artifacts(current, {"dataset": {"name": "x", "split": "test"}}, against="a") is None
+        assert compare_artifacts(current, self._artifact({"q1": 0.8}, split="train"), against="a") is None

@@ -20,7 +20,8 @@ class TestPairedTest:
         t = paired_test([0.6] * 30, [0.5] * 30, resamples=2000)
         assert t.mean_delta == pytest.approx(0.1)
         assert (t.ci_low, t.ci_high) == (pytest.approx(0.1), pytest.approx(0.1))
-        assert t.wins == 30 and t.losses == 0
+        assert t.wins == 30
+        assert t.losses == 0
         assert t.p_value < 0.01
 
     def test_interval_brackets_a_noisy_mean(self) -> None:
@@ -41,11 +42,12 @@ class TestPairedTest:
     @pytest.mark.parametrize(("a", "b", "resamples"), [([], [], 10), ([0.1], [0.1, 0.2], 10), ([0.1], [0.1], 0)])
     def test_rejects_unpaired_or_empty_runs(self, a: list[float], b: list[float], resamples: int) -> None:
         """Runs of different lengths, empty runs and no resamples are errors."""
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=r"paired runs need|resamples must be"):
             paired_test(a, b, resamples=resamples)
 
     def test_to_dict_shape(self) -> None:
         """The artifact's shape: delta, interval, p, counts."""
         d = paired_test([0.5, 0.6], [0.5, 0.4], resamples=50).to_dict()
         assert set(d) == {"mean_delta", "ci95", "p_value", "wins", "losses", "ties", "resamples"}
-        assert d["wins"] == 1 and d["ties"] == 1
+        assert d["wins"] == 1
+        assert d["ties"] == 1
