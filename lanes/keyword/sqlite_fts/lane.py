@@ -27,7 +27,12 @@ Options (``lanes.toml``)::
     kind = "keyword"
     backend = "sqlite_fts"
     options = { path = ".fabric/keyword.sqlite", title_weight = 2.0, text_weight = 1.0, trust = "",
-                phrase_boost = 2, memory = true }
+                phrase_boost = 2, memory = true, prf_docs = 0, prf_terms = 10, prf_weight = 0.5 }
+
+``prf_docs`` above 0 turns on RM3 pseudo-relevance feedback over the in-memory copy
+(:mod:`~lanes.keyword.sqlite_fts.feedback`; off by default, measured in docs/ranking.md): the query is expanded by
+``prf_terms`` words of its first ``prf_docs`` rows, the original keeping ``prf_weight`` of the weight. FTS5 alone
+(no copy, or while a fresh copy is read) ranks without it.
 """
 
 from __future__ import annotations
