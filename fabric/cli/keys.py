@@ -1,4 +1,4 @@
-"""``fabric keys create|list|revoke``: the service's API keys, bound to tenants (:mod:`fabric.serve.keys.store`).
+"""``fabric keys create|list|revoke|reopen``: the service's API keys, bound to tenants (:mod:`fabric.serve.keys.store`).
 
 ``create --tenant NAME [--role reader|writer|admin] [--json]`` prints the key once, alone on stdout (its id, tenant
 and role go to stderr, so ``Authorization: Bearer $(fabric keys create ...)`` is a well-formed header; ``--json``
@@ -7,8 +7,11 @@ prints all of them as one object); only its hash is stored.
 the file exists (how the compose stack provisions the key Prometheus scrapes with; ``--file-mode 644`` there,
 so the Prometheus container's user can read it from the volume only the two services share).
 ``list [--json]`` shows ids, tenants, roles and dates, never keys; ``revoke KEY_ID`` stops a key (the service
-notices within seconds). With ``FABRIC_STATE_URL`` set, the keys live in the replicas' shared database
-(:mod:`fabric.serve.keys.postgres`), so every replica sees them; else in ``<home>/keys.sqlite``.
+notices within seconds; revoking the last one locks the service, it never reopens it). ``reopen --yes`` is the one
+way back to open mode once keys were created: with no key active, it deletes the revoked keys' records and the
+marker that keys exist (:mod:`fabric.serve.keys.store`). With ``FABRIC_STATE_URL`` set, the keys live in the
+replicas' shared database (:mod:`fabric.serve.keys.postgres`), so every replica sees them; else in
+``<home>/keys.sqlite``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ def register(sub: Any) -> None:
     ls.add_argument("--json", action="store_true", help="print JSON")
     r = actions.add_parser("revoke", help="revoke a key by id")
     r.add_argument("key_id", help="the id shown by create/list")
+    o = actions.add_parser("reopen", help="return to open mode (no key needed) once every key is revoked")
+    o.add_argument("--yes", action="store_true", help="confirm: every local process becomes tenant default's admin")
     p.set_defaults(func=run)
 
 
@@ -74,7 +79,7 @@ def _create(store: Any, args: argparse.Namespace) -> int:
         if args.if_missing:
             return 0
         raise ConfigError(f"{target} exists; refusing to overwrite a key file")
-    first = store.active_count() == 0
+    first = _state(store) == "open"
     record, token = store.create(args.tenant, Role.from_str(args.role))
     if first:
         _first_key_notice(args.tenant, Path(store.path).parent if hasattr(store, "path") else None)
@@ -115,15 +120,42 @@ def run(args: argparse.Namespace) -> int:
         state.sync.close()
 
 
+def _state(store: Any) -> str:
+    """The store's mode (``open``, ``keyed``, ``locked``), or ``unavailable`` (creating a key is how it recovers)."""
+    from fabric.serve.keys.store import KeyStoreError
+
+    try:
+        return str(store.state().mode)
+    except KeyStoreError:
+        return "unavailable"
+
+
+def _reopen(store: Any, args: argparse.Namespace) -> int:
+    from fabric.core.errors import ConfigError
+
+    if not args.yes:
+        raise ConfigError(
+            "fabric keys reopen returns the service to open mode: every request it answers on loopback becomes "
+            "tenant 'default' with the admin role, no key needed. Run it again with --yes to confirm"
+        )
+    removed = store.reopen()
+    print(f"open mode: {removed} revoked key record(s) deleted; the service needs no key (within 5 s)")
+    return 0
+
+
 def _act(store: Any, args: argparse.Namespace) -> int:
     if args.keys_action == "create":
         return _create(store, args)
+    if args.keys_action == "reopen":
+        return _reopen(store, args)
     if args.keys_action == "list":
         records = store.list()
         if args.json:
             print(json.dumps([r.to_dict() for r in records], indent=2))
-        elif not records:
+        elif not records and _state(store) == "open":
             print("no keys (the service runs open, as tenant 'default', on loopback only)")
+        elif not any(r.revoked_at is None for r in records):
+            print("no active key: the service is locked (fabric keys create, or fabric keys reopen --yes)")
         for r in records if not args.json else ():
             state = f"revoked {r.revoked_at}" if r.revoked_at else "active"
             print(f"{r.key_id}  {r.tenant:<20} {r.role.label:<7} created {r.created_at}  {state}")
@@ -132,4 +164,10 @@ def _act(store: Any, args: argparse.Namespace) -> int:
         print(f"fabric: error: no active key {args.key_id!r}", file=sys.stderr)
         return 1
     print(f"key {args.key_id} revoked")
+    if _state(store) == "locked":
+        print(
+            "fabric: that was the last active key: the service is now locked (401 on every request) until a key is "
+            "created (fabric keys create) or open mode is chosen (fabric keys reopen --yes)",
+            file=sys.stderr,
+        )
     return 0

@@ -5,9 +5,13 @@ routes added later included, except the probes ``/healthz`` and ``/readyz`` and 
 
 1. ``Authorization: Bearer <key>`` is checked against the key store (:mod:`fabric.serve.keys.store`): missing or unknown
    keys answer ``401`` (with ``WWW-Authenticate: Bearer``), a role too low for the route ``403``.
-   With no active key in the store the guard is in *open mode*: every request is the ``default`` tenant with
-   the ``admin`` role (today's single-user behaviour; ``fabric serve`` allows it on loopback only, or with
-   ``--insecure``).
+   The guard fails closed (:class:`fabric.serve.keys.store.KeyState`): in a home where no key was ever created it
+   is in *open mode*: every request is the ``default`` tenant with the ``admin`` role (the single-user behaviour;
+   ``fabric serve`` allows it on loopback only, or with ``--insecure``), provided its ``Host`` and ``Origin`` name
+   this machine (:mod:`fabric.serve.hosts`: ``421``/``403`` otherwise, against DNS rebinding). Once keys were
+   created, no active key *locks* the service (``401`` on every guarded route); a key store that cannot be read
+   (``keys.sqlite`` corrupt, or missing after keys were created; the replicas' database unreachable) answers
+   ``503`` and logs ``key_store_unavailable``. Only ``fabric keys reopen --yes`` returns to open mode.
 2. The tenant's limits (:mod:`fabric.serve.limits.tenants`): over them, ``429`` with ``Retry-After``.
 3. Handlers read the caller with :func:`principal` and check finer rights with :func:`require`.
 
@@ -20,19 +24,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from aiohttp import web
 
-from fabric.serve.keys.store import KeyBackend, Principal, Role
+from fabric.core.logs import get_logger
+from fabric.serve.hosts import HostPolicy
+from fabric.serve.keys.store import KeyBackend, KeyState, KeyStoreError, Principal, Role
 from fabric.serve.limits.tenants import LimitExceeded, TenantLimits, TenantMetrics
 
 __all__ = [
     "GUARD_KEY",
+    "LOCKED_MESSAGE",
     "OPEN_TENANT",
     "PUBLIC_PATHS",
     "PUBLIC_PREFIXES",
     "READ_ONLY_POSTS",
+    "UNAVAILABLE_MESSAGE",
     "AuthError",
     "Guard",
     "guard_middleware",
@@ -54,14 +63,26 @@ PUBLIC_PREFIXES = ("/static/",)
 READ_ONLY_POSTS = frozenset({"/v1/search", "/v1/cite", "/mcp"})
 """POST routes that only read (a ``reader`` key suffices; finer checks happen in the handler)."""
 
+UNAVAILABLE_MESSAGE = (
+    "the API key store cannot be read: no request is served until the operator repairs it (see the log)"
+)
+"""The message of a ``503`` while the key store cannot be read (the path and the cause go to the log only)."""
+LOCKED_MESSAGE = (
+    "the service is locked: API keys were created and none is active. The operator creates one with "
+    "`fabric keys create`, or returns to open mode with `fabric keys reopen --yes`"
+)
+"""The message of every ``401`` while the service is locked."""
+
+log = get_logger(__name__)
 _PRINCIPAL = web.RequestKey("principal", Principal)
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class AuthError(Exception):
-    """A request the guard refuses: ``status`` 401 or 403, ``field`` the part of the request at fault."""
+    """A request the guard refuses: ``status`` 401, 403, 421 (a foreign ``Host`` in open mode) or 503 (the key
+    store cannot be read), ``field`` the part of the request at fault (None: none is)."""
 
-    def __init__(self, status: int, field: str, message: str) -> None:
+    def __init__(self, status: int, field: str | None, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.field = field
@@ -77,8 +98,9 @@ class AuthError(Exception):
 class Guard:
     """Authentication against a key store (:class:`fabric.serve.keys.store.KeyBackend`), per-tenant limits and metrics.
 
-    Verified keys and the open-mode decision are cached for ``cache_seconds`` (a revoked key stops working
-    within that time; a first key created while serving ends open mode within it).
+    Verified keys and the key store's state are cached for ``cache_seconds`` (a revoked key stops working
+    within that time; a first key created while serving ends open mode within it, revoking the last one locks the
+    service within it, and a store that cannot be read is tried again after it).
     """
 
     def __init__(
@@ -90,37 +112,91 @@ class Guard:
         cache_seconds: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
         open_allowed: bool = True,
+        hosts: HostPolicy | None = None,
     ) -> None:
         self.keys = keys
         self.open_allowed = open_allowed
-        """Whether an empty key store opens the service; ``fabric serve`` sets False on a non-loopback address
-        without ``--insecure``, so revoking the last key while serving locks the service instead of opening it."""
+        """Whether a home where no key was ever created opens the service; ``fabric serve`` sets False on a
+        non-loopback address without ``--insecure``."""
+        self.hosts = hosts or HostPolicy()
+        """The ``Host`` and ``Origin`` names open mode accepts (:mod:`fabric.serve.hosts`)."""
         self.limits = limits
         self.metrics = metrics
         self._ttl = cache_seconds
         self._clock = clock
         self._cache: dict[str, tuple[Principal | None, float]] = {}
-        self._open: tuple[bool, float] | None = None
+        self._state: tuple[KeyState | KeyStoreError, float] | None = None
 
-    async def open_mode(self) -> bool:
-        """True when the store holds no active key (read in a worker thread: the store may be a database)."""
-        now = self._clock()
-        if self._open is None or self._open[1] <= now:
-            self._open = (await asyncio.to_thread(self.keys.active_count) == 0, now + self._ttl)
-        return self._open[0]
+    def _remember(self, value: KeyState | KeyStoreError, now: float) -> None:
+        """Cache the store's state; log a store that cannot be read (at most once per cache time) and changes of
+        mode that concern the operator."""
+        before = self._state[0] if self._state is not None else None
+        self._state = (value, now + self._ttl)
+        if isinstance(value, KeyStoreError):
+            log.error("key_store_unavailable", error=str(value), status=503)
+        elif isinstance(before, KeyStoreError):
+            log.warning("key_store_recovered", mode=value.mode)
+        if isinstance(value, KeyState) and value.mode == "locked" and getattr(before, "mode", None) != "locked":
+            log.warning("service_locked", reason="API keys were created and none is active", status=401)
 
-    async def authenticate(self, header: str | None) -> Principal:
-        """The caller named by an ``Authorization`` header value.
+    async def key_state(self) -> KeyState:
+        """The key store's state (read in a worker thread: the store may be a database), cached.
 
         Raises:
-            AuthError: 401 when the key is missing, malformed, unknown or revoked (outside open mode).
+            KeyStoreError: the store cannot be read (cached as well).
         """
-        if await self.open_mode():
-            if self.open_allowed:
-                return Principal(OPEN_TENANT, Role.ADMIN)
-            raise AuthError(
-                401, "authorization", "no active API key: this address refuses open mode; create one with fabric keys"
-            )
+        now = self._clock()
+        if self._state is None or self._state[1] <= now:
+            try:
+                value: KeyState | KeyStoreError = await asyncio.to_thread(self.keys.state)
+            except KeyStoreError as exc:
+                value = exc
+            self._remember(value, now)
+        assert self._state is not None
+        if isinstance(self._state[0], KeyStoreError):
+            raise KeyStoreError(str(self._state[0]))  # a new one each time: the cached one gathers no tracebacks
+        return self._state[0]
+
+    async def open_mode(self) -> bool:
+        """True when no key was ever created (False too while the store cannot be read)."""
+        try:
+            return (await self.key_state()).mode == "open"
+        except KeyStoreError:
+            return False
+
+    async def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """For ``/readyz``: not ready while the store cannot be read; the mode (``open``, ``keyed``, ``locked``,
+        ``unavailable``)."""
+        try:
+            return True, {"mode": (await self.key_state()).mode}
+        except KeyStoreError:
+            return False, {"mode": "unavailable", "error": UNAVAILABLE_MESSAGE}
+
+    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        """The caller of a request with these headers (``Authorization``; ``Host`` and ``Origin`` in open mode).
+
+        Raises:
+            AuthError: 401 when the key is missing, malformed, unknown or revoked, or the service is locked; 421 or
+                403 for a foreign ``Host`` or ``Origin`` in open mode; 503 when the key store cannot be read.
+        """
+        try:
+            state = await self.key_state()
+        except KeyStoreError:
+            raise AuthError(503, None, UNAVAILABLE_MESSAGE) from None
+        if state.mode == "open":
+            if not self.open_allowed:
+                raise AuthError(
+                    401, "authorization", "no API key: this address refuses open mode; create one with fabric keys"
+                )
+            refused = self.hosts.check(headers.get("Host"), headers.get("Origin"))
+            if refused is not None:
+                raise AuthError(*refused)
+            return Principal(OPEN_TENANT, Role.ADMIN)
+        if state.mode == "locked":
+            raise AuthError(401, "authorization", LOCKED_MESSAGE)
+        return await self._verify(headers.get("Authorization"))
+
+    async def _verify(self, header: str | None) -> Principal:
         if not header:
             raise AuthError(401, "authorization", "missing API key: send Authorization: Bearer <key>")
         scheme, _, token = header.strip().partition(" ")
@@ -132,7 +208,12 @@ class Guard:
         if hit is None or hit[1] <= now:
             if len(self._cache) > 4096:
                 self._cache.clear()
-            hit = self._cache[token] = (await asyncio.to_thread(self.keys.verify, token), now + self._ttl)
+            try:
+                who = await asyncio.to_thread(self.keys.verify, token)
+            except KeyStoreError as exc:  # the store went away since its state was read: 503 until it is back
+                self._remember(exc, now)
+                raise AuthError(503, None, UNAVAILABLE_MESSAGE) from None
+            hit = self._cache[token] = (who, now + self._ttl)
         if hit[0] is None:
             raise AuthError(401, "authorization", "unknown or revoked API key")
         return hit[0]
@@ -140,6 +221,8 @@ class Guard:
 
 GUARD_KEY = web.AppKey("guard", Guard)
 """Where the app keeps its guard."""
+_REJECTIONS = {401: "unauthenticated", 421: "host", 503: "key_store"}
+"""The ``reason`` label of ``fabric_tenant_rejections_total`` per status (else ``forbidden``)."""
 
 
 def required_role(method: str, path: str) -> Role:
@@ -187,14 +270,14 @@ async def guard_middleware(request: web.Request, handler: _Handler) -> web.Strea
     guard = request.app[GUARD_KEY]
     m = guard.metrics
     try:
-        who = await guard.authenticate(request.headers.get("Authorization"))
+        who = await guard.authenticate(request.headers)
         request[_PRINCIPAL] = who
         need = required_role(request.method, request.path)
         if who.role < need:
             raise AuthError(403, "authorization", f"{request.method} {request.path} needs the {need.label} role")
     except AuthError as exc:
         tenant = request[_PRINCIPAL].tenant if _PRINCIPAL in request else "-"
-        m.rejections.labels(tenant, "unauthenticated" if exc.status == 401 else "forbidden").inc()
+        m.rejections.labels(tenant, _REJECTIONS.get(exc.status, "forbidden")).inc()
         return exc.response()
     try:
         await guard.limits.admit(who.tenant)

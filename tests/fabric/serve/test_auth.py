@@ -154,21 +154,32 @@ class TestOpenMode:
         finally:
             await client.close()
 
-    async def test_revoking_the_last_key_locks_a_closed_address(self, tmp_path: Path) -> None:
-        """Where open mode is not allowed (a non-loopback bind), revoking every key refuses requests with 401
-        instead of opening the service as tenant default with the admin role."""
+    @pytest.mark.parametrize("open_allowed", [True, False])
+    async def test_revoking_the_last_key_locks(self, tmp_path: Path, open_allowed: bool) -> None:
+        """Revoking every key refuses requests with 401 instead of opening the service as tenant default with the
+        admin role, on a loopback address (open mode allowed) as on any other."""
         clock = Clock()
         store = KeyStore(tmp_path)
         record, token = store.create("acme", Role.ADMIN)
-        client = await _client(tmp_path, clock, open_allowed=False)
+        client = await _client(tmp_path, clock, open_allowed=open_allowed)
         try:
             assert (await client.post("/v1/search", json=SEARCH, headers=_auth(token))).status == 200
             assert store.revoke(record.key_id)
             clock.now += 6
             resp = await client.post("/v1/search", json=SEARCH)
             assert resp.status == 401
-            assert "refuses open mode" in (await resp.json())["error"]["message"]
+            assert "the service is locked" in (await resp.json())["error"]["message"]
             assert (await client.post("/v1/search", json=SEARCH, headers=_auth(token))).status == 401
+        finally:
+            await client.close()
+
+    async def test_a_closed_address_refuses_open_mode(self, tmp_path: Path) -> None:
+        """Where open mode is not allowed (a non-loopback bind), a home without keys answers 401."""
+        client = await _client(tmp_path, Clock(), open_allowed=False)
+        try:
+            resp = await client.post("/v1/search", json=SEARCH)
+            assert resp.status == 401
+            assert "refuses open mode" in (await resp.json())["error"]["message"]
         finally:
             await client.close()
 

@@ -9,7 +9,7 @@ import pytest
 
 import fabric.serve.keys.store as mod
 from fabric.core.errors import ConfigError
-from fabric.serve.keys.store import KeyStore, Principal, Role
+from fabric.serve.keys.store import KeyState, KeyStore, KeyStoreError, Principal, Role
 
 
 class TestKeyStore:
@@ -66,6 +66,89 @@ class TestKeyStore:
             KeyStore(tmp_path).create(name, Role.READER)
 
 
+class TestFailClosed:
+    """Once a key was created in a home, no active key locks it and a store that cannot be read is an error; only
+    reopen() returns the home to open mode."""
+
+    def test_the_first_key_writes_the_marker_and_revoking_it_locks(self, tmp_path: Path) -> None:
+        """create() leaves <home>/keys.required; with every key revoked the state is locked, not open."""
+        store = KeyStore(tmp_path)
+        assert store.state() == KeyState(0, False)
+        assert store.state().mode == "open"
+        record, _ = store.create("acme", Role.ADMIN)
+        assert (tmp_path / mod.KEYS_MARKER).is_file()
+        assert store.state() == KeyState(1, True)
+        assert store.revoke(record.key_id)
+        assert (store.state(), store.state().mode) == (KeyState(0, True), "locked")
+
+    def test_a_deleted_store_is_an_error_not_an_empty_one(self, tmp_path: Path) -> None:
+        """keys.sqlite gone while the marker says keys were created: every read raises KeyStoreError (naming the
+        file and the remedies) and nothing recreates the file; revoke does not either."""
+        store = KeyStore(tmp_path)
+        record, token = store.create("acme", Role.ADMIN)
+        (tmp_path / mod.KEYS_FILE).unlink()
+        for read in (store.state, store.list, lambda: store.verify(token), lambda: store.revoke(record.key_id)):
+            with pytest.raises(KeyStoreError, match=r"keys\.sqlite is missing.*fabric keys create"):
+                read()
+        assert not (tmp_path / mod.KEYS_FILE).exists()
+
+    def test_creating_a_key_recovers_a_deleted_store(self, tmp_path: Path) -> None:
+        """A new key in a new keys.sqlite: keyed again, the old key stays unknown."""
+        store = KeyStore(tmp_path)
+        _, old = store.create("acme", Role.ADMIN)
+        (tmp_path / mod.KEYS_FILE).unlink()
+        _, new = store.create("acme", Role.ADMIN)
+        assert store.state() == KeyState(1, True)
+        assert (store.verify(old), store.verify(new) is not None) == (None, True)
+
+    @pytest.mark.parametrize("marked", [True, False])
+    def test_a_corrupt_store_is_an_error(self, tmp_path: Path, marked: bool) -> None:
+        """Garbage bytes in keys.sqlite: KeyStoreError (a ConfigError, so the CLI exits 2) from every method, with
+        or without the marker, never sqlite3's own error."""
+        if marked:
+            (tmp_path / mod.KEYS_MARKER).write_text("x")
+        (tmp_path / mod.KEYS_FILE).write_bytes(b"this is not a database, just garbage " * 200)
+        store = KeyStore(tmp_path)
+        token = "fab_0123456789ab_" + "a" * 43
+        calls = (store.state, store.list, lambda: store.verify(token), lambda: store.revoke("0123456789ab"),
+                 lambda: store.create("acme", Role.READER), store.reopen)  # fmt: skip
+        for call in calls:
+            with pytest.raises(KeyStoreError, match="cannot be used"):
+                call()
+        assert issubclass(KeyStoreError, ConfigError)
+
+    def test_records_without_the_marker_write_it(self, tmp_path: Path) -> None:
+        """A store from before the marker (or a deleted marker): its records, revoked ones too, still lock the home,
+        and reading the state puts the marker back, so deleting keys.sqlite afterwards does not reopen it."""
+        store = KeyStore(tmp_path)
+        record, _ = store.create("acme", Role.READER)
+        store.revoke(record.key_id)
+        (tmp_path / mod.KEYS_MARKER).unlink()
+        assert store.state() == KeyState(0, True)
+        assert (tmp_path / mod.KEYS_MARKER).is_file()
+        (tmp_path / mod.KEYS_FILE).unlink()
+        with pytest.raises(KeyStoreError, match="missing"):
+            store.state()
+
+    def test_reopen(self, tmp_path: Path) -> None:
+        """reopen() refuses while a key is active (deleting nothing); with every key revoked it deletes their records
+        and the marker: open again. A missing keys.sqlite only loses the marker."""
+        store = KeyStore(tmp_path)
+        first, _ = store.create("acme", Role.READER)
+        second, _ = store.create("acme", Role.ADMIN)
+        store.revoke(first.key_id)
+        with pytest.raises(ConfigError, match=r"1 API key.*still active"):
+            store.reopen()
+        assert (len(store.list()), store.state()) == (2, KeyState(1, True))
+        store.revoke(second.key_id)
+        assert store.reopen() == 2
+        assert (store.list(), store.state().mode, (tmp_path / mod.KEYS_MARKER).exists()) == ([], "open", False)
+        store.create("acme", Role.READER)
+        (tmp_path / mod.KEYS_FILE).unlink()
+        assert store.reopen() == 0
+        assert store.state().mode == "open"
+
+
 class TestRole:
     def test_order_and_parsing(self) -> None:
         """admin > writer > reader; names parse case-insensitively; others are refused."""
@@ -78,6 +161,6 @@ class TestRole:
 def test_public_api() -> None:
     """The module exports the store, its records and roles, and the key helpers the shared key store reuses."""
     assert set(mod.__all__) == {
-        "KEYS_FILE", "KeyBackend", "KeyRecord", "KeyStore", "Principal", "Role", "matches",
-        "new_key", "now_stamp", "token_hash", "token_id",
+        "KEYS_FILE", "KEYS_MARKER", "KeyBackend", "KeyRecord", "KeyState", "KeyStore", "KeyStoreError", "Principal",
+        "Role", "active_keys_error", "matches", "new_key", "now_stamp", "token_hash", "token_id",
     }  # fmt: skip
