@@ -10,6 +10,10 @@ All values are pure functions of the candidates and the context (``ctx.now``; no
 - ``authority``: the ``fabric/config/authority.toml`` score of the item's domain or its closest listed parent domain
   (``en.wikipedia.org`` → ``wikipedia.org``), plus :data:`KEYLESS_BONUS` for keyless sources (Wikipedia, MDN),
   capped at 1.0; unlisted domains get ``ctx.authority_default``.
+
+Both domain factors read only vouched-for domains (:func:`fusion.provenance.ranked_domains`): a stored entry's URL
+counts when the operator vouched for it (trusted or operator content), a web lane's when the lane fetched it; any
+other claimed URL counts as none, so it earns no authority the operator did not grant.
 - ``quality``: ``min(1, q / QUALITY_GOOD)`` with ``q`` = :attr:`Hit.quality` computed once at ingest
   (:mod:`fusion.quality`) and ``QUALITY_GOOD = 0.8``; unknown scores 0.5. Quality demotes weak documents
   (fragments, boilerplate, number dumps) but does not rank good documents against each other: among documents
@@ -28,6 +32,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 from fabric.settings import AuthorityEntry
+from fusion.provenance import ranked_domains
 from fusion.types import Candidates, FusionRun
 
 __all__ = [
@@ -117,8 +122,8 @@ class DomainDiversityBooster:
     name = "domain_diversity"
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
-        """Score every candidate's domain diversity."""
-        domains = [h.domain for h in cands.hits]
+        """Score every candidate's domain diversity (vouched-for domains only)."""
+        domains = ranked_domains(cands)
         if not any(domains):  # no item has a domain: every one is unknown
             cands.factors[self.name] = [UNKNOWN] * len(domains)
             return cands
@@ -148,9 +153,9 @@ class AuthorityBooster:
     name = "authority"
 
     def __call__(self, cands: Candidates, run: FusionRun) -> Candidates:
-        """Score every candidate's source authority."""
+        """Score every candidate's source authority (vouched-for domains only)."""
         table, default = run.ctx.authority, run.ctx.authority_default
-        domains = [h.domain for h in cands.hits]
+        domains = ranked_domains(cands)
         if not any(domains):  # no item has a domain: every one gets the default
             cands.factors[self.name] = [default] * len(domains)
             return cands

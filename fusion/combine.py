@@ -2,8 +2,9 @@
 
 :func:`collect` keeps the usable lanes (status ``success`` or ``fallback`` with hits), collapses repeated ids
 inside a lane (first occurrence wins; the ranks after it close up) and merges the same id across lanes into one
-row whose representative hit is its best-ranked occurrence. :class:`ModeScorer` is the stage that runs after
-deduplication and sets the raw ``rrf`` column and ``base`` (the mode's score on [0, 1]):
+row whose representative hit is its best-ranked occurrence, a vouched-for one first (:mod:`fusion.provenance`: a
+stored entry posted under a web result's id never stands for that result). :class:`ModeScorer` is the stage that
+runs after deduplication and sets the raw ``rrf`` column and ``base`` (the mode's score on [0, 1]):
 
 - ``rrf``: ``base = rrf / rrf_ceiling(weights)``;
 - ``append_fill`` (the staged-retrieval policy): RRF computed separately over stage-1 lanes and over stage-2 lanes, each
@@ -23,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from fabric.core.models import FusionMode, Hit, LaneKind, LaneOutcome, LaneStatus
+from fusion.provenance import FETCHING_KINDS, vouched
 from fusion.rrf import rrf_ceiling
 from fusion.score import NORMALISERS
 from fusion.types import Candidates, FusionContext, FusionRun, LaneInfo
@@ -50,16 +52,19 @@ def collect(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> tuple[Fu
     stages = [0 if stage_of.get(n, 1) <= 1 else 1 for n, _ in usable] if stage_of else [0] * len(usable)
     lanes = {n: LaneInfo(out.weight, out.kind, st) for (n, out), st in zip(usable, stages, strict=True)}
     cands.received = sum(map(len, hits))
-    _collect_rows(hits, stages, cands)
+    _collect_rows(hits, stages, [out.kind in FETCHING_KINDS for _, out in usable], cands)
     cands.norm = [normalise(native) for native in cands.native] if normalise is not None else [[] for _ in usable]
     return FusionRun(ctx=ctx, mode=mode, lanes=lanes), cands
 
 
-def _collect_rows(lanes: Sequence[Sequence[Hit]], stages: Sequence[int], cands: Candidates) -> None:
-    """The rows of :func:`collect`: ids, representatives, stages and best ranks, and each lane's rows."""
+def _collect_rows(
+    lanes: Sequence[Sequence[Hit]], stages: Sequence[int], fetching: Sequence[bool], cands: Candidates
+) -> None:
+    """The rows of :func:`collect`: ids, representatives (and whether their lane fetched them), stages and best
+    ranks, and each lane's rows."""
     pos: dict[str, int] = {}
     ids, reps, rep_stage, best = cands.ids, cands.hits, cands.stage, cands.best
-    for hits, stage in zip(lanes, stages, strict=True):
+    for hits, stage, fetched in zip(lanes, stages, fetching, strict=True):
         lane_ids = [h.id for h in hits]
         if len(set(lane_ids)) != len(lane_ids):  # a repeat inside the lane counts once, at its first position
             first = dict(zip(reversed(lane_ids), range(len(lane_ids) - 1, -1, -1), strict=True))
@@ -73,9 +78,10 @@ def _collect_rows(lanes: Sequence[Sequence[Hit]], stages: Sequence[int], cands: 
             ids += lane_ids
             reps += hits
             rep_stage += [stage] * len(rows)
+            cands.fetched += [fetched] * len(rows)
             best += range(1, len(rows) + 1)
         else:
-            rows = _merge_lane(found, lane_ids, hits, stage, cands, pos)
+            rows = _merge_lane(found, lane_ids, hits, (stage, fetched), cands, pos)
         cands.rows.append(rows)
         cands.native.append([h.score for h in hits])
 
@@ -84,16 +90,18 @@ def _merge_lane(
     found: list[int | None],
     lane_ids: list[str],
     hits: Sequence[Hit],
-    stage: int,
+    lane: tuple[int, bool],
     cands: Candidates,
     pos: dict[str, int],
 ) -> list[int]:
     """The rows of one lane's ids, in rank order: new ids get new rows (in rank order), known ids update theirs.
 
-    A lane holds each id once, so the new rows and the updates of known rows do not interact: the new ones are
-    appended in one step, and only the known ones take a Python loop.
+    ``lane`` is the lane's stage and whether it fetches its items. A lane holds each id once, so the new rows and
+    the updates of known rows do not interact: the new ones are appended in one step, and only the known ones take
+    a Python loop.
     """
-    ids, reps, stages, best = cands.ids, cands.hits, cands.stage, cands.best
+    ids, reps, stages, best, fetched = cands.ids, cands.hits, cands.stage, cands.best, cands.fetched
+    stage, fetches = lane
     rows = list(found)
     new = [k for k, j in enumerate(found) if j is None]
     start = len(ids)
@@ -104,14 +112,18 @@ def _merge_lane(
     ids += new_ids
     reps += [hits[k] for k in new]
     stages += [stage] * len(new)
+    fetched += [fetches] * len(new)
     best += [k + 1 for k in new]
     for rank, j, h in zip(range(1, len(found) + 1), found, hits, strict=True):
         if j is None:
             continue
-        # The representative moves to this occurrence when it is ahead by (stage, rank) of the current
-        # (stage, best rank so far); lanes come in name order, so the first lane wins a tie.
-        if stage < stages[j] or (stage == stages[j] and rank < best[j]):
-            reps[j], stages[j] = h, stage
+        # The representative moves to this occurrence when it is ahead by (vouched for, stage, rank) of the
+        # current (vouched for, stage, best rank so far); lanes come in name order, so the first lane wins a tie.
+        here, there = vouched(h, fetches), vouched(reps[j], fetched[j])
+        if here > there or (here == there and (stage < stages[j] or (stage == stages[j] and rank < best[j]))):
+            reps[j], fetched[j] = h, fetches
+        if stage < stages[j]:
+            stages[j] = stage
         if rank < best[j]:
             best[j] = rank
     return rows  # type: ignore[return-value]

@@ -91,8 +91,8 @@ class Candidates:
     """
 
     __slots__ = (
-        "base", "best", "factors", "hits", "ids", "lane_order", "lanes", "merged", "native", "norm", "order",
-        "received", "rows", "rrf", "rrf_terms", "stage", "total",
+        "base", "best", "factors", "fetched", "hits", "ids", "lane_order", "lanes", "merged", "native", "norm",
+        "order", "received", "rows", "rrf", "rrf_terms", "stage", "total",
     )  # fmt: skip
 
     def __init__(self, lanes: tuple[str, ...]) -> None:
@@ -111,6 +111,9 @@ class Candidates:
         """Representative hit of each row: its best-ranked occurrence (stage-1 lanes first)."""
         self.stage: list[int] = []
         """0 if any stage-1 lane returned the row (or a duplicate merged into it), else 1."""
+        self.fetched: list[bool] = []
+        """Whether each row's representative hit came from a lane that fetched it itself (its URL is where the lane
+        found it, not a stored claim: :mod:`fusion.provenance`)."""
         self.best: list[int] = []
         """Best rank over the row's lanes (the tie-break's "best source rank")."""
         self.merged: dict[int, list[str]] = {}

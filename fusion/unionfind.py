@@ -13,7 +13,7 @@ __all__ = ["Groups"]
 class Groups:
     """Union-find over candidate indices; each group's root is its member with the smallest ``key``."""
 
-    def __init__(self, n: int, key: Callable[[int], tuple[int, int, str]] | None = None) -> None:
+    def __init__(self, n: int, key: Callable[[int], tuple[bool, int, int, str]] | None = None) -> None:
         """``n`` singleton groups; ``key(i)`` orders members (the smallest becomes the root), else the index."""
         self.parent = list(range(n))
         self.why: dict[int, str] = {}

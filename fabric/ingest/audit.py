@@ -9,8 +9,9 @@ The API contract asks that created or updated entries *and triples* be auditable
 - ``action``: ``created``, ``updated`` or ``deleted`` (an interrupted write repaired unchanged is not audited:
   nothing changed). A triple is only ever ``created`` or ``deleted``: when its chunk is updated, the triples the
   new text no longer yields are recorded deleted and the new ones created;
-- who: the ``tenant``, the API ``key_id`` (None from the CLI or in open mode) and the ingestion ``task_id`` (None
-  for a CLI run or a delete), and ``via`` (``cli``, ``api``);
+- who: the ``tenant``, the API ``key_id`` (:data:`OPERATOR_KEY_ID` for the local operator: the CLI, the Python
+  API and MCP over stdio; None in open mode) and the ingestion ``task_id`` (None for a CLI run or a delete), and
+  ``via`` (``cli``, ``api``);
 - when: ``ts`` (UTC, ISO 8601 with microseconds) and a monotonically increasing ``seq``, the paging cursor.
 
 The writer of a mutation does not pass the caller around: the caller is an :class:`Actor` in a context variable
@@ -34,6 +35,7 @@ from typing import Any
 __all__ = [
     "ACTIONS",
     "AUDIT_FILE",
+    "OPERATOR_KEY_ID",
     "Actor",
     "AuditLog",
     "AuditPage",
@@ -49,6 +51,9 @@ AUDIT_FILE = "audit.sqlite"
 """The audit history's file name under a home."""
 ACTIONS = ("created", "updated", "deleted")
 """What an audit record says happened."""
+OPERATOR_KEY_ID = "operator"
+"""The key id of the local operator (who runs the CLI, the Python API or MCP over stdio on the home): never an API
+key's id, which is 12 hex digits."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
@@ -82,6 +87,9 @@ class Actor:
     key_id: str | None = None
     task_id: str | None = None
     via: str = "cli"
+    role: str = "operator"
+    """``operator`` (the local operator), ``admin`` or ``writer`` (an API key's role): what it may replace or delete
+    (:mod:`fabric.ingest.provenance`)."""
 
 
 _ACTOR: ContextVar[Actor] = ContextVar("fabric_audit_actor", default=Actor())  # noqa: B039 (frozen, immutable)

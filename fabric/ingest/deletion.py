@@ -9,10 +9,13 @@
 2. they are marked ``pending`` deletes in the ledger (write-ahead), then every store writer deletes them (all
    writers, not only those the ledger lists: a stale copy goes too), the graph with its triples and edges;
    With ``tenant`` given (the service passes the caller's), chunks whose latest audited write belongs to
-   another tenant are left alone and not reported (so ids of other tenants are not disclosed either);
-3. when every store succeeded the ledger forgets them and the audit history records each entry and triple
-   deleted (as the current :class:`~fabric.ingest.audit.Actor`). A store that failed leaves the rows pending and the
-   report says which: repeating the delete finishes it.
+   another tenant are left alone and not reported (so ids of other tenants are not disclosed either). A writer
+   key may delete only what writer keys wrote untrusted (:mod:`fabric.ingest.provenance`): when any matched chunk
+   is protected, the whole delete is refused (:class:`~fabric.ingest.provenance.ProvenanceError`, HTTP 403) and
+   nothing is deleted (a source mixing a writer's and an admin's entries, like ``api``, is deleted by id);
+3. when every store succeeded the ledger forgets them (a protected chunk leaves a tombstone of who held it) and
+   the audit history records each entry and triple deleted (as the current :class:`~fabric.ingest.audit.Actor`). A
+   store that failed leaves the rows pending and the report says which: repeating the delete finishes it.
 
 Deleting chunks of a file-backed source removes them until that source is ingested again (the file still holds
 them); entries posted to the service stay deleted.
@@ -29,10 +32,11 @@ from typing import Any
 from fabric.core.chunks import StoreWriter
 from fabric.core.errors import FabricError, IngestError
 from fabric.core.logs import get_logger
-from fabric.ingest.audit import AuditLog, EntryChange
+from fabric.ingest.audit import AuditLog, EntryChange, current_actor
 from fabric.ingest.audit_trail import graph_triples, record_changes, triple_changes
 from fabric.ingest.conflicts import public_source
 from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
+from fabric.ingest.provenance import check_writable
 
 __all__ = ["DeleteReport", "NothingToDelete", "delete_entries", "matching_sources"]
 
@@ -127,6 +131,7 @@ async def delete_entries(
 
     Raises:
         NothingToDelete: nothing stored matches (the field named: ``id`` or ``source``).
+        ProvenanceError: the current actor is a writer key and some matched chunk is protected (nothing deleted).
         IngestError: neither ids nor a source given.
     """
     if not ids and not source:
@@ -142,6 +147,8 @@ async def delete_entries(
             what = ("source", f"no stored entries from source {source!r}") if source and not ids else None
             field_, message = what or ("id", f"no stored entry with id {', '.join(map(repr, ids[:5]))}")
             raise NothingToDelete(field_, message)
+        by = "source" if source and not ids else "id"
+        check_writable(current_actor().role, {e.id: e.provenance for e in entries}, "delete", by)
         chunk_ids = [e.id for e in entries]
         report = DeleteReport(matched=len(entries), ids=chunk_ids)
         await asyncio.to_thread(ledger.mark_pending, [], chunk_ids)

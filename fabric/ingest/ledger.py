@@ -7,6 +7,11 @@ succeeded. A run that dies in between leaves ``pending`` rows, and the next run 
 in every store, so no chunk stays in one store and missing from another. ``fabric check --repair`` (and the
 service at start-up, :mod:`fabric.ingest.check`) repairs without the source: it rolls pending writes back
 (history ``rollback``), finishes pending deletes, and records chunks a store lost (history ``repair``).
+
+Provenance (:mod:`fabric.ingest.provenance`): each row records who wrote the chunk (``role``, ``key_id``,
+``trusted``), set with the write-ahead mark; a row of a ledger from before these columns has them NULL (unknown,
+treated as the operator's). Removing or rolling back a protected chunk leaves a row in ``tombstones`` (id → who
+held it) until the operator or an admin writes that id again.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from fabric.ingest.provenance import Provenance
 
 __all__ = [
     "LEDGER_FILE",
@@ -41,9 +48,21 @@ CREATE TABLE IF NOT EXISTS ledger (
     stores TEXT NOT NULL,
     state TEXT NOT NULL CHECK (state IN ('pending', 'done')),
     op TEXT NOT NULL CHECK (op IN ('upsert', 'delete')),
-    updated_at TEXT NOT NULL
+    updated_at TEXT NOT NULL,
+    role TEXT,
+    key_id TEXT,
+    trusted INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS ledger_source ON ledger(source);
+CREATE TABLE IF NOT EXISTS tombstones (
+    id TEXT PRIMARY KEY,
+    doc_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    role TEXT,
+    key_id TEXT,
+    trusted INTEGER NOT NULL,
+    deleted_at TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS history (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     ts TEXT NOT NULL,
@@ -55,6 +74,10 @@ CREATE TABLE IF NOT EXISTS history (
     stores TEXT NOT NULL
 );
 """
+_PROVENANCE_COLUMNS = (("role", "TEXT"), ("key_id", "TEXT"), ("trusted", "INTEGER NOT NULL DEFAULT 0"))
+"""Columns a ledger from before provenance lacks (added on open; its rows keep NULL: unknown)."""
+_COLS = "id, doc_id, source, content_hash, stores, state, op, role, key_id, trusted"
+"""The columns of a :class:`LedgerEntry`, in :func:`_entry`'s order."""
 
 
 def empty_tenant_notice(home: Path, tenant: str) -> str | None:
@@ -90,6 +113,9 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+_UNKNOWN = Provenance(None)
+
+
 @dataclass(frozen=True, slots=True)
 class LedgerEntry:
     """The ledger's view of one chunk."""
@@ -101,11 +127,15 @@ class LedgerEntry:
     stores: frozenset[str]
     state: str
     op: str
+    provenance: Provenance = _UNKNOWN
+    """Who wrote the chunk (:mod:`fabric.ingest.provenance`)."""
 
 
 def _entry(row: Sequence[Any]) -> LedgerEntry:
-    """A ledger row (id, doc_id, source, content_hash, stores JSON, state, op) as an entry."""
-    return LedgerEntry(row[0], row[1], row[2], row[3], frozenset(json.loads(row[4])), row[5], row[6])
+    """A ledger row (:data:`_COLS`: id, doc_id, source, content_hash, stores JSON, state, op, provenance) as an
+    entry."""
+    prov = Provenance(row[7], row[8], bool(row[9]))
+    return LedgerEntry(row[0], row[1], row[2], row[3], frozenset(json.loads(row[4])), row[5], row[6], prov)
 
 
 P = ParamSpec("P")
@@ -135,13 +165,16 @@ class Ledger:
         self.conn = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode=WAL")
         self.conn.executescript(_SCHEMA)
+        have = {r[1] for r in self.conn.execute("PRAGMA table_info(ledger)")}
+        with self.conn:  # a ledger from before provenance: its rows keep NULL (unknown, protected)
+            for name, decl in _PROVENANCE_COLUMNS:
+                if name not in have:
+                    self.conn.execute(f"ALTER TABLE ledger ADD COLUMN {name} {decl}")
 
     @_serialised
     def entries(self, source: str) -> dict[str, LedgerEntry]:
         """Every chunk the ledger holds for ``source``, by id."""
-        rows = self.conn.execute(
-            "SELECT id, doc_id, source, content_hash, stores, state, op FROM ledger WHERE source = ?", (source,)
-        )
+        rows = self.conn.execute(f"SELECT {_COLS} FROM ledger WHERE source = ?", (source,))
         return {r[0]: _entry(r) for r in rows}
 
     @_serialised
@@ -150,27 +183,22 @@ class Ledger:
         found: dict[str, LedgerEntry] = {}
         for i in range(0, len(ids), 500):
             part = list(ids[i : i + 500])
-            rows = self.conn.execute(
-                "SELECT id, doc_id, source, content_hash, stores, state, op FROM ledger "
-                f"WHERE id IN ({','.join('?' * len(part))})",
-                part,
-            )
+            rows = self.conn.execute(f"SELECT {_COLS} FROM ledger WHERE id IN ({','.join('?' * len(part))})", part)
             found.update((r[0], _entry(r)) for r in rows)
         return found
 
     @_serialised
     def matching(self, ids: Sequence[str] = (), sources: Sequence[str] = ()) -> list[LedgerEntry]:
         """Chunks whose id or doc id is among ``ids``, or whose source is among ``sources`` (pending ones too)."""
-        cols = "id, doc_id, source, content_hash, stores, state, op"
         found: dict[str, LedgerEntry] = {}
         for values, where in ((list(ids), "id IN ({m}) OR doc_id IN ({m})"), (list(sources), "source IN ({m})")):
             for i in range(0, len(values), 400):
                 part = values[i : i + 400]
                 marks = ",".join("?" * len(part))
-                sql = f"SELECT {cols} FROM ledger WHERE " + where.format(m=marks)
+                sql = f"SELECT {_COLS} FROM ledger WHERE " + where.format(m=marks)
                 args = part * where.count("{m}")
                 for r in self.conn.execute(sql, args):
-                    found[r[0]] = LedgerEntry(r[0], r[1], r[2], r[3], frozenset(json.loads(r[4])), r[5], r[6])
+                    found[r[0]] = _entry(r)
         return sorted(found.values(), key=lambda e: e.id)
 
     @_serialised
@@ -193,16 +221,31 @@ class Ledger:
         return found
 
     @_serialised
-    def mark_pending(self, upserts: Sequence[tuple[str, str, str, str]], deletes: Sequence[str]) -> None:
-        """Write-ahead: ``(id, doc_id, source, new_hash)`` about to be written, ids about to be deleted."""
+    def provenance(self, ids: Sequence[str]) -> dict[str, Provenance]:
+        """Who holds each of ``ids``: its ledger row's provenance, else its tombstone's (ids never held, or
+        deleted while a writer's, are left out)."""
+        found: dict[str, Provenance] = {}
+        for table in ("tombstones", "ledger"):  # a live row wins over a tombstone
+            for i in range(0, len(ids), 500):
+                part = list(ids[i : i + 500])
+                marks = ",".join("?" * len(part))
+                rows = self.conn.execute(f"SELECT id, role, key_id, trusted FROM {table} WHERE id IN ({marks})", part)
+                found.update((r[0], Provenance(r[1], r[2], bool(r[3]))) for r in rows)
+        return found
+
+    @_serialised
+    def mark_pending(self, upserts: Sequence[tuple[str, str, str, str, Provenance]], deletes: Sequence[str]) -> None:
+        """Write-ahead: ``(id, doc_id, source, new_hash, provenance)`` about to be written, ids about to be
+        deleted."""
         now = _now()
         with self.conn:
             self.conn.executemany(
-                "INSERT INTO ledger (id, doc_id, source, content_hash, stores, state, op, updated_at) "
-                "VALUES (?, ?, ?, ?, '[]', 'pending', 'upsert', ?) ON CONFLICT(id) DO UPDATE SET "
+                "INSERT INTO ledger (id, doc_id, source, content_hash, stores, state, op, updated_at, role, key_id, "
+                "trusted) VALUES (?, ?, ?, ?, '[]', 'pending', 'upsert', ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
                 "doc_id = excluded.doc_id, source = excluded.source, content_hash = excluded.content_hash, "
-                "state = 'pending', op = 'upsert', updated_at = excluded.updated_at",
-                [(*u, now) for u in upserts],
+                "state = 'pending', op = 'upsert', updated_at = excluded.updated_at, role = excluded.role, "
+                "key_id = excluded.key_id, trusted = excluded.trusted",
+                [(i, d, s, h, now, p.role, p.key_id, int(p.trusted)) for i, d, s, h, p in upserts],
             )
             self.conn.executemany(
                 "UPDATE ledger SET state = 'pending', op = 'delete', updated_at = ? WHERE id = ?",
@@ -211,7 +254,8 @@ class Ledger:
 
     @_serialised
     def mark_done(self, rows: Iterable[tuple[str, str, str, str, Iterable[str], str]]) -> int:
-        """Record ``(id, doc_id, source, hash, stores, action)`` as written; ``action`` goes to the history."""
+        """Record ``(id, doc_id, source, hash, stores, action)`` as written (clearing the ids' tombstones);
+        ``action`` goes to the history."""
         now = _now()
         batch = [(i, d, s, h, json.dumps(sorted(set(st))), a) for i, d, s, h, st, a in rows]
         with self.conn:
@@ -225,16 +269,32 @@ class Ledger:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(now, a, i, d, s, h, st) for i, d, s, h, st, a in batch],
             )
+            if self.conn.execute("SELECT 1 FROM tombstones LIMIT 1").fetchone():  # most homes hold none
+                self.conn.executemany("DELETE FROM tombstones WHERE id = ?", [(i,) for i, *_ in batch])
         return len(batch)
+
+    def _bury(self, entries: Sequence[LedgerEntry], now: str) -> None:
+        """Tombstones for the protected ones of ``entries`` (inside the caller's transaction)."""
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO tombstones (id, doc_id, source, role, key_id, trusted, deleted_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [
+                (e.id, e.doc_id, e.source, e.provenance.role, e.provenance.key_id, int(e.provenance.trusted), now)
+                for e in entries
+                if e.provenance.protected
+            ],
+        )
 
     @_serialised
     def remove(self, entries: Iterable[LedgerEntry], stores: Iterable[str]) -> int:
-        """Forget deleted chunks and record ``delete`` in the history."""
+        """Forget deleted chunks (a tombstone keeps a protected one's provenance) and record ``delete`` in the
+        history."""
         now = _now()
         gone = json.dumps(sorted(set(stores)))
         batch = list(entries)
         with self.conn:
             self.conn.executemany("DELETE FROM ledger WHERE id = ?", [(e.id,) for e in batch])
+            self._bury(batch, now)
             self.conn.executemany(
                 "INSERT INTO history (ts, action, id, doc_id, source, content_hash, stores) "
                 "VALUES (?, 'delete', ?, ?, ?, ?, ?)",
@@ -245,16 +305,17 @@ class Ledger:
     @_serialised
     def all_entries(self) -> list[LedgerEntry]:
         """Every chunk the ledger holds, of every source (``fabric check``)."""
-        rows = self.conn.execute("SELECT id, doc_id, source, content_hash, stores, state, op FROM ledger")
-        return [LedgerEntry(r[0], r[1], r[2], r[3], frozenset(json.loads(r[4])), r[5], r[6]) for r in rows]
+        return [_entry(r) for r in self.conn.execute(f"SELECT {_COLS} FROM ledger")]
 
     @_serialised
     def roll_back(self, entries: Iterable[LedgerEntry]) -> int:
-        """Forget chunks whose interrupted write was undone in every store; ``rollback`` goes to the history."""
+        """Forget chunks whose interrupted write was undone in every store (a tombstone keeps a protected one's
+        provenance); ``rollback`` goes to the history."""
         now = _now()
         batch = list(entries)
         with self.conn:
             self.conn.executemany("DELETE FROM ledger WHERE id = ?", [(e.id,) for e in batch])
+            self._bury(batch, now)
             self.conn.executemany(
                 "INSERT INTO history (ts, action, id, doc_id, source, content_hash, stores) "
                 "VALUES (?, 'rollback', ?, ?, ?, ?, '[]')",
