@@ -4,7 +4,9 @@ Prints the audit history of the home (:mod:`fabric.ingest.audit`): entries and g
 deleted,
 with the tenant, key id and task that did it, oldest first. ``--since`` takes an ISO 8601 time or date (UTC when no
 offset is given); ``--after`` continues from the ``next_after`` of a previous page. The CLI reads the ``default``
-tenant unless ``--tenant`` names another.
+tenant's history (``<home>/audit.sqlite``) unless ``--tenant`` names another, whose history is in its own folder
+(``<home>/tenants/<tenant>/audit.sqlite``, as ``GET /v1/audit`` reads it; ``--home <home>/tenants/<tenant>`` means
+the same).
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ def _line(r: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Print one page of the history; returns the exit code."""
-    from fabric.cli.search import load_cli_settings
+    from fabric.cli.search import home_and_tenant, load_cli_settings
     from fabric.core.errors import QueryError
+    from fabric.core.tenants import tenant_home
     from fabric.ingest.audit import AuditLog, parse_since
     from fabric.serve.openapi import MAX_AUDIT_LIMIT
 
@@ -51,10 +54,10 @@ def run(args: argparse.Namespace) -> int:
         since = parse_since(args.since) if args.since else None
     except ValueError as exc:
         raise QueryError("since", str(exc)) from None
-    settings = load_cli_settings(args)
-    log = AuditLog(settings.home)
+    settings, tenant = home_and_tenant(load_cli_settings(args), args.tenant)
+    log = AuditLog(tenant_home(settings.home, tenant))
     try:
-        page = log.page(args.tenant, entry_id=args.entry_id, since=since, after=args.after, limit=args.limit)
+        page = log.page(tenant, entry_id=args.entry_id, since=since, after=args.after, limit=args.limit)
     finally:
         log.close()
     if args.json:

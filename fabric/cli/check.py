@@ -1,11 +1,14 @@
-"""``fabric check [--repair] [--json]``: do the stores hold the same chunks as the ledger? (:mod:`fabric.ingest.check`)
+"""``fabric check [--repair] [--tenant NAME] [--json]``: do the stores hold the same chunks as the ledger?
+(:mod:`fabric.ingest.check`)
 
 Prints, per store, the ids it holds, the ids the ledger expects there and the differences (missing, extra, with a
 few ids), the ledger rows a crash left pending, and whether everything agrees. Exit 0 when the stores agree
 (after the repair, with ``--repair``), 1 when they do not, 2 for a bad home or configuration.
 
-``--repair`` takes the home's lock (:mod:`fabric.ingest.homelock`: refused while a service or an ingest writes the home)
-and repairs from the ledger; ``fabric serve`` runs the same repair at start-up before ``/readyz`` says ready.
+``--tenant`` checks another tenant's stores (``--home <home>/tenants/<tenant>`` means the same). ``--repair`` takes the
+home's lock (:mod:`fabric.ingest.homelock`: refused, exit 3, while a service or an ingest writes the home, its
+tenants' folders included) and repairs from the ledger; ``fabric serve`` runs the same repair over every tenant at
+start-up before ``/readyz`` says ready.
 """
 
 from __future__ import annotations
@@ -26,20 +29,23 @@ def register(sub: Any) -> None:
     """Add the ``check`` subcommand."""
     p: argparse.ArgumentParser = sub.add_parser("check", help="verify that every store agrees with the ledger")
     p.add_argument("--repair", action="store_true", help="repair disagreeing stores from the ledger")
+    p.add_argument("--tenant", default="default", help="whose stores to check (default: default, the home)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_run)
 
 
-async def _check(settings: Settings, repair: bool) -> CheckReport:
+async def _check(settings: Settings, tenant: str, repair: bool) -> CheckReport:
+    from fabric.core.tenants import tenant_home
     from fabric.embed.embeddings import build_embedder
     from fabric.ingest.check import check_stores
     from fabric.ingest.writers import build_writers
     from lanes.base import LaneResources
 
+    home = tenant_home(settings.home, tenant)
     embedder = build_embedder(settings.embeddings, settings.cache_dir)  # names the vector store's file
-    writers = build_writers(settings, LaneResources(home=settings.home, embedder=embedder))
+    writers = build_writers(settings, LaneResources(home=home, tenant=tenant, embedder=embedder))
     try:
-        return await check_stores(settings.home, writers, repair=repair, vectors=embedder is not None)
+        return await check_stores(home, writers, repair=repair, vectors=embedder is not None)
     finally:
         for w in writers:
             await w.aclose()
@@ -79,20 +85,22 @@ def render(report: CheckReport, home: str) -> list[str]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from fabric.cli.search import load_cli_settings
+    from fabric.cli.search import home_and_tenant, load_cli_settings
     from fabric.core.errors import ConfigError
+    from fabric.core.tenants import tenant_home
     from fabric.ingest.homelock import HomeLock
 
-    settings = load_cli_settings(args)
-    if not settings.home.is_dir():
-        raise ConfigError(f"home {settings.home} does not exist (nothing was ingested there; see --home)")
+    settings, tenant = home_and_tenant(load_cli_settings(args), args.tenant)
+    home = tenant_home(settings.home, tenant)
+    if not home.is_dir():
+        raise ConfigError(f"home {home} does not exist (nothing was ingested there; see --home and --tenant)")
     if args.repair:
         with HomeLock(settings.home, "fabric check --repair"):
-            report = asyncio.run(_check(settings, True))
+            report = asyncio.run(_check(settings, tenant, True))
     else:
-        report = asyncio.run(_check(settings, False))
+        report = asyncio.run(_check(settings, tenant, False))
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
     else:
-        print("\n".join(render(report, str(settings.home))))
+        print("\n".join(render(report, str(home))))
     return 0 if report.agree else 1

@@ -21,7 +21,16 @@ from pathlib import Path
 
 from fabric.core.errors import ConfigError
 
-__all__ = ["DEFAULT_TENANT", "TENANTS_DIR", "check_tenant", "scoped_name", "store_path", "tenant_home", "tenant_path"]
+__all__ = [
+    "DEFAULT_TENANT",
+    "TENANTS_DIR",
+    "check_tenant",
+    "scoped_name",
+    "store_path",
+    "stored_tenants",
+    "tenant_home",
+    "tenant_path",
+]
 
 _TENANT = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
@@ -52,6 +61,16 @@ def tenant_home(home: Path, tenant: str) -> Path:
         ConfigError: invalid tenant name.
     """
     return home if check_tenant(tenant) == DEFAULT_TENANT else home / TENANTS_DIR / tenant
+
+
+def stored_tenants(home: Path) -> list[str]:
+    """The tenants other than ``default`` with a folder under ``home`` (``<home>/tenants/<tenant>``), sorted; a
+    folder whose name is no valid tenant name is not one."""
+    folder = home / TENANTS_DIR
+    if not folder.is_dir():
+        return []
+    names = (p.name for p in folder.iterdir() if p.is_dir() and p.name != DEFAULT_TENANT)
+    return sorted(name for name in names if _TENANT.fullmatch(name))
 
 
 def tenant_path(path: Path, tenant: str) -> Path:

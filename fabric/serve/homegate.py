@@ -5,7 +5,11 @@ At start-up (:meth:`HomeGate.open`, before the ingestion worker starts and befor
 1. take the home's lock (:mod:`fabric.ingest.homelock`): a second service, or a service and a CLI ingest, never both
    write one home; the refused process names the holder's pid;
 2. reconcile the stores with the ledger (:func:`fabric.ingest.check.check_stores` with ``repair``, the same repair
-   as ``fabric check --repair``), so a crash during an ingest leaves no store disagreeing after the restart.
+   as ``fabric check --repair``), so a crash during an ingest leaves no store disagreeing after the restart;
+3. the same for every other tenant with a folder under the home
+   (:meth:`fabric.serve.tenant_engines.TenantEngines.recover`, recorded here by :meth:`HomeGate.tenants_repaired`):
+   a crash during one tenant's ingest leaves that tenant's stores repaired, and its tasks resumed, before
+   ``/readyz`` says ready, not on that tenant's next request.
 
 While serving, :meth:`HomeGate.ready` answers whether the stores can be written: the home and its store folders
 must accept a new file (a read-only mount or folder, or a missing home, fail this), every SQLite file must be
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -76,6 +81,8 @@ class HomeGate:
         self.lock = HomeLock(home, "fabric serve", shared=shared)
         self.repair: CheckReport | None = None
         """The start-up repair's report (None until it ran)."""
+        self.tenant_repairs: dict[str, CheckReport] | None = None
+        """The other tenants' start-up repairs, by tenant (None until they ran)."""
         self.repair_error: str | None = None
         self._probe: tuple[float, str | None] | None = None
 
@@ -111,12 +118,28 @@ class HomeGate:
         """
         self.lock.acquire()
         run = exclusive or (lambda job: job())
-        report = await run(lambda: repair_stores(settings, resources))
+        try:
+            report = await run(lambda: repair_stores(settings, resources))
+        except (OSError, sqlite3.Error) as exc:  # a full disk or read-only home: serve, not ready, saying why
+            log.error("startup_repair_failed", error=f"{type(exc).__name__}: {exc}")
+            self.repair_error = f"the start-up repair could not run: {type(exc).__name__}: {exc}"
+            report = CheckReport(ledger=0, pending=0, stores={})
         if report is None:
             log.info("startup_repair_deferred", reason="another replica holds the writer lock")
             report = CheckReport(ledger=0, pending=0, stores={})
         self.repair = report
         return self._judge(report)
+
+    def tenants_repaired(self, reports: dict[str, CheckReport]) -> None:
+        """Record the other tenants' start-up repairs: a tenant whose stores still disagree keeps the service not
+        ready, as the ``default`` tenant's do."""
+        self.tenant_repairs = reports
+        failed = sorted(tenant for tenant, report in reports.items() if not report.agree)
+        if failed:
+            problem = (
+                f"the stores of tenant(s) {', '.join(failed)} still disagree with the ledger after the start-up repair"
+            )
+            self.repair_error = problem if self.repair_error is None else f"{self.repair_error}; {problem}"
 
     def close(self) -> None:
         """Release the lock."""
@@ -130,18 +153,22 @@ class HomeGate:
         problem = self._probe[1]
         if not self.lock.held:
             problem = problem or "the home is not locked by this service (starting or stopping)"
-        if self.repair is None:
+        if self.repair is None or self.tenant_repairs is None:
             problem = problem or "the start-up repair has not finished"
         problem = problem or self.repair_error
         body: dict[str, Any] = {"writable": self._probe[1] is None, "error": problem}
         if self.repair is not None and self.repair.repaired is not None:
             body["startup_repair"] = self.repair.repaired
+        repaired = {t: r.repaired for t, r in (self.tenant_repairs or {}).items() if r.repaired is not None}
+        if repaired:
+            body["tenant_repairs"] = repaired
         return problem is None, body
 
 
 async def repair_stores(settings: Settings, resources: LaneResources) -> CheckReport:
-    """``fabric check --repair`` over the stores of ``settings`` in ``resources.home`` (writers built over an open
-    engine's ``resources``, closed afterwards): the service's start-up repair, and each tenant's when it opens."""
+    """``fabric check --repair`` over the stores of ``settings`` in ``resources.home`` (writers built over
+    ``resources``, an engine's, closed afterwards): the service's start-up repair, every tenant's at start-up, and a
+    tenant's when it opens."""
     from fabric.ingest.writers import build_writers  # deferred: imports every backend module
 
     writers = build_writers(settings, resources)

@@ -1,7 +1,9 @@
 """One engine and one ingestion task queue per tenant, for the service (``fabric serve``).
 
-The service's own engine and task queue serve the ``default`` tenant (today's home, stores and names). Another
-tenant's pair is opened on its first request (:meth:`TenantEngines.get`) and kept until the service stops:
+The service's own engine and task queue serve the ``default`` tenant (today's home, stores and names). At start-up,
+before the service says ready, every tenant with a folder under the home has its stores repaired from its ledger, and
+a tenant with unfinished tasks has its pair opened so they resume (:meth:`TenantEngines.recover`). Another tenant's
+pair is opened on its first request (:meth:`TenantEngines.get`) and kept until the service stops:
 
 - its engine reads the same settings with the tenant's home (:func:`fabric.core.tenants.tenant_home`), and its lanes
   are built over the tenant's stores (``LaneResources.tenant``: a folder per tenant for the embedded stores; a
@@ -26,13 +28,15 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from fabric.core.logs import get_logger
-from fabric.core.tenants import DEFAULT_TENANT, check_tenant, tenant_home
+from fabric.core.tenants import DEFAULT_TENANT, check_tenant, stored_tenants, tenant_home
 from fabric.net.webcache import WebCache
 from fabric.query.engine import Engine
 from fabric.serve.auth import principal
@@ -41,6 +45,9 @@ from fabric.serve.limits.admission import ADMISSION_KEY, CURRENT_ADMISSION
 from fabric.serve.tasks.queue import IngestTasks, Runner
 from fabric.serve.tasks.submission import resolve_root
 from lanes.base import LaneResources
+
+if TYPE_CHECKING:
+    from fabric.ingest.check import CheckReport
 
 __all__ = [
     "CURRENT_PRINCIPAL",
@@ -76,6 +83,11 @@ def tenant_resources(shared: LaneResources, root_home: Path, tenant: str) -> Lan
     return LaneResources(home=home, tenant=tenant, http=shared.http, embedder=shared.embedder, web_cache=WebCache())
 
 
+def _has_unfinished(tasks: IngestTasks) -> bool:
+    """Whether the queue's store holds queued or running tasks (blocking: opens the store)."""
+    return bool(tasks.store.unfinished())
+
+
 CURRENT_SCOPE: ContextVar[TenantScope | None] = ContextVar("fabric_tenant_scope", default=None)
 """The scope of the request being served (set around ``/mcp`` requests, read by the MCP tools)."""
 
@@ -108,6 +120,8 @@ class TenantEngines:
         self._tasks_for = tasks_for
         self._scopes: dict[str, TenantScope] = {DEFAULT_TENANT: TenantScope(DEFAULT_TENANT, root, root_tasks)}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._repaired: set[str] = set()
+        """Tenants whose stores :meth:`recover` repaired (their scope opens without a second repair)."""
 
     @property
     def tenants(self) -> list[str]:
@@ -131,7 +145,38 @@ class TenantEngines:
                 scope = self._scopes[tenant] = await self._open(tenant)
         return scope
 
-    async def _open(self, tenant: str) -> TenantScope:
+    async def recover(self) -> dict[str, CheckReport]:
+        """Start-up, before the service says ready: repair the stores of every tenant with a folder under the home
+        from its ledger (the repair ``default`` gets, under the tenant's writer lock), and open the scope of each
+        tenant with unfinished tasks so they resume. The others open on their first request without a second
+        repair when this service alone holds the home (nothing else wrote their stores meanwhile); replicas, which
+        share it, repair again then.
+
+        Returns:
+            The repaired tenants' reports (a tenant whose writer lock another replica holds is left to that replica).
+
+        Raises:
+            RuntimeError: the service's engine is not open.
+        """
+        reports: dict[str, CheckReport] = {}
+        for tenant in stored_tenants(self.root.settings.home):
+            async with self._locks.setdefault(tenant, asyncio.Lock()):
+                if tenant in self._scopes:
+                    continue
+                scope = self._build(tenant)
+                report = await scope.tasks.exclusive(partial(self._repair, scope.engine, tenant))
+                if report is not None:
+                    reports[tenant] = report
+                    if self._tasks_for is None:  # no replica shares the home
+                        self._repaired.add(tenant)
+                if await asyncio.to_thread(_has_unfinished, scope.tasks):
+                    self._scopes[tenant] = await self._start(scope)
+                else:
+                    await scope.tasks.aclose()  # closes the task store the question opened
+        return reports
+
+    def _build(self, tenant: str) -> TenantScope:
+        """The tenant's engine (not open) and ingestion tasks (not started)."""
         root, shared = self.root, self.root.resources
         if shared is None:
             raise RuntimeError("the service's engine is not open")
@@ -142,20 +187,29 @@ class TenantEngines:
         if self._tasks_for is not None:
             tasks = self._tasks_for(engine, tenant)
         else:
-            runner = self._runner_for(engine)
-            tasks = IngestTasks(settings.ingest, home=home, runner=runner, root=resolve_root(settings.ingest))
+            runner, ingest_root = self._runner_for(engine), resolve_root(settings.ingest)
+            tasks = IngestTasks(settings.ingest, home=home, runner=runner, root=ingest_root, tenant=tenant)
+        return TenantScope(tenant, engine, tasks)
+
+    async def _open(self, tenant: str) -> TenantScope:
+        return await self._start(self._build(tenant))
+
+    async def _start(self, scope: TenantScope) -> TenantScope:
+        """Open the scope's engine, repair its stores (unless :meth:`recover` did) and start its tasks."""
+        tenant, engine, tasks = scope.tenant, scope.engine, scope.tasks
         await engine.open()
         try:
-            await tasks.exclusive(lambda: self._repair(engine, tenant))
+            if tenant not in self._repaired:
+                await tasks.exclusive(partial(self._repair, engine, tenant))
             await tasks.start()
         except BaseException:
             await engine.aclose()
             raise
-        log.info("tenant_opened", tenant=tenant, home=str(home), lanes=sorted(engine.lanes))
-        return TenantScope(tenant, engine, tasks)
+        log.info("tenant_opened", tenant=tenant, home=str(engine.settings.home), lanes=sorted(engine.lanes))
+        return scope
 
     @staticmethod
-    async def _repair(engine: Engine, tenant: str) -> None:
+    async def _repair(engine: Engine, tenant: str) -> CheckReport:
         """Repair the tenant's stores from its ledger before its tasks resume (the service's home lock, taken at
         start-up, covers every tenant's folder)."""
         from fabric.serve.homegate import repair_stores
@@ -167,6 +221,7 @@ class TenantEngines:
             log.error("tenant_repair_incomplete", tenant=tenant, **report.to_dict())
         elif report.repaired is not None:
             log.warning("tenant_repair", tenant=tenant, **(report.repaired or {}))
+        return report
 
     async def aclose(self) -> None:
         """Stop every other tenant's tasks and close its engine (the service closes its own)."""

@@ -34,6 +34,49 @@ class TestAuditCommand:
         assert main(["--home", str(cli_home), "audit", "--limit", "0"]) == 2
 
 
+class TestTenants:
+    def test_a_tenants_history_is_its_own_and_the_operators(
+        self, tmp_path: Path, lexical_only: None, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """``fabric ingest`` and ``fabric delete --tenant acme`` are audited as acme's, by the operator, in acme's
+        folder: ``fabric audit --tenant acme`` (or ``--home <home>/tenants/acme``) lists them, ``default`` does not."""
+        corpus = tmp_path / "kb.jsonl"
+        corpus.write_text('{"id": "kb-1", "text": "Alice leads Falcon."}\n{"id": "kb-2", "text": "Bob writes."}\n')
+        home = tmp_path / "h"
+        assert main(["--home", str(home), "ingest", str(corpus), "--tenant", "acme", "--json"]) == 0
+        assert main(["--home", str(home / "tenants" / "acme"), "delete", "--id", "kb-1"]) == 0
+        capsys.readouterr()
+        pages = []
+        for argv in (
+            ["--home", str(home), "audit", "--tenant", "acme"],
+            ["--home", str(home / "tenants" / "acme"), "audit"],
+        ):
+            assert main([*argv, "--json"]) == 0
+            pages.append(json.loads(capsys.readouterr().out))
+        assert pages[0] == pages[1]
+        entries = [(r["entry_id"], r["action"], r["tenant"], r["key_id"], r["via"]) for r in pages[0]["records"]
+                   if r["subject"] == "entry"]  # fmt: skip
+        assert entries == [
+            ("kb-1", "created", "acme", "operator", "cli"),
+            ("kb-2", "created", "acme", "operator", "cli"),
+            ("kb-1", "deleted", "acme", "operator", "cli"),
+        ]
+        assert main(["--home", str(home), "audit", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["records"] == []
+
+    def test_tenant_flag_contradicting_the_folder_exits_2(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """``--home <home>/tenants/acme --tenant beta`` is one line naming both, exit 2."""
+        home = tmp_path / "h"
+        (home / "tenants" / "acme").mkdir(parents=True)
+        (home / "fabric.lock").write_text("")
+        assert main(["--home", str(home / "tenants" / "acme"), "audit", "--tenant", "beta"]) == 2
+        err = capsys.readouterr().err
+        assert "folder of tenant acme, not of --tenant beta" in err
+        assert err.count("\n") == 1
+
+
 def test_public_api() -> None:
     """The module exports register and run."""
     assert set(audit_mod.__all__) == {"register", "run"}

@@ -14,6 +14,7 @@ from fabric.cli.check import render
 from fabric.ingest.check import CheckReport, StoreState
 from fabric.ingest.homelock import HomeLock
 from fabric.ingest.ledger import LEDGER_FILE, Ledger
+from fabric.ingest.provenance import Provenance
 
 
 @pytest.fixture
@@ -60,7 +61,7 @@ class TestCheckCommand:
     def test_repair_then_agree(self, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """An interrupted write is rolled back by --repair (exit 0), and a plain check agrees afterwards."""
         led = Ledger(home / LEDGER_FILE)
-        led.mark_pending([("e9", "e9", "jsonl:gone", "h")], [])
+        led.mark_pending([("e9", "e9", "jsonl:gone", "h", Provenance("operator"))], [])
         led.close()
         code, out, _ = _run(home, capsys, "--repair")
         assert code == 0

@@ -8,7 +8,7 @@ import pytest
 
 import fabric.core.tenants as mod
 from fabric.core.errors import ConfigError
-from fabric.core.tenants import DEFAULT_TENANT, scoped_name, store_path, tenant_home, tenant_path
+from fabric.core.tenants import DEFAULT_TENANT, scoped_name, store_path, stored_tenants, tenant_home, tenant_path
 
 
 class TestDefaultKeepsTodaysPlaces:
@@ -45,6 +45,14 @@ class TestOtherTenants:
         assert na != nb
         assert na.startswith("fabric__xxxx")
 
+    def test_stored_tenants_are_the_valid_folders(self, tmp_path: Path) -> None:
+        """The tenants with a folder under the home, sorted; files, ``default`` and unsafe names are none."""
+        assert stored_tenants(tmp_path) == []
+        for name in ("beta", "acme", "default", "Bad Name"):
+            (tmp_path / "tenants" / name).mkdir(parents=True)
+        (tmp_path / "tenants" / "file").write_text("")
+        assert stored_tenants(tmp_path) == ["acme", "beta"]
+
     def test_base_too_long_for_a_tenant_is_refused(self) -> None:
         """A base leaving no room for the tenant is a clear configuration error."""
         with pytest.raises(ConfigError, match="too long"):
@@ -63,5 +71,6 @@ def test_unsafe_tenant_names_are_refused(tmp_path: Path, bad: str) -> None:
 def test_public_api() -> None:
     """The module's exports."""
     assert set(mod.__all__) == {
-        "DEFAULT_TENANT", "TENANTS_DIR", "check_tenant", "scoped_name", "store_path", "tenant_home", "tenant_path",
+        "DEFAULT_TENANT", "TENANTS_DIR", "check_tenant", "scoped_name", "store_path", "stored_tenants", "tenant_home",
+        "tenant_path",
     }  # fmt: skip

@@ -15,6 +15,7 @@ from fabric.core.models import LaneKind
 from fabric.ingest.check import check_stores, pending_rows
 from fabric.ingest.ledger import LEDGER_FILE, Ledger
 from fabric.ingest.pipeline import ingest
+from fabric.ingest.provenance import Provenance
 from lanes.base import LaneResources, LaneSpec
 from lanes.graph.arango.writer import ArangoGraphWriter
 from lanes.graph.sqlite_graph.writer import SqliteGraphWriter
@@ -115,7 +116,7 @@ class TestRepair:
     async def test_interrupted_write_is_rolled_back_everywhere(self, home: Path, embedder: BagEmbedder) -> None:
         """A pending upsert held by some stores only: the repair removes it from every store and the ledger."""
         led = Ledger(home / LEDGER_FILE)
-        led.mark_pending([("new", "new", "jsonl:x", "h")], [])
+        led.mark_pending([("new", "new", "jsonl:x", "h", Provenance("operator"))], [])
         led.close()
         fts = SqliteFtsWriter(spec(LaneKind.KEYWORD, "sqlite_fts"), resources(home, embedder))
         await fts.upsert([chunk("new", "written to one store before the crash")])

@@ -14,7 +14,7 @@ import pytest
 
 import fabric.ingest.homelock as mod
 from fabric.cli import main
-from fabric.ingest.homelock import LOCK_FILE, HomeInUseError, HomeLock, lock_holder
+from fabric.ingest.homelock import LOCK_FILE, HomeInUseError, HomeLock, lock_holder, owning_home
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -97,6 +97,64 @@ class TestLock:
         first.release()
 
 
+class TestTenantFolders:
+    def test_a_tenants_folder_is_locked_by_its_home(self, tmp_path: Path) -> None:
+        """A lock asked for ``<home>/tenants/acme`` is the home's: refused while the home is held, and the other
+        way round."""
+        home = tmp_path / "home"
+        folder = home / "tenants" / "acme"
+        folder.mkdir(parents=True)
+        refused = rf"home {home} is in use by pid {os.getpid()} \(fabric serve"
+        with HomeLock(home, "fabric serve"), pytest.raises(HomeInUseError, match=refused):
+            HomeLock(folder, "fabric ingest").acquire()
+        with HomeLock(folder, "fabric ingest"), pytest.raises(HomeInUseError, match=r"\(fabric ingest"):
+            HomeLock(home, "fabric serve").acquire()
+        assert not (folder / LOCK_FILE).exists()
+
+    def test_owning_home(self, tmp_path: Path) -> None:
+        """A tenant's folder belongs to the home holding a lock file; any other folder is a home of its own."""
+        home = tmp_path / "home"
+        (home / "tenants" / "acme").mkdir(parents=True)
+        (home / LOCK_FILE).write_text("")
+        assert owning_home(home / "tenants" / "acme") == (home, "acme")
+        assert owning_home(home / "tenants" / "Not A Tenant") == (home / "tenants" / "Not A Tenant", "default")
+        assert owning_home(home / "tenants" / "default") == (home / "tenants" / "default", "default")
+        lone = tmp_path / "srv" / "tenants" / "acme"  # no lock file two levels up: not a fabric home's tenant
+        assert owning_home(lone) == (lone, "default")
+
+    @pytest.mark.parametrize(
+        "command", [["ingest", "{corpus}", "--json"], ["delete", "--id", "a"], ["check", "--repair"]]
+    )
+    @pytest.mark.parametrize("address", ["--home <home>/tenants/acme", "--tenant acme"])
+    def test_cli_writers_are_refused_on_a_tenant_while_a_service_holds_the_home(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        command: list[str], address: str,
+    ) -> None:  # fmt: skip
+        """``fabric ingest``, ``delete`` and ``check --repair`` on a tenant of a home another process holds exit 3
+        (busy) with one line naming the holder, and write nothing in the tenant's folder."""
+        monkeypatch.setenv("FABRIC__embeddings__backend", "none")
+        corpus = tmp_path / "e.jsonl"
+        corpus.write_text(json.dumps({"id": "a", "text": "alpha"}) + "\n")
+        home = tmp_path / "home"
+        folder = home / "tenants" / "acme"
+        folder.mkdir(parents=True)
+        args = [a.replace("{corpus}", str(corpus)) for a in command]
+        if address == "--tenant acme":
+            argv = ["--home", str(home), *args, "--tenant", "acme"]
+        else:
+            argv = ["--home", str(folder), *args]
+        proc = _holder(home)
+        try:
+            code = main(argv)
+        finally:
+            _kill(proc)
+        err = capsys.readouterr().err
+        assert code == 3, err
+        assert err.startswith(f"fabric: error: home {home} is in use by pid {proc.pid} (fabric serve")
+        assert err.count("\n") == 1
+        assert list(folder.iterdir()) == []
+
+
 def test_public_api() -> None:
-    """The module exports the lock, its error, the file name and the holder reader."""
-    assert set(mod.__all__) == {"LOCK_FILE", "HomeInUseError", "HomeLock", "lock_holder"}
+    """The module exports the lock, its error, the file name, the holder reader and the owning home."""
+    assert set(mod.__all__) == {"LOCK_FILE", "HomeInUseError", "HomeLock", "lock_holder", "owning_home"}

@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 import fabric.serve.homegate as mod
 from fabric.ingest.homelock import HomeInUseError
 from fabric.ingest.ledger import LEDGER_FILE, Ledger
+from fabric.ingest.provenance import Provenance
 from fabric.query.engine import Engine
 from fabric.serve.homegate import HomeGate, unwritable
 from fabric.serve.service import GATE_KEY, create_app
@@ -91,7 +92,7 @@ class TestReadiness:
         """A ledger left pending by a crash is rolled back at start-up, and /readyz reports what was repaired."""
         home = tmp_path / "home"
         led = Ledger(home / LEDGER_FILE)
-        led.mark_pending([("x1", "x1", "jsonl:lost", "h")], [])
+        led.mark_pending([("x1", "x1", "jsonl:lost", "h", Provenance("operator"))], [])
         led.close()
         async with TestClient(TestServer(create_app(_engine(home)), host="127.0.0.1")) as client:
             body = await (await client.get("/readyz")).json()

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import socket
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx2
 import pytest
 from aiohttp import web
@@ -19,16 +24,22 @@ from aiohttp.test_utils import TestClient, TestServer
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+import fabric.serve.homegate as homegate
 import fabric.serve.tenant_engines as mod
+from fabric.cli import main
 from fabric.core.errors import ConfigError
+from fabric.ingest.check import pending_rows
+from fabric.ingest.crashpoints import ENV as CRASH_AT
 from fabric.query.engine import Engine
 from fabric.serve.keys.store import KeyStore, Role
-from fabric.serve.service import create_app
+from fabric.serve.service import create_app, own_readiness
 from fabric.serve.tenant_engines import TENANTS_KEY
 from fabric.settings import load_settings
 from lanes.base import LaneResources
 from tests.support.embedded import BagEmbedder
 from tests.support.tenants import CORPORA, QUERY, own_ids
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _entries(tenant: str) -> list[dict[str, Any]]:
@@ -191,6 +202,139 @@ class TestMcpOverHttp:
                 found[tenant] = {it["id"] for it in payload["items"]}
         assert found == {"acme": own_ids()["acme"], "beta": set(), "default": set()}
         assert (home / "tenants" / "acme" / "keyword.sqlite").is_file()
+
+
+async def _audit(client: TestClient, token: str) -> list[tuple[str, str, str, str | None]]:
+    """The caller's entry records: (entry id, action, tenant, key id)."""
+    resp = await client.get("/v1/audit", headers=_auth(token))
+    assert resp.status == 200
+    records = (await resp.json())["records"]
+    return [(r["entry_id"], r["action"], r["tenant"], r["key_id"]) for r in records if r["subject"] == "entry"]
+
+
+class TestAuditFromEveryDoor:
+    """Entries a tenant writes through any door are audited as that tenant's, with the key that wrote them, so the
+    tenant lists them in ``GET /v1/audit`` and may delete them."""
+
+    async def test_http_ingest(self, home: Path) -> None:
+        """``POST /v1/ingest`` with acme's key: acme's records name acme and the key."""
+        record, token = KeyStore(home).create("acme", Role.WRITER)
+        async with TestClient(TestServer(_app(home), host="127.0.0.1")) as client:
+            status, _ = await _ingest(client, token, {"entries": _entries("acme")})
+            assert status == 200
+            assert {r[2:] for r in await _audit(client, token)} == {("acme", record.key_id)}
+
+    async def test_mcp_ingest(self, home: Path) -> None:
+        """The MCP ``ingest`` tool with acme's key: acme's records name acme and the key, and acme deletes them."""
+        record, token = KeyStore(home).create("acme", Role.WRITER)
+        async with TestServer(_app(home), host="127.0.0.1") as srv:
+            async with (
+                httpx2.AsyncClient(headers=_auth(token)) as http,
+                streamable_http_client(str(srv.make_url("/mcp")), http_client=http) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                done = await session.call_tool("ingest", {"entries": _entries("acme")})
+                assert not done.is_error, done
+            async with TestClient(srv) as client:
+                assert sorted(await _audit(client, token)) == [
+                    (i, "created", "acme", record.key_id) for i in sorted(own_ids()["acme"])
+                ]
+                resp = await client.delete("/v1/entries/a-1", headers=_auth(token))
+                assert resp.status == 200, await resp.json()
+
+    async def test_cli_ingest_for_a_tenant(
+        self, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """Entries an operator seeds with ``fabric ingest --tenant acme`` are acme's (key ``operator``): acme lists
+        them and its admin key deletes them (a writer key may not delete the operator's entries:
+        :mod:`fabric.ingest.provenance`)."""
+        monkeypatch.setenv("FABRIC__embeddings__backend", "none")
+        corpus = tmp_path / "acme.jsonl"
+        corpus.write_text("".join(json.dumps(e) + "\n" for e in _entries("acme")))
+        argv = ["--home", str(home), "ingest", str(corpus), "--tenant", "acme", "--json"]
+        assert await asyncio.to_thread(main, argv) == 0  # the CLI runs its own event loop
+        capsys.readouterr()
+        record, token = KeyStore(home).create("acme", Role.ADMIN)
+        async with TestClient(TestServer(_app(home), host="127.0.0.1")) as client:
+            assert sorted(await _audit(client, token)) == [
+                (i, "created", "acme", "operator") for i in sorted(own_ids()["acme"])
+            ]
+            resp = await client.delete("/v1/entries/a-1", headers=_auth(token))
+            assert resp.status == 200, await resp.json()
+            assert (await _audit(client, token))[-1] == ("a-1", "deleted", "acme", record.key_id)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _crash_during_ingest(home: Path, token: str, tmp_path: Path) -> str:
+    """A real ``fabric serve`` that SIGKILLs itself (the crash points, :mod:`fabric.ingest.crashpoints`) once acme's
+    300-entry task has committed its first keyword batch; the task's id."""
+    env = {k: v for k, v in os.environ.items() if k != "FABRIC_HOME"}
+    env |= {CRASH_AT: "write.sqlite_fts", "FABRIC__embeddings__backend": "none", "FABRIC_CACHE_DIR": str(tmp_path)}
+    port = _free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "fabric.cli", "--home", str(home), "serve", "--port", str(port), cwd=str(ROOT), env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    assert "serving on" in (await asyncio.wait_for(proc.stdout.readline(), 300)).decode()
+    entries = [{"id": f"c{i:03d}", "title": f"note {i}", "text": f"Note {i} is about rivers."} for i in range(300)]
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"http://127.0.0.1:{port}/v1/ingest", json={"entries": entries, "async": True}, headers=_auth(token))
+        as resp,
+    ):  # fmt: skip
+        assert resp.status == 202, await resp.text()
+        task_id: str = (await resp.json())["task_id"]
+    assert await asyncio.wait_for(proc.wait(), 300) == -signal.SIGKILL
+    return task_id
+
+
+class TestStartUp:
+    async def test_a_torn_tenant_is_repaired_and_resumed_before_ready(
+        self, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """After a kill -9 during acme's ingest, the restarted service repairs acme's stores while /readyz would
+        still answer not ready, reports the repair once ready and resumes acme's task, without a request of acme's;
+        then acme's stores agree with its ledger."""
+        _, token = KeyStore(home).create("acme", Role.WRITER)
+        task_id = await _crash_during_ingest(home, token, tmp_path)
+        acme = home / "tenants" / "acme"
+        assert pending_rows(acme) > 0  # torn: a keyword batch committed, the ledger's rows still pending
+        settings = load_settings(env={"FABRIC_HOME": str(home), "FABRIC__embeddings__backend": "none"})
+        app = create_app(Engine(settings))
+        during: list[tuple[bool, str]] = []
+        repair = homegate.repair_stores
+
+        async def observed(settings: Any, resources: LaneResources) -> Any:
+            if resources.tenant == "acme":
+                ready, body = await own_readiness(app)
+                during.append((ready, body["stores"]["error"]))
+            return await repair(settings, resources)
+
+        monkeypatch.setattr(homegate, "repair_stores", observed)
+        async with TestClient(TestServer(app, host="127.0.0.1")) as client:
+            assert during == [(False, "the start-up repair has not finished")]
+            resp = await client.get("/readyz")
+            body = await resp.json()
+            assert resp.status == 200, body
+            assert body["stores"]["tenant_repairs"]["acme"]["rolled_back"] > 0
+            assert "acme" in app[TENANTS_KEY].tenants  # opened at start-up: its task was unfinished
+            tasks = (await app[TENANTS_KEY].get("acme")).tasks
+            task = tasks.get(task_id)
+            assert task is not None
+            if not task.finished:  # a finished task is read from the store (its event is not the worker's)
+                task = await tasks.wait(task)
+            assert (task.status.value, task.attempts) == ("succeeded", 2), task.error
+        capsys.readouterr()
+        assert await asyncio.to_thread(main, ["--home", str(home), "check", "--tenant", "acme", "--json"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert (report["agree"], report["pending"], report["ledger"]) == (True, 0, 300)
 
 
 class TestOpenMode:
