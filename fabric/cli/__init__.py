@@ -3,7 +3,8 @@
 The ``fabric`` console script: argument parsing, error reporting and exit codes.
 
 Exit codes, each with one line on stderr, never a traceback: 0 success; 1 a gate or check failed; 2 bad input or
-configuration; 3 busy: the home is held by another process or the port is in use; 4 a file or folder cannot be
+configuration (a text argument that is not valid UTF-8 included: ids, sources, queries, tenants; file names may hold
+any bytes); 3 busy: the home is held by another process or the port is in use; 4 a file or folder cannot be
 read; 130 interrupted (Ctrl-C); 141 the reader of the output went away (a closed pipe).
 
 The global options (``--home``, ``--config``, ``--profile``, ``-v``) may stand before or after the subcommand.
@@ -29,6 +30,7 @@ COMMANDS = (
     "ingest",
     "check",
     "eval",
+    "eval_cite",
     "slowcook",
     "bench",
     "demo",
@@ -43,8 +45,9 @@ COMMANDS = (
     "config",
     "warm",
 )
-"""Subcommand modules of this package, in help order: each exposes ``register(subparsers)``, which sets
-``func(args) -> int``, and imports its heavy dependencies inside ``run`` so that ``fabric --help`` stays fast."""
+"""Subcommand modules of this package, in help order (module ``eval_cite`` is the subcommand ``eval-cite``): each
+exposes ``register(subparsers)``, which sets ``func(args) -> int``, and imports its heavy dependencies inside ``run``
+so that ``fabric --help`` stays fast."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,6 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    undecodable = _undecodable_argument(parser, args)
+    if undecodable is not None:  # surrogate-escaped bytes would reach SQLite (UnicodeEncodeError) or a log
+        print(f"fabric: error: {undecodable}: not valid UTF-8 (the argument holds bytes that are not text)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     args.cli_argv = list(sys.argv[1:] if argv is None else argv)  # what a command that re-runs the CLI passes on
     if not getattr(args, "func", None):
         parser.print_help()
@@ -114,6 +122,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fabric: error: cannot read {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return 4
     return code
+
+
+_PATH_ARGUMENTS = frozenset({"path", "home", "config", "answer_file", "items", "token_file", "workers_dir", "options"})
+"""Arguments naming files, whose names may be any bytes (Python hands them over surrogate-escaped, and gives the
+same bytes back when it opens them); every other text argument must be valid Unicode."""
+
+
+def _undecodable_argument(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """The option (``--entry-id``) or argument (``query``) whose text is not valid UTF-8, if any."""
+    for dest, value in vars(args).items():
+        if dest in _PATH_ARGUMENTS:
+            continue
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError:
+                    return _argument_name(parser, dest, args.command)
+    return None
+
+
+def _argument_name(parser: argparse.ArgumentParser, dest: str, command: str | None = None) -> str:
+    """How the user wrote the argument stored in ``dest`` (of subcommand ``command``): its long option, else its
+    name."""
+    for action in parser._actions:  # argparse keeps its arguments (and subparsers) here
+        if isinstance(action, argparse._SubParsersAction):
+            children = [action.choices[command]] if command in action.choices else list(action.choices.values())
+            for child in children:
+                name = _argument_name(child, dest)
+                if name != dest:
+                    return name
+        elif action.dest == dest and action.option_strings:
+            return max(action.option_strings, key=len)
+    return dest
 
 
 _BUSY = frozenset({"HomeInUseError", "AddressInUseError"})

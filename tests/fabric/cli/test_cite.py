@@ -105,6 +105,13 @@ class TestCiteCommand:
         assert main(["cite", "--answer", "  ", "--items", str(items_file)]) == 2
         assert "answer" in capsys.readouterr().err
 
+    def test_answer_over_the_work_budget_exits_2(self, items_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """An answer of more sentences than one alignment takes exits 2 with one line naming it, no traceback."""
+        assert main(["cite", "--answer", "Aspirin works! " * 201, "--items", str(items_file)]) == 2
+        err = capsys.readouterr().err
+        assert "answer: at most 200 sentences per alignment, got 201" in err
+        assert "Traceback" not in err
+
     def test_hits_from_json_rejects_missing_id(self) -> None:
         """An item without an id is refused with a QueryError."""
         with pytest.raises(QueryError, match="id"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,10 @@ from fabric.cli import COMMANDS, build_parser, main
 
 class TestParser:
     def test_every_command_is_registered(self) -> None:
-        """Each module named in COMMANDS adds its subcommand."""
+        """Each module named in COMMANDS adds its subcommand (``eval_cite`` adds ``eval-cite``)."""
         parser = build_parser()
         sub = next(a for a in parser._actions if a.dest == "command")
-        assert set(COMMANDS) <= set(sub.choices)
+        assert {name.replace("_", "-") for name in COMMANDS} <= set(sub.choices)
 
     def test_version(self, capsys: pytest.CaptureFixture[str]) -> None:
         """``--version`` prints the package version and exits 0."""
@@ -41,6 +42,38 @@ class TestExitCodes:
         assert err.startswith("fabric: error: ")
         assert "unknown section(s) nonsense" in err
         assert "Traceback" not in err
+
+    @pytest.mark.parametrize(
+        ("argv", "name"),
+        [
+            (["delete", "--id", "ok", "--id", "\udcff\udcfe"], "--id"),
+            (["delete", "--source", "a\udcff"], "--source"),
+            (["audit", "--entry-id", "\udcff"], "--entry-id"),
+            (["search", "q\udcff"], "query"),
+            (["ingest", "notes", "--tenant", "\udcff"], "--tenant"),
+        ],
+    )
+    def test_text_argument_that_is_not_utf8_exits_2(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], name: str
+    ) -> None:
+        """Bytes that are not UTF-8 in an id, a source, a query or a tenant (Python hands argv over
+        surrogate-escaped) exit 2 with one line naming the argument, before any store is opened; never SQLite's
+        UnicodeEncodeError traceback."""
+        assert main(["--home", str(tmp_path / "h"), *argv]) == 2
+        err = capsys.readouterr().err
+        assert err == f"fabric: error: {name}: not valid UTF-8 (the argument holds bytes that are not text)\n"
+        assert not (tmp_path / "h").exists()
+
+    def test_file_names_may_hold_any_bytes(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        """A path argument is a file name, which may be any bytes: a note whose name is not UTF-8 is ingested."""
+        name = os.fsdecode(b"n\xffote.md")
+        (tmp_path / name).write_text("# Note\n\nLatin-1 file name.\n")
+        env = {"FABRIC__embeddings__backend": "none", "FABRIC_CACHE_DIR": str(tmp_path / "cache")}
+        with pytest.MonkeyPatch.context() as mp:
+            for key, value in env.items():
+                mp.setenv(key, value)
+            assert main(["--home", str(tmp_path / "h"), "ingest", str(tmp_path / name), "--json"]) == 0
+        assert '"created": 1' in capsys.readouterr().out
 
     def test_interrupt_is_exit_130(self, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
         """Ctrl-C during a command exits 130 with a short message."""
