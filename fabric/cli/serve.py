@@ -1,22 +1,24 @@
-"""``fabric serve [--host 127.0.0.1] [--port 8080] [--insecure] [--rate R --burst B --max-concurrent N] [--max-active A
---max-queue Q --max-wait-ms W] [--workers N]``.
+"""``fabric serve [--host 127.0.0.1] [--port 8080] [--insecure] [--allow-host NAME ...] [--rate R --burst B
+--max-concurrent N] [--max-active A --max-queue Q --max-wait-ms W] [--workers N]``.
 
-The HTTP API (:mod:`fabric.serve.service`) over the engine. With no API key in the home (``fabric keys create``) the
-service is open, as the single tenant ``default``; it then refuses to listen on anything but a loopback address
-unless started with ``--insecure``. Limits apply per tenant (:mod:`fabric.serve.limits.tenants`), and searches beyond
-the
-service's capacity are shed with a fast 503 (:mod:`fabric.serve.limits.admission`). ``--workers N`` runs N such
-processes on
-the one address, replicas of one another on this host (:mod:`fabric.serve.workers`, ``docs/replicas.md``).
+The HTTP API (:mod:`fabric.serve.service`) over the engine. In a home where no API key was ever created
+(``fabric keys create``) the service is open, as the single tenant ``default``; it then refuses to listen on
+anything but a loopback address unless started with ``--insecure``, and answers only requests whose ``Host`` (and
+``Origin``) name loopback, the bound address or an ``--allow-host`` name (:mod:`fabric.serve.hosts`). Once keys
+were created, none active locks it (:mod:`fabric.serve.auth`). Limits apply per tenant
+(:mod:`fabric.serve.limits.tenants`), and searches beyond the service's capacity are shed with a fast 503
+(:mod:`fabric.serve.limits.admission`). ``--workers N`` runs N such processes on the one address, replicas of one
+another on this host (:mod:`fabric.serve.workers`, ``docs/replicas.md``).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import gc
-import ipaddress
 import os
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -24,7 +26,7 @@ from typing import Any
 
 from fabric.core.errors import ConfigError
 
-__all__ = ["check_bind", "freeze_heap", "is_loopback", "register", "run"]
+__all__ = ["check_bind", "freeze_heap", "is_loopback", "key_state", "register", "run"]
 
 
 def register(sub: Any) -> None:
@@ -38,10 +40,23 @@ def register(sub: Any) -> None:
         default=0,
         help="open connections above which new ones get 503 (default: the descriptor limit less 25%%)",
     )
+    p.add_argument(
+        "--max-connections-per-address",
+        type=int,
+        default=0,
+        help="open connections one client address may hold (default 0: half of --max-connections)",
+    )
     p.add_argument("--header-timeout-s", type=float, default=10.0, help="request head deadline (default 10 s)")
     p.add_argument("--body-timeout-s", type=float, default=30.0, help="request body deadline (default 30 s)")
     p.add_argument(
         "--insecure", action="store_true", help="allow a non-loopback address without any API key (open to all)"
+    )
+    p.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="without API keys, also answer requests to this host name (repeatable; '*': any, no DNS rebinding check)",
     )
     p.add_argument("--rate", type=float, default=100.0, help="requests per second per tenant (default 100)")
     p.add_argument("--burst", type=int, default=200, help="token bucket size per tenant (default 200)")
@@ -70,12 +85,22 @@ def register(sub: Any) -> None:
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` names only the loopback interface (``localhost``, 127.0.0.0/8, ``::1``)."""
-    if host.strip().lower() == "localhost":
-        return True
+    from fabric.serve.hosts import is_loopback_host
+
+    return is_loopback_host(host)
+
+
+def key_state(store: Any, *, quiet: bool = False) -> Any:
+    """The key store's :class:`fabric.serve.keys.store.KeyState`, or None when it cannot be read (said on stderr
+    unless ``quiet``: the service starts, fails closed and answers 503 until it is repaired)."""
+    from fabric.serve.keys.store import KeyStoreError
+
     try:
-        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
-    except ValueError:
-        return False  # a host name or "" (every interface): not provably loopback
+        return store.state()
+    except KeyStoreError as exc:
+        if not quiet:
+            print(f"fabric: {exc}", file=sys.stderr)
+        return None
 
 
 def check_bind(host: str, active_keys: int, *, insecure: bool) -> None:
@@ -147,6 +172,7 @@ def _supervise(args: argparse.Namespace, workers: int) -> int:
     """``--workers N``: bind once, check what every worker would check, then run the workers (fabric.serve.workers)."""
     from fabric.cli.search import load_cli_settings
     from fabric.core.logs import configure_logging
+    from fabric.serve.hosts import HostPolicy
     from fabric.serve.keys.store import KeyStore
     from fabric.serve.state.local import local_folder, local_url
     from fabric.serve.workers import Supervisor
@@ -154,9 +180,11 @@ def _supervise(args: argparse.Namespace, workers: int) -> int:
     configure_logging(level="DEBUG" if getattr(args, "verbose", False) else "INFO")
     settings = load_cli_settings(args)
     _limit_configs(args)
+    HostPolicy.of(args.allow_host, bind=args.host)
     url = settings.state_url or local_url(settings.home / "replicas")
     if local_folder(url) is not None:  # the workers keep their keys in the home (a database's: checked by each)
-        check_bind(args.host, KeyStore(settings.home).active_count(), insecure=args.insecure)
+        state = key_state(KeyStore(settings.home))
+        check_bind(args.host, 1 if state is None or state.mode != "open" else 0, insecure=args.insecure)
     sock = bind(args.host, args.port)
     env = {**os.environ, "FABRIC_STATE_URL": url}
     if settings.home:
@@ -210,6 +238,8 @@ def _serve(args: argparse.Namespace) -> int:
     from fabric.cli.search import load_cli_settings
     from fabric.core.logs import configure_logging
     from fabric.query.engine import Engine
+    from fabric.serve.auth import LOCKED_MESSAGE
+    from fabric.serve.hosts import HostPolicy
     from fabric.serve.limits.server import ServerLimits
     from fabric.serve.replicas import Replica, key_store
     from fabric.serve.service import create_app, default_guard
@@ -217,19 +247,23 @@ def _serve(args: argparse.Namespace) -> int:
 
     configure_logging(level="DEBUG" if getattr(args, "verbose", False) else "INFO")
     settings = load_cli_settings(args)
+    hosts = HostPolicy.of(args.allow_host, bind=args.host)  # a bad --allow-host fails before anything loads
     # FABRIC_STATE_URL: one of several replicas sharing tasks, keys, rate buckets and cursor secret (docs/replicas.md)
     replica = Replica(settings.state_url, settings.home) if settings.state_url else None
     if replica is not None:
         replica.state.open_sync()
-    keys = key_store(settings.home, replica).active_count()
-    check_bind(args.host, keys, insecure=args.insecure)
+    state = key_state(key_store(settings.home, replica), quiet=args.worker_index > 0)
+    mode = state.mode if state is not None else "unavailable"
+    check_bind(args.host, 0 if mode == "open" else 1, insecure=args.insecure)  # locked or unreadable: closed
     worker = args.listen_fd is not None
     tenant_limits, admission = _limit_configs(args, worker_count(args.workers) if worker else 1)
     sock = socket.socket(fileno=args.listen_fd) if worker else bind(args.host, args.port)  # before the engine loads
     port = sock.getsockname()[1]
-    if not keys and args.worker_index == 0:
+    if mode == "open" and args.worker_index == 0:
         where = "every interface (--insecure)" if not is_loopback(args.host) else "loopback"
         print(f"fabric: no API key configured: open to any client on {where}, as tenant 'default'", file=sys.stderr)
+    elif mode == "locked" and args.worker_index == 0:
+        print(f"fabric: {LOCKED_MESSAGE}", file=sys.stderr)
     workers = f" ({worker_count(args.workers)} workers)" if worker else ""
     banner = (
         f"fabric: serving on http://{args.host}:{port}{workers} "
@@ -237,20 +271,39 @@ def _serve(args: argparse.Namespace) -> int:
         "MCP at /mcp, /healthz, /readyz, /metrics; the API: /openapi.json)"
     )
     engine = Engine(settings)
-    guard = default_guard(engine, tenant_limits, replica, open_allowed=is_loopback(args.host) or bool(args.insecure))
+    open_allowed = is_loopback(args.host) or bool(args.insecure)
+    guard = default_guard(engine, tenant_limits, replica, open_allowed=open_allowed, hosts=hosts)
     app = create_app(engine, guard=guard, host=args.host, admission=admission, replica=replica)
     if worker and args.workers_dir:
         _add_worker_metrics(app, WorkerSet(Path(args.workers_dir), args.worker_index, worker_count(args.workers)))
     limits = ServerLimits(
-        header_timeout_s=args.header_timeout_s, body_timeout_s=args.body_timeout_s, max_connections=args.max_connections
-    )
+        header_timeout_s=args.header_timeout_s, body_timeout_s=args.body_timeout_s,
+        max_connections=args.max_connections, max_connections_per_address=args.max_connections_per_address,
+    )  # fmt: skip
 
     def started(_name: str) -> None:  # called once the site listens (after start-up checks)
         freeze_heap()
         print(banner if args.worker_index == 0 else f"fabric: worker {args.worker_index} ready", flush=True)
 
-    asyncio.run(_run_site(app, args, limits, engine.metrics.registry, started, sock, worker=worker))
+    return _until_stopped(lambda: asyncio.run(_run_site(app, args, limits, engine.metrics.registry, started, sock,
+                                                         worker=worker)))  # fmt: skip
+
+
+def _until_stopped(serve: Any) -> int:
+    """Run ``serve()``; a home whose stores cannot be opened (a full disk) is one line and exit 1, no traceback."""
+    try:
+        serve()
+    except (OSError, sqlite3.Error) as exc:
+        if isinstance(exc, OSError) and exc.errno not in _DISK_ERRNOS:
+            raise
+        print(f"fabric: error: cannot start: the home's stores cannot be written: {type(exc).__name__}: {exc} (is "
+              "the disk full or read-only? free space and start again)", file=sys.stderr)  # fmt: skip
+        return 1
     return 0
+
+
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EIO})
+"""Errors of a disk that takes no more writes (full, over quota, read-only, failing)."""
 
 
 async def _run_site(

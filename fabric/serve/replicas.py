@@ -25,10 +25,12 @@ from pathlib import Path
 from fabric.core.tenants import DEFAULT_TENANT
 from fabric.ingest.pipeline import ingest
 from fabric.ingest.report import IngestReport, Progress
+from fabric.ingest.selection import requested_selection
 from fabric.ingest.writers import build_writers
 from fabric.query.cursor_secret import CURSOR_SECRET_ENV
 from fabric.query.engine import Engine
 from fabric.serve.auth import Guard
+from fabric.serve.hosts import HostPolicy
 from fabric.serve.keys.postgres import SharedKeyStore
 from fabric.serve.keys.store import KeyBackend, KeyStore
 from fabric.serve.limits.tenants import Buckets, LimitConfig, TenantLimits, TenantMetrics
@@ -145,6 +147,7 @@ def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Await
             return await ingest(
                 path, home=resources.home, writers=writers, embedder=resources.embedder, fmt=fmt, progress=progress,
                 private_sources=engine.settings.embeddings.private_sources,
+                selection=requested_selection(engine.settings.ingest),  # the request's include/exclude
             )  # fmt: skip
         finally:
             for writer in writers:
@@ -154,17 +157,23 @@ def store_runner(engine: Engine) -> Callable[[Path, str | None, Progress], Await
 
 
 def default_guard(
-    engine: Engine, limits: LimitConfig | None = None, replica: Replica | None = None, *, open_allowed: bool = True
+    engine: Engine,
+    limits: LimitConfig | None = None,
+    replica: Replica | None = None,
+    *,
+    open_allowed: bool = True,
+    hosts: HostPolicy | None = None,
 ) -> Guard:
     """The guard of the engine's home (keys in ``<home>/keys.sqlite``, buckets in memory), or of the replicas
-    (keys and buckets in their database); per-tenant limits and metrics. ``open_allowed``: see
-    :attr:`fabric.serve.auth.Guard.open_allowed`."""
+    (keys and buckets in their database); per-tenant limits and metrics. ``open_allowed`` and ``hosts``: see
+    :attr:`fabric.serve.auth.Guard.open_allowed` and :attr:`fabric.serve.auth.Guard.hosts`."""
     buckets = replica.buckets if replica is not None else None
     return Guard(
         key_store(engine.settings.home, replica),
         TenantLimits(limits or LimitConfig(), shared=buckets),
         TenantMetrics(engine.metrics.registry),
         open_allowed=open_allowed,
+        hosts=hosts,
     )
 
 

@@ -6,8 +6,9 @@ status, headers and body chunks out, streamed as the SDK sends them (JSON or SSE
 (every POST is self-contained, so any replica can answer it) with JSON responses.
 
 The route is an ordinary aiohttp route: the service's middlewares (its error handler and its request guard,
-:mod:`fabric.serve.auth`: API keys, roles, per-tenant limits) run before the SDK sees the request. The SDK's own DNS
-rebinding protection is on when the service binds a loopback address.
+:mod:`fabric.serve.auth`: API keys, roles, per-tenant limits) run before the SDK sees the request. The guard also
+checks ``Host`` and ``Origin`` against DNS rebinding wherever no key is needed (:mod:`fabric.serve.hosts`), for
+``/mcp`` as for ``/v1/*``; the SDK's own check of them is turned off, so one implementation decides.
 """
 
 from __future__ import annotations
@@ -20,11 +21,16 @@ from typing import Any
 from aiohttp import web
 from mcp.server.mcpserver import MCPServer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
 
-__all__ = ["MCP_PATH", "asgi_handler", "mount_mcp"]
+from fabric.serve.requests import BodyError, read_capped
+
+__all__ = ["MAX_BODY_BYTES", "MCP_PATH", "asgi_handler", "mount_mcp"]
 
 MCP_PATH = "/mcp"
 """Where ``fabric serve`` mounts the transport."""
+MAX_BODY_BYTES = 32 * 1024 * 1024
+"""Default body cap of the route (the service passes the larger of its search and ingest caps)."""
 
 _Scope = MutableMapping[str, Any]
 _Message = MutableMapping[str, Any]
@@ -51,10 +57,21 @@ def _scope(request: web.Request) -> _Scope:
     }
 
 
-def asgi_handler(app: _ASGIApp) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """An aiohttp handler that runs ``app`` (an ASGI 3 callable) for each request."""
+def asgi_handler(
+    app: _ASGIApp, max_body_bytes: int = MAX_BODY_BYTES
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """An aiohttp handler that runs ``app`` (an ASGI 3 callable) for each request.
+
+    The body is read before ``app`` runs, like every route's: at most ``max_body_bytes`` (else ``413``) within the
+    server's body timeout (else ``408``, :func:`fabric.serve.requests.read_capped`), so a client that stalls its
+    body holds neither the SDK nor a task for longer.
+    """
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        try:
+            body = await read_capped(request, max_body_bytes)
+        except BodyError as exc:
+            return exc.response
         finished = asyncio.Event()
         response: web.StreamResponse | None = None
         body_done = False
@@ -62,9 +79,8 @@ def asgi_handler(app: _ASGIApp) -> Callable[[web.Request], Awaitable[web.StreamR
         async def receive() -> _Message:
             nonlocal body_done
             if not body_done:
-                chunk = await request.content.read(1 << 16)
-                body_done = request.content.at_eof()
-                return {"type": "http.request", "body": chunk, "more_body": not body_done}
+                body_done = True
+                return {"type": "http.request", "body": body, "more_body": False}
             await finished.wait()  # the body is read: the next event is the end of the exchange
             return {"type": "http.disconnect"}
 
@@ -123,11 +139,25 @@ class _ManagerTask:
                 await self._task
 
 
-def mount_mcp(app: web.Application, server: MCPServer, *, host: str = "127.0.0.1", path: str = MCP_PATH) -> None:
-    """Serve ``server`` at ``path`` of ``app``; the transport starts with the app and stops first at clean-up."""
-    server.streamable_http_app(streamable_http_path=path, stateless_http=True, json_response=True, host=host)
+def mount_mcp(
+    app: web.Application,
+    server: MCPServer,
+    *,
+    host: str = "127.0.0.1",
+    path: str = MCP_PATH,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> None:
+    """Serve ``server`` at ``path`` of ``app``; the transport starts with the app and stops first at clean-up.
+
+    ``app``'s guard checks ``Host`` and ``Origin`` (:mod:`fabric.serve.hosts`); the SDK's check, on by default for
+    a loopback ``host``, is off.
+    """
+    server.streamable_http_app(
+        streamable_http_path=path, stateless_http=True, json_response=True, host=host,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )  # fmt: skip
     manager = server.session_manager
     task = _ManagerTask(manager)
     app.on_startup.append(task.start)
     app.on_cleanup.insert(0, task.stop)
-    app.router.add_route("*", path, asgi_handler(manager.handle_request))
+    app.router.add_route("*", path, asgi_handler(manager.handle_request, max_body_bytes))

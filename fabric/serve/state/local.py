@@ -184,8 +184,11 @@ class LocalTaskStore:
 
     # ------------------------------------------------------------------ the TaskStore interface
 
-    def add(self, task: IngestTask, body: bytes | None) -> None:
-        """Record a new queued task, its idempotency key and (for entries) its spooled body, in one transaction."""
+    def add(self, task: IngestTask, body: bytes | Path | None) -> None:
+        """Record a new queued task, its idempotency key and (for entries) its spooled body, in one transaction (a
+        body given as a file is read whole here, as the shared store does)."""
+        if isinstance(body, Path):
+            body = body.read_bytes()
         with self.state.transaction() as conn:
             conn.execute(f"INSERT INTO fabric_tasks ({COLUMNS}) VALUES ({', '.join('?' * 14)})", task_row(task))
             conn.execute(

@@ -58,8 +58,11 @@ class SharedTaskStore:
 
     # ------------------------------------------------------------------ the TaskStore interface
 
-    def add(self, task: IngestTask, body: bytes | None) -> None:
-        """Record a new queued task, its idempotency key and (for entries) its spooled body, in one transaction."""
+    def add(self, task: IngestTask, body: bytes | Path | None) -> None:
+        """Record a new queued task, its idempotency key and (for entries) its spooled body, in one transaction (a
+        ``bytea`` value: a body given as a file is read whole here)."""
+        if isinstance(body, Path):
+            body = body.read_bytes()
         with self.pool.connection() as conn, conn.transaction():
             conn.execute(
                 f"INSERT INTO fabric_tasks ({COLUMNS}) VALUES ({', '.join(['%s'] * 14)})".encode(), task_row(task)

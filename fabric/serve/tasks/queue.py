@@ -90,6 +90,8 @@ class IngestTasks:
         registry: Prometheus registry for ``fabric_ingest_tasks_total{status}`` (finished tasks),
             ``fabric_ingest_entries_total`` (entries of succeeded tasks) and ``fabric_ingest_tasks_pending``
             (queued + running); the service passes the engine's, so ``/metrics`` shows them.
+        tenant: whose stores the runner writes: the tasks run, and are audited, as this tenant whichever door
+            submitted them (the submission brings the key id).
     """
 
     def __init__(
@@ -100,8 +102,10 @@ class IngestTasks:
         runner: Runner,
         root: Path | None,
         registry: CollectorRegistry | None = None,
+        tenant: str = DEFAULT_TENANT,
     ) -> None:
         self.config = config
+        self.tenant = tenant
         self.runner = runner
         self.root = root
         self.spool_dir = home / "spool"
@@ -283,13 +287,13 @@ class IngestTasks:
                     return existing, False
             if await self._backlog() >= self.config.max_queued:
                 raise SubmitError("queue", f"{self.config.max_queued} ingestion tasks already queued", status=503)
-            body: bytes | None = None
+            body: Path | None = None
             if sub.kind == "entries":
                 source = self.spool_dir / sub.fingerprint[:32] / SPOOL_NAME
                 try:
                     await asyncio.to_thread(spool_entries, sub, source)
                     crash_point("spool")
-                    body = await asyncio.to_thread(source.read_bytes)
+                    body = source  # the store copies it in pieces, never whole in memory
                 except BaseException:
                     await self._release(source)
                     raise
@@ -328,7 +332,7 @@ class IngestTasks:
         error: str | None = None
         sub = task.submission
         try:
-            with acting_as(Actor(tenant=sub.tenant, key_id=sub.key_id, task_id=task.id, via="api")):
+            with acting_as(Actor(self.tenant, sub.key_id, task_id=task.id, via="api", role=sub.role)), sub.allowlist():
                 report = await self.runner(task.source_path, sub.fmt, _TaskProgress(task))
         except asyncio.CancelledError:  # a clean stop: the task stays queued and resumes at the next start
             task.status = TaskStatus.QUEUED

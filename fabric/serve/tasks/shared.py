@@ -104,9 +104,8 @@ class SharedIngestTasks(IngestTasks):
         registry: CollectorRegistry | None = None,
         poll_s: float | None = None,
     ) -> None:
-        super().__init__(config, home=home, runner=runner, root=root, registry=registry)
+        super().__init__(config, home=home, runner=runner, root=root, registry=registry, tenant=tenant)
         self.state = state
-        self.tenant = tenant
         self.owner = owner
         self.repair = repair
         self.poll_s = poll_s if poll_s is not None else config.replica_poll_s

@@ -157,6 +157,8 @@ class IngestTask:
                 "entries": sub.count if sub.kind == "entries" else None,
                 "path": sub.requested_path or None,
                 "format": sub.fmt,
+                **({"include": list(sub.include)} if sub.include is not None else {}),
+                **({"exclude": list(sub.exclude)} if sub.exclude is not None else {}),
             },
             "idempotency": "key" if self.key.startswith("key:") else "content",
             "attempts": self.attempts,
@@ -176,7 +178,8 @@ def task_row(task: IngestTask) -> tuple[Any, ...]:
     submission = {
         "kind": sub.kind, "fingerprint": sub.fingerprint, "count": sub.count,
         "path": str(sub.path) if sub.path is not None else None, "requested_path": sub.requested_path,
-        "fmt": sub.fmt, "force_async": sub.force_async, "tenant": sub.tenant, "key_id": sub.key_id,
+        "fmt": sub.fmt, "force_async": sub.force_async, "tenant": sub.tenant, "key_id": sub.key_id, "role": sub.role,
+        "include": sub.include, "exclude": sub.exclude,
     }  # fmt: skip
     progress = {k: [p.done, p.total] for k, p in task.progress.items()}
     return (
@@ -187,6 +190,23 @@ def task_row(task: IngestTask) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
+def _role(s: dict[str, Any]) -> str:
+    """The submitter's role of a stored submission; a record from before roles were kept: a path (admin only) or no
+    key id (open mode, the local operator) is ``admin``, any other key ``writer`` (least privilege)."""
+    return str(s.get("role") or ("admin" if s["kind"] == "path" or s.get("key_id") is None else "writer"))
+
+
+def _copy_into_blob(conn: sqlite3.Connection, source_path: str, body: Path) -> None:
+    """Write the file ``body`` as the ``bodies`` row of ``source_path`` 256 KiB at a time (in the caller's
+    transaction)."""
+    size = body.stat().st_size
+    cur = conn.execute("INSERT OR REPLACE INTO bodies (source_path, body) VALUES (?, zeroblob(?))", (source_path, size))
+    assert cur.lastrowid is not None
+    with body.open("rb") as fh, conn.blobopen("bodies", "body", cur.lastrowid) as blob:
+        while piece := fh.read(1 << 18):
+            blob.write(piece)
+
+
 def row_task(row: tuple[Any, ...]) -> IngestTask:
     """The task of a row of :data:`COLUMNS`."""
     tid, tenant, key, sub_json, source, status, attempts, created, started, finished, prog, report, error, conf = row
@@ -194,7 +214,8 @@ def row_task(row: tuple[Any, ...]) -> IngestTask:
     sub = Submission(
         kind=s["kind"], fingerprint=s["fingerprint"], count=s["count"],
         path=Path(s["path"]) if s["path"] else None, requested_path=s["requested_path"], fmt=s["fmt"],
-        force_async=s["force_async"], tenant=s.get("tenant", tenant), key_id=s.get("key_id"),
+        force_async=s["force_async"], tenant=s.get("tenant", tenant), key_id=s.get("key_id"), role=_role(s),
+        **{k: tuple(s[k]) for k in ("include", "exclude") if s.get(k) is not None},
     )  # fmt: skip
     task = IngestTask(
         id=tid, key=key, submission=sub, source_path=Path(source), tenant=tenant, status=TaskStatus(status),
@@ -212,7 +233,7 @@ class TaskBackend(Protocol):
     """What :class:`fabric.serve.tasks.queue.IngestTasks` needs of a task store: :class:`TaskStore` (embedded) or
     :class:`fabric.serve.tasks.postgres.SharedTaskStore` (PostgreSQL, shared by replicas). Methods block."""
 
-    def add(self, task: IngestTask, body: bytes | None) -> None: ...
+    def add(self, task: IngestTask, body: bytes | Path | None) -> None: ...
     def save(self, task: IngestTask) -> None: ...
     def get(self, task_id: str) -> IngestTask | None: ...
     def by_key(self, tenant: str, key: str) -> IngestTask | None: ...
@@ -243,14 +264,17 @@ class TaskStore:
         self._rlock = threading.Lock()
         self._reader = sqlite3.connect(path, timeout=30.0, check_same_thread=False)
 
-    def add(self, task: IngestTask, body: bytes | None) -> None:
-        """Record a new queued task, its idempotency key and (for entries) its spooled body, in one transaction."""
+    def add(self, task: IngestTask, body: bytes | Path | None) -> None:
+        """Record a new queued task, its idempotency key and (for entries) its spooled body, in one transaction; a
+        body given as a file is copied in pieces (:func:`_copy_into_blob`), never read whole."""
         with self._lock, self.conn:
             self.conn.execute(f"INSERT INTO tasks ({COLUMNS}) VALUES ({', '.join('?' * 14)})", task_row(task))
             self.conn.execute(
                 "INSERT OR REPLACE INTO idem (tenant, key, task_id) VALUES (?, ?, ?)", (task.tenant, task.key, task.id)
             )
-            if body is not None:
+            if isinstance(body, Path):
+                _copy_into_blob(self.conn, str(task.source_path), body)
+            elif body is not None:
                 self.conn.execute(
                     "INSERT OR REPLACE INTO bodies (source_path, body) VALUES (?, ?)", (str(task.source_path), body)
                 )

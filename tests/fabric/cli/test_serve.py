@@ -271,3 +271,27 @@ class TestTwoServeProcesses:
                 if proc.returncode is None:
                     proc.terminate()
                 await proc.wait()
+
+
+def test_serve_on_a_full_disk_says_so_in_one_line(tmp_path: Path) -> None:
+    """``fabric serve`` over a home on a disk that takes no more writes: a real subprocess whose every file write
+    fails (RLIMIT_FSIZE 0, SIGXFSZ ignored: EFBIG, as a full disk's writes fail with ENOSPC; SQLite cannot even
+    open its WAL files). The home's lock is still taken (its holder record is skipped), and the start-up that cannot
+    open the stores ends with exit 1 and one line saying why, never a traceback."""
+    import subprocess
+
+    home = tmp_path / "home"
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text('{"id": "a", "text": "alpha"}\n')
+    env = {**os.environ, "FABRIC__embeddings__backend": "none", "FABRIC_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("FABRIC_HOME", None)
+    cli = [sys.executable, "-m", "fabric.cli", "--home", str(home)]
+    subprocess.run([*cli, "ingest", str(notes), "--json"], cwd=str(ROOT), env=env, capture_output=True, check=True)
+    full = ["sh", "-c", 'trap "" XFSZ; ulimit -f 0; exec "$@"', "sh", *cli, "serve", "--port", "0"]
+    done = subprocess.run(full, cwd=str(ROOT), env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 1, done.stderr
+    assert "fabric: error: cannot start: the home's stores cannot be written: OperationalError: disk I/O error" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr
+    assert "home_lock_holder_unrecorded" in done.stderr + done.stdout

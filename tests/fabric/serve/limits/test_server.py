@@ -33,9 +33,20 @@ class Served:
     async def connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         return await asyncio.open_connection("127.0.0.1", self.port)
 
+    async def trusted(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A kept-alive connection that carried a request the service identified (open mode: any guarded one)."""
+        reader, writer = await self.connect()
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        async with asyncio.timeout(10):
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length: ", 1)[1].split(b"\r\n", 1)[0])
+            await reader.readexactly(length)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        return reader, writer
+
     async def get(self, path: str) -> bytes:
         reader, writer = await self.connect()
-        writer.write(f"GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n".encode())
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
         async with asyncio.timeout(10):
             data = await reader.read()
         writer.close()
@@ -69,7 +80,8 @@ async def _serve(tmp_path: Path, limits: ServerLimits) -> AsyncIterator[Served]:
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[Served]:
     """The service with short deadlines and a cap of 3 connections."""
-    async for s in _serve(tmp_path, ServerLimits(header_timeout_s=0.3, body_timeout_s=0.3, max_connections=3)):
+    limits = ServerLimits(header_timeout_s=0.3, body_timeout_s=0.3, max_connections=3, max_connections_per_address=3)
+    async for s in _serve(tmp_path, limits):
         yield s
 
 
@@ -82,7 +94,7 @@ class TestDeadlines:
     async def test_trickled_head_is_cut(self, served: Served) -> None:
         """A request head that never completes: the server closes the connection and counts it."""
         reader, writer = await served.connect()
-        writer.write(b"GET /healthz HTTP/1.1\r\nHost: t\r\n")  # no blank line: the head never ends
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # no blank line: the head never ends
         assert await _closed_by_server(reader) == b""
         writer.close()
         assert served.metric("fabric_http_header_timeouts_total") == 1.0
@@ -97,7 +109,7 @@ class TestDeadlines:
     async def test_keep_alive_then_trickled_head_is_cut(self, served: Served) -> None:
         """After a full request on a keep-alive connection, the next head is timed from its first byte."""
         reader, writer = await served.connect()
-        writer.write(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+        writer.write(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         async with asyncio.timeout(10):
             head = await reader.readuntil(b"\r\n\r\n")
         assert b"200 OK" in head
@@ -110,7 +122,7 @@ class TestDeadlines:
         """A body that stops arriving is answered 408 (and counted) instead of holding the connection."""
         reader, writer = await served.connect()
         writer.write(
-            b"POST /v1/search HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+            b"POST /v1/search HTTP/1.1\r\nHost: [::1]\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"
             b'{"query": '
         )
         async with asyncio.timeout(10):
@@ -122,9 +134,12 @@ class TestDeadlines:
 
 class TestConnectionCap:
     async def test_over_the_cap_is_503_then_recovers(self, tmp_path: Path) -> None:
-        """With 3 connections open the 4th gets a 503 and is closed; once one closes, new ones are served."""
-        async for served in _serve(tmp_path, ServerLimits(header_timeout_s=30.0, max_connections=3)):
-            held = [await served.connect() for _ in range(3)]
+        """With 3 trusted connections open (none may give way) the 4th gets a 503 and is closed; once one closes,
+        new ones are served."""
+        async for served in _serve(
+            tmp_path, ServerLimits(header_timeout_s=30.0, max_connections=3, max_connections_per_address=3)
+        ):
+            held = [await served.trusted() for _ in range(3)]
             reader, writer = await served.connect()
             refused = await _closed_by_server(reader)
             writer.close()
@@ -147,7 +162,9 @@ class TestConnectionCap:
 
     async def test_burst_cannot_pass_the_cap(self, tmp_path: Path) -> None:
         """40 connections opened at once (accepted in one batch): at most the cap are kept, the rest refused."""
-        async for served in _serve(tmp_path, ServerLimits(header_timeout_s=30.0, max_connections=3)):
+        async for served in _serve(
+            tmp_path, ServerLimits(header_timeout_s=30.0, max_connections=3, max_connections_per_address=3)
+        ):
             conns = await asyncio.gather(*[served.connect() for _ in range(40)])
             for _ in range(200):
                 if served.metric("fabric_http_connections_refused_total") + 3 >= 40:
@@ -170,6 +187,6 @@ class TestConnectionCap:
 def test_public_api() -> None:
     """The module exports exactly its documented names."""
     assert set(mod.__all__) == {
-        "CONNECTION_GUARD_KEY", "ConnectionGuard", "GuardedSite", "ServerLimits", "connection_cap", "read_body",
-        "request_marks", "serve_app",
+        "CONNECTION_GUARD_KEY", "TRUSTED_REQUEST_KEY", "ConnectionGuard", "GuardedSite", "ServerLimits", "address_cap",
+        "body_timeout", "connection_cap", "read_body", "request_marks", "serve_app",
     }  # fmt: skip

@@ -131,6 +131,7 @@ def test_public_api() -> None:
     assert set(mod.__all__) == {
         "IDEMPOTENCY_KEY_PATTERN",
         "OPERATOR_FIELDS",
+        "check_provenance",
         "check_operator_fields",
         "SPOOL_NAME",
         "Submission",
