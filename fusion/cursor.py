@@ -21,13 +21,17 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from fabric.core.errors import QueryError
+from fabric.core.errors import QueryError, StaleQueryError
 
-__all__ = ["decode_cursor", "encode_cursor", "fingerprint"]
+__all__ = ["CURSOR_PATTERN", "decode_cursor", "encode_cursor", "fingerprint"]
 
 _VERSION = "c1"
 _SIG_BYTES = 16
 _MAX_OFFSET = 1_000_000
+CURSOR_PATTERN = r"^c1[A-Za-z0-9_-]{26}[AEIMQUYcgkosw048]$"
+"""Every cursor :func:`encode_cursor` writes: ``c1`` and 20 bytes in unpadded base64url (27 characters, the last
+one carrying 2 bits of padding). A token of another form is malformed; one of this form that does not verify was
+issued for another query (:class:`~fabric.core.errors.StaleQueryError`)."""
 
 
 def fingerprint(parts: Mapping[str, Any]) -> str:
@@ -73,7 +77,7 @@ def decode_cursor(token: str, fingerprint: str, secret: bytes) -> int:
         raise QueryError("cursor", "invalid cursor (malformed)")
     offset = int.from_bytes(raw[:4], "big")
     if offset > _MAX_OFFSET or not hmac.compare_digest(raw[4:], _sign(offset, fingerprint, secret)):
-        raise QueryError(
+        raise StaleQueryError(  # of the documented form (CURSOR_PATTERN), yet not this query's: HTTP 409
             "cursor", "invalid cursor (altered, or issued for a different query, mode, constraints or page size)"
         )
     return offset

@@ -32,6 +32,7 @@ __all__ = [
     "LaneUnavailable",
     "PartialResultError",
     "QueryError",
+    "StaleQueryError",
     "UnprocessableQueryError",
 ]
 
@@ -71,8 +72,13 @@ class QueryError(FabricError, ValueError):
 
 
 class UnprocessableQueryError(QueryError):
-    """A well-formed request that a rule no JSON Schema expresses refuses (HTTP 422): every lane weighted 0, a
-    query over its limit in UTF-8 bytes (the document's ``maxLength`` counts characters)."""
+    """A well-formed request that a rule of the contract refuses beyond types and limits (HTTP 422): ``weights``
+    leaving every enabled lane at 0 (the OpenAPI document states it as an ``anyOf``: :mod:`fabric.query.contract`)."""
+
+
+class StaleQueryError(QueryError):
+    """A well-formed request naming state that is not (or no longer) this engine's (HTTP 409): a cursor of the
+    documented form that another query, page size or engine issued (its HMAC does not verify)."""
 
 
 class PartialResultError(QueryError):

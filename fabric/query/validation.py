@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from pydantic import ValidationError
+
 from fabric.core.checks import MAX_BUDGET_MS, MAX_WEIGHT, page_size, query_text
 from fabric.core.checks import budget_ms as _budget
 from fabric.core.checks import choice as _choice
@@ -26,9 +28,19 @@ from fabric.core.checks import weight as _weight
 from fabric.core.errors import QueryError, UnprocessableQueryError
 from fabric.core.models import Constraints, FusionMode, LaneKind, Mode, SearchRequest
 from fabric.core.strategies import ROUTES
+from fabric.query.contract import WEIGHT_COMPONENTS, query_chars, query_error, search_model
 from fabric.settings import Settings
 
-__all__ = ["KNOWN_KEYS", "MAX_BUDGET_MS", "MAX_WEIGHT", "check_request", "parse_request"]
+__all__ = [
+    "KNOWN_KEYS",
+    "MAX_BUDGET_MS",
+    "MAX_WEIGHT",
+    "check_request",
+    "parse_request",
+    "tool_body",
+    "validate_body",
+    "weight_pairs",
+]
 
 KNOWN_KEYS = (
     "query",
@@ -48,11 +60,7 @@ KNOWN_KEYS = (
 """Top-level request keys."""
 
 
-_WEIGHT_COMPONENTS: Mapping[str, LaneKind] = {
-    "lexical": LaneKind.KEYWORD,
-    "semantic": LaneKind.VECTOR,
-    "graph": LaneKind.GRAPH,
-}
+_WEIGHT_COMPONENTS: Mapping[str, LaneKind] = WEIGHT_COMPONENTS
 
 
 _CONSTRAINT_CHOICES: Mapping[str, tuple[str, ...]] = {
@@ -73,11 +81,13 @@ def _bool(value: Any, field: str) -> bool:
 
 
 def _query(value: Any, settings: Settings) -> str:
+    """The query: at most ``max_query_bytes // 4`` characters, so at most ``max_query_bytes`` UTF-8 bytes whatever
+    the characters (a limit JSON Schema's ``maxLength`` states exactly: :mod:`fabric.query.contract`)."""
     text = query_text(value)
-    size = len(text.encode("utf-8"))
-    limit = settings.engine.max_query_bytes
-    if size > limit:
-        raise UnprocessableQueryError("query", f"too long: {size} bytes (limit {limit} bytes)")
+    limit = query_chars(settings)
+    if len(text) > limit:
+        msg = f"too long: {len(text)} characters (limit {limit} characters, {settings.engine.max_query_bytes} bytes)"
+        raise QueryError("query", msg)
     return text
 
 
@@ -97,15 +107,41 @@ def _page_size(data: Mapping[str, Any], settings: Settings) -> int:
     return top_k or limit or 10
 
 
+def weight_pairs(text: str) -> dict[str, str]:
+    """``"semantic=2, graph=0.5"`` → ``{"semantic": "2", "graph": "0.5"}`` (the CLI's and the MCP tool's text form).
+
+    Raises:
+        QueryError: a part without ``=``.
+    """
+    pairs = [p.partition("=") for p in text.split(",") if p.strip()]
+    if any(not sep for _, sep, _ in pairs):
+        raise QueryError("weights", "expected NAME=WEIGHT pairs separated by commas")
+    return {k.strip(): v.strip() for k, _, v in pairs}
+
+
+def tool_body(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool call's arguments as the JSON body of ``POST /v1/search``: arguments left out (None) dropped, and
+    weights given as ``NAME=WEIGHT`` text read as numbers, so :func:`validate_body` checks both doors alike.
+
+    Raises:
+        QueryError: weights text that is not ``NAME=WEIGHT`` pairs of numbers.
+    """
+    body = {key: value for key, value in data.items() if value is not None}
+    text = body.get("weights")
+    if isinstance(text, str):
+        try:
+            body["weights"] = {name: float(w) for name, w in weight_pairs(text).items()}
+        except ValueError:
+            raise QueryError("weights", f"expected NAME=WEIGHT pairs of numbers, got {text!r}") from None
+    return body
+
+
 def _weights(value: Any, settings: Settings) -> dict[str, float] | None:
     """Lane name → weight, components expanded to their lanes (a lane named explicitly wins)."""
     if value is None:
         return None
     if isinstance(value, str | bytes):
-        pairs = [p.partition("=") for p in _text(value, "weights").split(",") if p.strip()]
-        if any(not sep for _, sep, _ in pairs):
-            raise QueryError("weights", "expected NAME=WEIGHT pairs separated by commas")
-        value = {k.strip(): v.strip() for k, _, v in pairs}
+        value = weight_pairs(_text(value, "weights"))
     if not isinstance(value, Mapping) or not value:
         raise QueryError("weights", "expected a non-empty mapping of lane or component → weight")
     out: dict[str, float] = {}
@@ -163,6 +199,16 @@ def _lanes(value: Any, settings: Settings) -> tuple[str, ...] | None:
     return tuple(names)
 
 
+def _mode(value: Any, settings: Settings) -> Mode:
+    """A request's mode; a string outside the vocabulary runs as ``[engine] unknown_mode`` when that is set (the fusion
+    policy's budget fallback), else it is refused."""
+    valid = tuple(m.value for m in Mode)
+    fallback = settings.engine.unknown_mode
+    if fallback is not None and isinstance(value, str) and value not in valid:
+        return fallback
+    return Mode(_choice(value, "mode", valid))
+
+
 def parse_request(data: Mapping[str, Any], settings: Settings) -> SearchRequest:
     """Validate a raw request mapping into a :class:`SearchRequest`.
 
@@ -179,7 +225,7 @@ def parse_request(data: Mapping[str, Any], settings: Settings) -> SearchRequest:
     query = _query(data.get("query"), settings)
     mode = settings.engine.default_mode
     if data.get("mode") is not None:
-        mode = Mode(_choice(data["mode"], "mode", tuple(m.value for m in Mode)))
+        mode = _mode(data["mode"], settings)
     top_k = _page_size(data, settings)
     cursor = None
     if data.get("cursor") not in (None, ""):
@@ -219,3 +265,21 @@ def check_request(request: SearchRequest, settings: Settings) -> SearchRequest:
     if not request.route:
         request = replace(request, route=settings.router.default_route)
     return request
+
+
+def validate_body(data: Any, settings: Settings) -> SearchRequest:
+    """A decoded JSON body (``POST /v1/search``, the MCP ``query`` tool) → a :class:`SearchRequest`, validated by the
+    contract's model (:func:`fabric.query.contract.search_model`: what the OpenAPI document publishes), then built
+    by :func:`parse_request`.
+
+    Raises:
+        QueryError: naming the first field at fault (:class:`UnprocessableQueryError` for ``weights`` leaving every
+            enabled lane at 0).
+    """
+    if not isinstance(data, Mapping):
+        raise QueryError("request", f"expected an object, got {type(data).__name__}")
+    try:
+        body = search_model(settings).model_validate(data)
+    except ValidationError as exc:
+        raise query_error(exc) from None
+    return parse_request(body.model_dump(exclude_unset=True), settings)

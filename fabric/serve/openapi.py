@@ -1,12 +1,11 @@
-"""The service's OpenAPI 3.1 document (``GET /openapi.json``), built from the validation code it describes.
+"""The service's OpenAPI 3.1 document (``GET /openapi.json``), generated from the models that validate the requests.
 
-Request schemas are derived, not copied: the search body from :mod:`fabric.query.validation` (its keys, limits and the
-closed sets of :class:`~fabric.core.models.Mode`, :class:`~fabric.core.models.FusionMode`, the constraint choices, the
-router's routes and the configured lane names), the ingest body from :mod:`fabric.serve.tasks.submission` and the
-``[ingest]`` settings, the data routes' limits from the constants below (which :mod:`fabric.serve.service_data`
-enforces). ``tests/fabric/serve/test_openapi.py`` checks every documented field and limit against the validators and
-every route of the app against the document; a bounded schemathesis run against the live service checks the
-answers against the response schemas.
+The search and cite bodies are the JSON Schemas of their pydantic models (:mod:`fabric.query.contract`,
+:mod:`fabric.serve.bodies`): the same objects refuse a request and write what the document says of it, so the two
+cannot drift. The ingest body comes from :mod:`fabric.serve.tasks.submission` and the ``[ingest]`` settings, the data
+routes' limits from the constants below (which :mod:`fabric.serve.service_data` enforces).
+``tests/fabric/serve/test_openapi.py`` checks the routes against the document, and a stock
+``schemathesis run --checks all`` against the live service (``.ci/schemathesis``) checks the answers.
 
 Security: ``bearerAuth`` on every operation but the probes and this document. With no key configured the
 service runs in open mode (loopback only, or ``--insecure``) and every request is the ``default`` tenant's admin.
@@ -18,12 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from fabric import __version__
-from fabric.core.models import Constraints, FusionMode, Mode
-from fabric.core.strategies import ROUTES
 from fabric.ingest.loaders import FORMATS
-from fabric.query.validation import MAX_BUDGET_MS, MAX_WEIGHT
+from fabric.query.contract import NOT_BLANK, WEIGHT_COMPONENTS, clean_schema, json_schema, search_model
+from fabric.serve.bodies import CITE_LIMITS, cite_adapter
 from fabric.serve.tasks.submission import IDEMPOTENCY_KEY_PATTERN
 from fabric.settings import Settings
+from fusion.disagree import KINDS, SEVERITIES
 
 __all__ = [
     "CITE_LIMITS",
@@ -40,16 +39,10 @@ MAX_AUDIT_LIMIT = 1000
 """Largest ``limit`` of ``GET /v1/audit``."""
 MAX_PARAM_CHARS = 1024
 """Longest query parameter or path id of the data routes."""
-CITE_LIMITS = {"items": 100, "answer_chars": 20_000, "max_per_sentence": 10}
-"""Bounds of a ``POST /v1/cite`` body."""
-WEIGHT_COMPONENTS = ("lexical", "semantic", "graph")
-"""Component names ``weights`` accepts besides lane names."""
-ENTRY_FIELDS = ("id", "title", "text", "url", "published_at", "source_kind", "source_ref", "trust")
+ENTRY_FIELDS = ("id", "title", "text", "url", "published_at", "author", "source_kind", "source_ref", "trust")
 """The JSONL entry fields ``POST /v1/ingest`` documents (``id`` and ``text`` required)."""
 
 _STR: dict[str, Any] = {"type": "string"}
-NOT_BLANK = r"[^\s\x1c-\x1f\x85]"
-"""Some character Python's ``str.strip`` keeps (ECMA's whitespace class lacks U+001C to U+001F and U+0085)."""
 _REF = "#/components/schemas/"
 
 
@@ -61,48 +54,16 @@ def _enum(values: Any) -> dict[str, Any]:
     return {"type": "string", "enum": list(values)}
 
 
-def search_schema(settings: Settings) -> dict[str, Any]:
-    """The ``POST /v1/search`` body as :func:`fabric.query.validation.parse_request` accepts it."""
-    lanes = sorted(settings.lanes)
-    enabled = sorted(lc.name for lc in settings.enabled_lanes())
-    page = {"type": "integer", "minimum": 1, "maximum": settings.engine.max_top_k, "default": 10}
-    weight = {"type": "number", "minimum": 0, "maximum": MAX_WEIGHT}
-    props: dict[str, Any] = {
-        "query": {
-            "type": "string", "minLength": 1, "maxLength": settings.engine.max_query_bytes, "pattern": NOT_BLANK,
-            "description": f"At most {settings.engine.max_query_bytes} UTF-8 bytes; not only whitespace.",
-        },
-        "mode": _enum(m.value for m in Mode),
-        "top_k": page,
-        "limit": {**page, "description": "Another name of top_k (the same page size; both must agree)."},
-        "cursor": {"type": "string", "maxLength": 512, "description": "The opaque next_cursor of a result."},
-        "constraints": {
-            "type": "object", "additionalProperties": False,
-            "properties": {
-                "time_range": _enum(Constraints.TIME_RANGES), "sources": _enum(Constraints.SOURCES),
-                "cost": _enum(Constraints.COSTS), "depth": _enum(Constraints.DEPTHS),
-                "citations_required": {"type": "boolean"},
-            },
-        },
-        "budget_ms": {"type": "number", "exclusiveMinimum": 0, "maximum": MAX_BUDGET_MS},
-        "strict": {"type": "boolean"},
-        "fusion": _enum(m.value for m in FusionMode),
-        "lanes": {
-            "type": "array", "minItems": 1, "items": _enum(enabled),
-            "description": "Enabled lanes; a lane disabled in the configuration is accepted and answers an error.",
-        },
-        "weights": {
-            "type": "object", "minProperties": 1, "propertyNames": _enum([*WEIGHT_COMPONENTS, *lanes]),
-            "additionalProperties": weight,
-            "description": "Lane or component → weight; some enabled lane must keep a weight above 0.",
-        },
-        "preflight": {"type": "boolean"},
-        "route": _enum(ROUTES),
-    }  # fmt: skip
-    return {
-        "type": "object", "required": ["query"], "additionalProperties": False, "properties": props,
-        "not": {"required": ["top_k", "limit"], "description": "Give top_k or limit (both are refused unless equal)."},
-    }  # fmt: skip
+def _lift(schema: dict[str, Any], into: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with its ``$defs`` moved into the components ``into`` (references already point there)."""
+    into.update(schema.pop("$defs", {}))
+    return schema
+
+
+def search_schema(settings: Settings, defs: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``POST /v1/search`` body: the JSON Schema of the model that validates it
+    (:func:`fabric.query.contract.search_model`); nested models go to ``defs``."""
+    return _lift(json_schema(search_model(settings), _REF), {} if defs is None else defs)
 
 
 def _ingest_schema(settings: Settings) -> dict[str, Any]:
@@ -113,43 +74,59 @@ def _ingest_schema(settings: Settings) -> dict[str, Any]:
     }  # fmt: skip
     entries = {"type": "array", "minItems": 1, "maxItems": settings.ingest.max_entries, "items": entry}
     flag = {"async": {"type": "boolean"}}
+    path = {"type": "string", "minLength": 1, "allOf": [{"pattern": NOT_BLANK}, {"pattern": "^[^\\x00]*$"}],
+            "description": "Not only whitespace, no NUL (parse_submission refuses them)."}  # fmt: skip
     return {
         "oneOf": [
             {"type": "object", "required": ["entries"], "additionalProperties": False,
              "properties": {"entries": entries, "format": _enum(["jsonl"]), **flag}},
             {"type": "object", "required": ["path"], "additionalProperties": False,
-             "properties": {"path": {"type": "string", "minLength": 1}, "format": _enum(FORMATS), **flag},
+             "properties": {"path": path, "format": _enum(FORMATS), **flag},
              "description": "A file or folder under ingest.allowed_root (admin only)."},
         ]
     }  # fmt: skip
 
 
-def _cite_schema(settings: Settings) -> dict[str, Any]:
-    texts = dict.fromkeys(("title", "text", "snippet", "url", "domain", "published_at"), _STR)
-    item = _obj(["id"], id={"type": "string", "minLength": 1}, **texts, score_total={"type": "number"})
-    common = {
-        "answer": {"type": "string", "minLength": 1, "maxLength": CITE_LIMITS["answer_chars"], "pattern": NOT_BLANK},
-        "threshold": {"type": "number", "minimum": 0.01, "maximum": 1, "default": 0.7},
-        "max_per_sentence": {"type": "integer", "minimum": 1, "maximum": CITE_LIMITS["max_per_sentence"]},
-        "semantic": {"type": "boolean"},
-    }
-    by_items = {"items": {"type": "array", "minItems": 1, "maxItems": CITE_LIMITS["items"], "items": item}}
-    by_query = {
-        "query": search_schema(settings)["properties"]["query"],
-        "top_k": {"type": "integer", "minimum": 1, "maximum": settings.engine.max_top_k},
-    }
-    return {
-        "oneOf": [
-            {"type": "object", "required": ["answer", "items"], "additionalProperties": False,
-             "properties": {**common, **by_items}},
-            {"type": "object", "required": ["answer", "query"], "additionalProperties": False,
-             "properties": {**common, **by_query}},
-        ]
-    }  # fmt: skip
+def _cite_schema(settings: Settings, defs: dict[str, Any]) -> dict[str, Any]:
+    schema = cite_adapter(settings).json_schema(ref_template=_REF + "{model}")
+    return _lift(clean_schema(schema), defs)
 
 
 def _obj(required: list[str], **props: Any) -> dict[str, Any]:
     return {"type": "object", "required": required, "properties": props}
+
+
+def _route_schema() -> dict[str, Any]:
+    """The result's ``route`` section (:meth:`fabric.core.strategies.RouteRecord.to_dict`), its stable keys."""
+    years = {"type": ["array", "null"], "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
+    shortfall = _obj(["found", "k", "years", "depth"], found={"type": "integer"}, k={"type": "integer"},
+                     years=years, depth={"type": "integer"})  # fmt: skip
+    shortfall["description"] = (
+        "Temporal's hard year filter found fewer matching items than the pages up to this one ask for (k); the "
+        "answer holds only those, never items of other years."
+    )
+    return _obj(
+        [],
+        route=_STR, strategy=_STR, chooser=_STR, rule=_STR, reason=_STR, lanes={"type": "array", "items": _STR},
+        lane_calls={"type": "integer"}, year_filter=years, temporal_shortfall=shortfall,
+    )  # fmt: skip
+
+
+def _citation_schemas() -> dict[str, Any]:
+    """A bibliography entry (:class:`fabric.core.sources.Source`) and a disagreement (:mod:`fusion.disagree`)."""
+    nullable = {"type": ["string", "null"]}
+    source = _obj(
+        ["marker", "cited", "id", "item_ids", "title", "url", "domain", "published_at", "author", "excerpt"],
+        marker={"type": ["integer", "null"], "minimum": 1}, cited={"type": "boolean"}, id=_STR,
+        item_ids={"type": "array", "items": _STR}, title=_STR, url=_STR, domain=_STR, published_at=nullable,
+        author=_STR, excerpt=_STR,
+    )  # fmt: skip
+    disagreement = _obj(
+        ["sentence", "markers", "kind", "term", "topic", "severity", "detail"], sentence={"type": "integer"},
+        markers={"type": "array", "items": {"type": "integer"}}, kind=_enum(KINDS), term=_STR, topic=_STR,
+        severity=_enum(SEVERITIES), detail=_STR,
+    )  # fmt: skip
+    return {"Source": source, "Disagreement": disagreement}
 
 
 def _response_schemas() -> dict[str, Any]:
@@ -161,8 +138,10 @@ def _response_schemas() -> dict[str, Any]:
         subject=_enum(("entry", "triple")), action=_enum(("created", "updated", "deleted")), entry_id=_STR,
         doc_id=_STR, source=_STR, content_hash=_STR, triples=triples, task_id=nullable, key_id=nullable, via=_STR,
     )  # fmt: skip
+    bibliography = {"type": "array", "items": _ref("Source")}
     return {
         "Error": _obj(["error"], error=_obj(["field", "message"], field=nullable, message=_STR)),
+        **_citation_schemas(),
         "SearchResult": _obj(
             ["query", "mode", "items", "lanes"],
             query=_STR,
@@ -172,6 +151,8 @@ def _response_schemas() -> dict[str, Any]:
             items={"type": "array", "items": _obj(["id", "score_total"], id=_STR, score_total={"type": "number"})},
             next_cursor=nullable,
             lanes={"type": "object"},
+            route=_route_schema(),
+            bibliography=bibliography,
         ),
         "Task": _obj(
             ["task_id", "status", "status_url"],
@@ -193,7 +174,13 @@ def _response_schemas() -> dict[str, Any]:
             next_after={"type": ["integer", "null"]},
             next_url=nullable,
         ),
-        "Citations": _obj(["text", "sentences"], text=_STR, sentences={"type": "array"}),
+        "Citations": _obj(
+            ["text", "sentences", "bibliography", "disagreements"],
+            text=_STR,
+            sentences={"type": "array"},
+            bibliography=bibliography,
+            disagreements={"type": "array", "items": _ref("Disagreement")},
+        ),
     }
 
 
@@ -205,7 +192,7 @@ def _responses(ok: int, schema: str | None, *errors: int, media: str = "applicat
     return out
 
 
-_GUARDED = (401, 403, 429)
+_GUARDED = (401, 403, 421, 429, 503)  # 421: a foreign Host in open mode; 503: the key store cannot be read
 _BODY = (400, 408, 413, 415)
 
 
@@ -234,7 +221,7 @@ def build_openapi(settings: Settings) -> dict[str, Any]:
     public: dict[str, Any] = {"security": []}
     paths: dict[str, Any] = {
         "/v1/search": {"post": {"operationId": "search", "requestBody": _body("SearchRequest"),
-                                "responses": _responses(200, "SearchResult", *_BODY, 422, *_GUARDED, 503)}},
+                                "responses": _responses(200, "SearchResult", *_BODY, 409, 422, *_GUARDED, 503)}},
         "/v1/ingest": {"post": {"operationId": "ingest", "requestBody": _body("IngestRequest"),
                                 "parameters": [{"name": "Idempotency-Key", "in": "header", "schema":
                                                 {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN}}],
@@ -260,10 +247,12 @@ def build_openapi(settings: Settings) -> dict[str, Any]:
     for path in ("/healthz", "/readyz", "/openapi.json"):
         for code in paths[path]["get"]["responses"].values():
             code["content"] = {"application/json": {"schema": {"type": "object"}}}
+    defs: dict[str, Any] = {}  # the request models' nested models (SearchConstraints, CiteItem, ...)
     schemas = {
-        "SearchRequest": search_schema(settings),
+        "SearchRequest": search_schema(settings, defs),
         "IngestRequest": _ingest_schema(settings),
-        "CiteRequest": _cite_schema(settings),
+        "CiteRequest": _cite_schema(settings, defs),
+        **defs,
         **_response_schemas(),
     }
     return {

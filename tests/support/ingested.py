@@ -19,6 +19,7 @@ from aiohttp import web
 
 from fabric.query.engine import Engine
 from fabric.query.validation import parse_request
+from fabric.serve.protocol import ServiceRunner
 from fabric.serve.service import create_app, ingest_tasks
 from fabric.serve.tasks.submission import parse_submission
 from fabric.settings import load_settings
@@ -71,7 +72,7 @@ def live_service(home: Path) -> Iterator[str]:
     served = home.parent / "served"
     shutil.copytree(home, served)
     loop = asyncio.new_event_loop()
-    runner = web.AppRunner(create_app(engine(served), mcp=False))
+    runner = ServiceRunner(create_app(engine(served), mcp=False))  # fabric serve's runner
 
     async def start() -> str:
         await runner.setup()

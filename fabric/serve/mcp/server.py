@@ -16,7 +16,11 @@ Tools:
     ``items`` (``id``, ``topic``, ``content``, ``score_total``, ``score_lexical``, ``score_semantic``,
     ``score_graph``, ``graph_hops``), ``next_cursor`` and ``retrieval_ms``.
 ``ingest``
-    ``entries`` (the JSONL entry format) → the finished task with its report when small, else the task handle.
+    ``entries`` (the JSONL entry format) → the finished task with its report when small, else the task handle. The
+    audit history records the entries as the caller's tenant and key id (over stdio: the local operator,
+    :data:`fabric.ingest.audit.OPERATOR_KEY_ID`), as ``POST /v1/ingest`` does. A writer key may not replace an entry
+    the operator or an admin key wrote, or one marked trusted (:mod:`fabric.ingest.provenance`): a tool error naming
+    the rule, as ``POST /v1/ingest`` answers ``403``.
 ``task``
     The status of a handle returned by ``ingest``.
 ``cite``
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -45,8 +50,10 @@ from mcp.types import CallToolResult, EmbeddedResource, TextContent, TextResourc
 from fabric import __version__
 from fabric.core.errors import FabricError, PartialResultError, QueryError
 from fabric.core.models import SearchResult
+from fabric.ingest.audit import OPERATOR_KEY_ID
+from fabric.ingest.provenance import OPERATOR
 from fabric.query.engine import Engine
-from fabric.query.validation import parse_request
+from fabric.query.validation import tool_body, validate_body
 from fabric.serve.keys.store import Role
 from fabric.serve.limits.admission import CURRENT_ADMISSION, Overloaded
 from fabric.serve.mcp.entries import read_entry
@@ -60,7 +67,7 @@ from fabric.serve.mcp.schemas import (
 )
 from fabric.serve.openapi import CITE_LIMITS
 from fabric.serve.tasks.queue import IngestTasks, TaskStatus
-from fabric.serve.tasks.submission import SubmitError, check_operator_fields, parse_submission
+from fabric.serve.tasks.submission import SubmitError, check_operator_fields, check_provenance, parse_submission
 from fabric.serve.tenant_engines import CURRENT_PRINCIPAL, CURRENT_SCOPE
 
 __all__ = ["ENTRY_URI", "FabricTools", "build_server", "page_payload", "query_content"]
@@ -128,7 +135,7 @@ async def _search(engine: Engine, data: dict[str, Any]) -> SearchResult | CallTo
     """Validate and run a query; a failure comes back as the tool error the API would answer."""
     admission = CURRENT_ADMISSION.get()  # over /mcp: the service's admission control, as for /v1/search
     try:
-        request = parse_request(data, engine.settings)
+        request = validate_body(tool_body(data), engine.settings)  # the HTTP door's contract
         if admission is None:
             return await engine.search(request)
         async with admission.slot():
@@ -213,6 +220,9 @@ class FabricTools:
         try:
             sub = await asyncio.to_thread(parse_submission, {"entries": entries}, config, tasks.root)
             check_operator_fields(sub, allowed=who is None or who.role >= Role.ADMIN)
+            sub = replace(sub, tenant=tasks.tenant, key_id=OPERATOR_KEY_ID if who is None else who.key_id)
+            sub = replace(sub, role=OPERATOR if who is None else who.role.label)
+            await asyncio.to_thread(check_provenance, sub, (self.engine.resources or self.engine.settings).home)
             inline = sub.count <= config.sync_max_entries and tasks.idle
             task, created = await tasks.submit(sub, key=idempotency_key)
         except SubmitError as exc:
@@ -252,9 +262,12 @@ class FabricTools:
         if isinstance(result, CallToolResult):
             return result
         hits = [it.hit for it in result.items]
-        aligned = await asyncio.to_thread(  # off the event loop: the other tenants' requests go on meanwhile
-            align_citations, answer, hits, threshold=threshold, max_per_sentence=max_per_sentence
-        )
+        try:
+            aligned = await asyncio.to_thread(  # off the event loop: the other tenants' requests go on meanwhile
+                align_citations, answer, hits, threshold=threshold, max_per_sentence=max_per_sentence
+            )
+        except QueryError as exc:  # over the alignment's work budget (fusion.citations)
+            return _error(exc.field, exc.message)
         return _json(aligned.to_dict())
 
     async def status(self) -> Annotated[CallToolResult, StatusOutput]:

@@ -68,7 +68,7 @@ async def _errors(session: ClientSession) -> None:
     cases = [
         ({"topic": "x", "limit": 0}, "limit", "must be >= 1, got 0"),
         ({"topic": "x", "offset": 2}, "offset", "not supported: page with the opaque 'cursor' returned as next_cursor"),
-        ({"topic": "x", "weights": {"nope": 1}}, "weights", "unknown lane or component 'nope'"),
+        ({"topic": "x", "weights": {"nope": 1}}, "weights", "unknown value 'nope'"),  # as POST /v1/search
         ({"topic": "   "}, "query", "must not be empty or whitespace only"),
     ]
     for args, field, message in cases:

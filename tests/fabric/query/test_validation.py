@@ -62,9 +62,12 @@ class TestQuery:
         assert _field({"query": query}, settings) == "query"
 
     def test_oversized_query_rejected(self, settings: Settings) -> None:
-        """A query over max_query_bytes is refused with the limit in the message."""
-        with pytest.raises(QueryError, match="4096"):
-            parse_request({"query": "é" * 2049}, settings)
+        """A query over max_query_bytes // 4 characters is refused with both limits in the message; one of that
+        many characters passes whatever they are (4 UTF-8 bytes at most each)."""
+        limit = settings.engine.max_query_bytes // 4
+        with pytest.raises(QueryError, match=f"limit {limit} characters, {settings.engine.max_query_bytes} bytes"):
+            parse_request({"query": "é" * (limit + 1)}, settings)
+        assert parse_request({"query": "\U0001f600" * limit}, settings).query
 
     def test_non_string_query_rejected(self, settings: Settings) -> None:
         """A number is not a query."""

@@ -1,6 +1,6 @@
 """The OpenAPI document tells the truth about the validators: every documented field, closed set and limit is
-what :func:`fabric.query.validation.parse_request`, :func:`fabric.serve.tasks.submission.parse_submission` and the data
-routes enforce, and every route of the app is documented (and nothing else)."""
+what :func:`fabric.query.validation.validate_body` (the search body's model), :func:`fabric.serve.tasks.submission.
+parse_submission` and the data routes enforce, and every route of the app is documented (and nothing else)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import fabric.serve.openapi as mod
-from fabric.core.errors import QueryError, UnprocessableQueryError
+from fabric.core.errors import QueryError
 from fabric.query.engine import Engine
-from fabric.query.validation import KNOWN_KEYS, MAX_BUDGET_MS, MAX_WEIGHT, parse_request
+from fabric.query.validation import KNOWN_KEYS, MAX_BUDGET_MS, MAX_WEIGHT, validate_body
 from fabric.serve.openapi import build_openapi, search_schema
 from fabric.serve.service import create_app
 from fabric.serve.tasks.submission import IDEMPOTENCY_KEY_PATTERN, SubmitError, parse_submission
@@ -29,7 +29,7 @@ def settings(tmp_path: Path) -> Settings:
 
 def _accepts(settings: Settings, **fields: Any) -> bool:
     try:
-        parse_request({"query": "q", **fields}, settings)
+        validate_body({"query": "q", **fields}, settings)
     except QueryError:
         return False
     return True
@@ -45,9 +45,11 @@ class TestSearchSchema:
 
     def test_closed_sets_match(self, settings: Settings) -> None:
         """Every documented enum value is accepted, and a value outside it refused."""
-        props = search_schema(settings)["properties"]
+        defs: dict[str, Any] = {}
+        props = search_schema(settings, defs)["properties"]
         sets: dict[str, list[str]] = {k: props[k]["enum"] for k in ("mode", "fusion", "route")}
-        sets |= {f"constraints.{k}": v["enum"] for k, v in props["constraints"]["properties"].items() if "enum" in v}
+        constraints = defs[props["constraints"]["$ref"].rsplit("/", 1)[1]]["properties"]
+        sets |= {f"constraints.{k}": v["enum"] for k, v in constraints.items() if "enum" in v}
         for name, values in sets.items():
             for value in values:
                 field = {name: value} if "." not in name else {"constraints": {name.split(".")[1]: value}}
@@ -73,12 +75,13 @@ class TestSearchSchema:
         assert props["weights"]["additionalProperties"]["maximum"] == MAX_WEIGHT
         assert _accepts(settings, weights={"semantic": MAX_WEIGHT})
         assert not _accepts(settings, weights={"semantic": MAX_WEIGHT + 0.5})
-        with pytest.raises(QueryError, match="too long"):
-            parse_request({"query": "q", "cursor": "c" * (props["cursor"]["maxLength"] + 1)}, settings)
+        with pytest.raises(QueryError, match="malformed"):
+            validate_body({"query": "q", "cursor": "c" * 40}, settings)
         limit = props["query"]["maxLength"]
-        assert _accepts(settings, query="q" * limit)
-        with pytest.raises(UnprocessableQueryError):
-            parse_request({"query": "q" * (limit + 1)}, settings)
+        assert limit * 4 == settings.engine.max_query_bytes
+        assert _accepts(settings, query="\U0001f600" * limit)  # 4 UTF-8 bytes each: the byte limit exactly
+        with pytest.raises(QueryError, match="too long"):
+            validate_body({"query": "q" * (limit + 1)}, settings)
 
     def test_blank_pattern_matches_the_validator(self, settings: Settings) -> None:
         """A query the NOT_BLANK pattern refuses is refused, and one it accepts is accepted."""
@@ -88,7 +91,7 @@ class TestSearchSchema:
 
     def test_integers_may_be_written_as_whole_floats(self, settings: Settings) -> None:
         """JSON Schema counts 3.0 as an integer; so does the validator."""
-        assert parse_request({"query": "q", "top_k": 3.0}, settings).top_k == 3
+        assert validate_body({"query": "q", "top_k": 3.0}, settings).top_k == 3
         assert not _accepts(settings, top_k=3.5)
 
 

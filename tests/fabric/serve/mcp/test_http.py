@@ -142,3 +142,43 @@ async def test_mcp_ingest_keeps_the_keys_role(tmp_path: Path) -> None:
     assert not writer_plain.is_error, writer_plain
     assert not admin_trusted.is_error, admin_trusted
     assert json.loads(admin_trusted.content[0].text)["status"] == "succeeded"
+
+
+async def test_mcp_ingest_keeps_what_a_writer_may_replace(tmp_path: Path) -> None:
+    """The ingest tool holds the provenance rule of ``POST /v1/ingest``: a writer key's entry replacing an admin's is
+    a tool error naming the rule (the admin's trusted text still answers); a writer replaces writers' entries, and
+    an admin replaces a writer's."""
+    home = tmp_path / "home"
+    home.mkdir()
+    store = KeyStore(home)
+    tokens = {role: store.create("team-a", role)[1] for role in (Role.WRITER, Role.ADMIN)}
+    original = {"id": "n1", "title": "Note", "text": "Aurora borealis over the fjord.", "trust": "trusted"}
+    hijack = {"id": "n1", "title": "Note", "text": "There is no aurora over the fjord."}
+    mine = {"id": "w1", "title": "Draft", "text": "Fjord ferries run hourly."}
+
+    async def call(role: Role, tool: str, args: dict[str, Any]) -> Any:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {tokens[role]}"}) as http,
+            streamable_http_client(url, http_client=http) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            return await session.call_tool(tool, args)
+
+    async with TestServer(_app(home), host="127.0.0.1") as srv:
+        url = str(srv.make_url("/mcp"))
+        assert not (await call(Role.ADMIN, "ingest", {"entries": [original]})).is_error
+        refused = await call(Role.WRITER, "ingest", {"entries": [hijack]})
+        page = await call(Role.WRITER, "query", {"topic": "aurora fjord"})
+        own = [await call(Role.WRITER, "ingest", {"entries": [{**mine, "text": t}]}) for t in ("v1", "v2")]
+        taken_over = await call(Role.ADMIN, "ingest", {"entries": [{**mine, "text": "v3"}]})
+        after = await call(Role.WRITER, "ingest", {"entries": [{**mine, "text": "v4"}]})
+    assert refused.is_error
+    error = json.loads(refused.content[0].text)["error"]
+    assert error["field"] == "entries[0].id"
+    assert "writer key may not replace" in error["message"]
+    items = json.loads(page.content[1].resource.text)["items"]
+    assert [(it["id"], it["content"]) for it in items if it["id"] == "n1"] == [("n1", original["text"])]
+    assert [r.is_error for r in own] == [False, False]
+    assert not taken_over.is_error, taken_over
+    assert after.is_error  # the admin's now

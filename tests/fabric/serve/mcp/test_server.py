@@ -12,10 +12,14 @@ import pytest
 from mcp import Client
 
 from fabric.core.models import Hit, LaneKind
+from fabric.ingest.audit import AuditLog
 from fabric.query.engine import Engine
 from fabric.serve.mcp.server import build_server
 from fabric.serve.service import ingest_tasks
+from fabric.settings import load_settings
+from lanes.base import LaneResources
 from lanes.fake import FakeLane
+from tests.support.embedded import BagEmbedder
 from tests.support.settings import make_settings, quiet_logs  # noqa: F401
 
 
@@ -113,7 +117,7 @@ async def test_every_tool_publishes_an_output_schema(tmp_path: Path) -> None:
     [
         ({"topic": "q", "cursor": "garbage"}, "cursor", "invalid cursor"),
         ({"topic": "q", "weights": "kw"}, "weights", "expected NAME=WEIGHT pairs"),
-        ({"topic": "q", "lanes": ["nope"]}, "lanes", "unknown lane 'nope'"),
+        ({"topic": "q", "lanes": ["nope"]}, "lanes[0]", "unknown value 'nope'"),  # as POST /v1/search says
     ],
 )
 async def test_bad_input_is_a_tool_error(tmp_path: Path, args: dict[str, Any], field: str, message: str) -> None:
@@ -150,6 +154,26 @@ async def test_other_tools(tmp_path: Path) -> None:
         assert set(status["lanes"]) == {"kw", "vec"}
 
 
+async def test_ingest_over_stdio_is_audited_as_the_local_operator(tmp_path: Path) -> None:
+    """Without a caller's key (stdio: the local operator) ingested entries are audited as ``default``'s, written by
+    key ``operator``, as the CLI's are."""
+    settings = load_settings(env={"FABRIC_HOME": str(tmp_path)})
+    engine = Engine(settings, resources=LaneResources(home=tmp_path, embedder=BagEmbedder()))
+    tasks = ingest_tasks(engine)
+    async with engine:
+        await tasks.start()
+        try:
+            async with Client(build_server(engine, tasks)) as client:
+                done = await client.call_tool("ingest", {"entries": [{"id": "op-1", "text": "Operator notes."}]})
+                assert not done.is_error, done
+        finally:
+            await tasks.aclose()
+    records = AuditLog(tmp_path).page("default").records
+    assert [(r.entry_id, r.action, r.tenant, r.key_id) for r in records if r.subject == "entry"] == [
+        ("op-1", "created", "default", "operator")
+    ]
+
+
 async def test_cite_has_the_http_routes_length_cap(tmp_path: Path) -> None:
     """An answer longer than POST /v1/cite accepts is refused before any work (it once held the event loop for
     minutes); one at the cap is aligned, and the server goes on."""
@@ -162,6 +186,21 @@ async def test_cite_has_the_http_routes_length_cap(tmp_path: Path) -> None:
         assert json.loads(refused.content[0].text)["error"] == {
             "field": "answer", "message": f"at most {cap} characters, got {3 * (cap // 3 + 1)}",
         }  # fmt: skip
-        at_cap = await client.call_tool("cite", {"answer": ("content of b. " * cap)[:cap], "topic": "q"})
+        at_cap = await client.call_tool("cite", {"answer": ("content of b " * cap)[:cap], "topic": "q"})
         assert not at_cap.is_error
         assert not (await client.call_tool("status", {})).is_error
+
+
+async def test_cite_over_the_work_budget_is_an_error_result(tmp_path: Path) -> None:
+    """An answer within the length cap but of more sentences than one alignment takes is an error result naming
+    the answer (the attack's ``"a! "`` repeated cost seconds of CPU a call), and the server goes on."""
+    from fusion.citations import MAX_SENTENCES
+
+    async with _client(tmp_path) as client:
+        refused = await client.call_tool("cite", {"answer": "Content of b! " * (MAX_SENTENCES + 1), "topic": "q"})
+        assert refused.is_error
+        error = json.loads(refused.content[0].text)["error"]
+        assert error["field"] == "answer"
+        assert f"at most {MAX_SENTENCES} sentences per alignment, got {MAX_SENTENCES + 1}" in error["message"]
+        within = await client.call_tool("cite", {"answer": "Content of b! " * MAX_SENTENCES, "topic": "q"})
+        assert not within.is_error
