@@ -30,6 +30,7 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from fabric.client import SearchPage, search_body
+from fabric.core.errors import IngestError
 from fabric.ingest.report import IngestReport
 from fabric.ingest.run import run_ingest
 from fabric.query.engine import Engine
@@ -93,20 +94,33 @@ class KnowledgeBase:
         await self.engine.open()
         return SearchPage.from_result(await self.engine.search(request))
 
-    async def ingest(self, source: Entries | str | os.PathLike[str], *, format: str | None = None) -> IngestReport:
+    async def ingest(
+        self,
+        source: Entries | str | os.PathLike[str],
+        *,
+        format: str | None = None,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+    ) -> IngestReport:
         """Ingest entries (dicts in the JSONL entry format: ``id``, ``title``, ``text``, ...) or a file or folder
         (Markdown, text, JSONL, BEIR; ``format`` when it cannot be told) into the home; what was done.
+
+        ``include`` / ``exclude`` (path globs relative to a folder) narrow a Markdown folder, replacing ``[ingest]
+        include`` / ``exclude``; the report names the allowlist and each file's trust (:mod:`fabric.ingest.selection`).
 
         Entries are checked as ``POST /v1/ingest`` checks them and kept under ``<home>/spool/``. The caller is the
         operator: entries may be marked ``trust: trusted``.
 
         Raises:
             QueryError: entries that are not a non-empty list of objects, or an entry the loader refuses (named).
-            IngestError: a source that cannot be read.
+            IngestError: a source that cannot be read, or an allowlist refused (a bad glob, one admitting no file,
+                one given for entries or a BEIR or JSONL source).
             HomeInUseError: a service or another ingest holds the home.
         """
         if isinstance(source, str | os.PathLike):
-            return await run_ingest(self.settings, Path(source), format)
+            return await run_ingest(self.settings, Path(source), format, include=include, exclude=exclude, by="api")
+        if include is not None or exclude is not None:
+            raise IngestError("allowlist: include/exclude narrow folder walks (markdown); entries are not a folder")
         sub = parse_submission({"entries": list(source)}, self.settings.ingest, None)
         path = self.settings.home / "spool" / f"python-{sub.fingerprint[:24]}.jsonl"
         await asyncio.to_thread(spool_entries, sub, path)
@@ -152,9 +166,16 @@ class SyncKnowledgeBase:
         """:meth:`KnowledgeBase.search`, blocking."""
         return self._run(self.kb.search(query, **fields))
 
-    def ingest(self, source: Entries | str | os.PathLike[str], *, format: str | None = None) -> IngestReport:
+    def ingest(
+        self,
+        source: Entries | str | os.PathLike[str],
+        *,
+        format: str | None = None,
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+    ) -> IngestReport:
         """:meth:`KnowledgeBase.ingest`, blocking."""
-        return self._run(self.kb.ingest(source, format=format))
+        return self._run(self.kb.ingest(source, format=format, include=include, exclude=exclude))
 
     def close(self) -> None:
         """Close the engine and stop the loop thread (idempotent)."""

@@ -153,6 +153,11 @@ def _print_summary(receipt: dict[str, Any]) -> None:
         f"  corpus: added {c['added']}  updated {c['updated']}  unchanged {c['unchanged']}  "
         f"deleted {c['deleted']}  (embeddings: {escape(str(c['embeddings']))})"
     )
+    allow = c.get("allowlist")
+    if allow:
+        shown = f"include {', '.join(allow['include']) or 'everything'}; "
+        shown += f"exclude {', '.join(allow['exclude']) or 'nothing'}"
+        console.print(f"  allowlist: {escape(shown)} ({allow['admitted']} admitted, {allow['excluded']} excluded)")
     checks = receipt["comparison"]["metrics"]
     line = []
     for key, name in (("ndcg_at_10", "nDCG@10"), ("mrr_at_10", "MRR@10"), ("hit_at_1", "Hit@1"), ("hit_at_5", "Hit@5")):

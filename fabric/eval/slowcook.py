@@ -5,7 +5,8 @@ receipt.
 
 1. **refresh**: the query set's corpus is ingested into the home with :func:`fabric.ingest.run.run_ingest`, which
    writes only what changed (the ledger skips unchanged chunks and deletes the ones the source no longer holds);
-   the receipt's ``corpus`` section counts ``added`` / ``updated`` / ``unchanged`` / ``deleted`` chunks;
+   the receipt's ``corpus`` section counts ``added`` / ``updated`` / ``unchanged`` / ``deleted`` chunks and names
+   the allowlist that narrowed the corpus and the trust each file got (:mod:`fabric.ingest.selection`);
 2. **benchmark**: every judged query runs once through the real engine over the home (the fused pass of
    ``fabric eval``, same lanes, fusion and top-k 100), and once more with its follow-up hint (the docs-memory policy's
    hint-rate, :mod:`fabric.eval.hints`);
@@ -97,6 +98,8 @@ def corpus_changes(report: Mapping[str, Any]) -> dict[str, Any]:
         "pending": report["pending"],
         "embeddings": report["embeddings"],
         "stores": dict(report["stores"]),
+        "allowlist": report.get("allowlist"),
+        "trust": report.get("trust"),
     }
 
 

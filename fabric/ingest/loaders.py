@@ -2,13 +2,16 @@
 
 - ``beir``: a folder with ``corpus.jsonl`` (``_id``, ``title``, ``text``); one chunk per document and
   ``id == doc_id == chunk_id == _id``, so evaluations score hits by the BEIR id. Imports: untrusted.
-- ``markdown``: a folder (or one file) of ``.md``/``.markdown``/``.txt``; chunked by headings
-  (:mod:`fabric.ingest.chunking`); ``doc_id = <source>:<relative path>``, ``id = doc_id#chunk_id``.
-  Operator-authored: ``source_kind = operator``, trusted (front matter ``trust:``/``source_kind:`` override).
-  ``published_at`` from front matter ``date:`` or a ``YYYY-MM-DD`` in the file name.
+- ``markdown``: a folder (or one file) of ``.md``/``.markdown``/``.txt``, narrowed by the allowlist; chunked by
+  headings (:mod:`fabric.ingest.chunking`); ``doc_id = <source>:<relative path>``, ``id = doc_id#chunk_id``. Each
+  file's trust comes from the trust rules (trusted: ``source_kind = operator``; untrusted: ``import``), front matter
+  ``trust:``/``source_kind:`` overriding them for the operator and admin keys (:mod:`fabric.ingest.selection`).
+  ``published_at`` from front matter ``date:`` or a ``YYYY-MM-DD`` in the file name; front matter ``author:`` is kept
+  in the chunks' metadata (the bibliography's ``author``, :mod:`fabric.core.sources`).
 - ``jsonl``: one entry per line with ``id``, ``title``, ``text`` and optional ``url``, ``published_at``,
-  ``source_kind``, ``trust`` and ``triples`` (``[[subject, predicate, object], ...]``: relations the graph stores
-  as given, next to those it extracts; kept in the chunk's metadata); one chunk per entry. A ``url`` must be an
+  ``author`` (a string, kept in the chunk's metadata), ``source_kind``, ``trust`` and ``triples``
+  (``[[subject, predicate, object], ...]``: relations the graph stores as given, next to those it extracts; kept in
+  the chunk's metadata); one chunk per entry. A ``url`` must be an
   absolute ``http(s)`` URL.
 
 Publication dates later than now plus :data:`FUTURE_SKEW` are refused in every format.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -38,12 +42,24 @@ from fabric.core.chunks import Chunk
 from fabric.core.errors import IngestError
 from fabric.core.models import SourceKind, Trust
 from fabric.ingest.chunking import chunk_markdown, extract_years, parse_date, split_frontmatter
+from fabric.ingest.selection import Selection, entries_trust
+from fabric.ingest.sourcefile import check_source, open_source, read_source
 from fusion.quality import content_quality
 from fusion.simhash import simhash64, simhash_many
 from fusion.text import title_key
 from fusion.urls import url_key
 
-__all__ = ["FORMATS", "FUTURE_SKEW", "LoadedSource", "detect_format", "finalize", "finalize_all", "load_source"]
+__all__ = [
+    "FORMATS",
+    "FUTURE_SKEW",
+    "LoadedSource",
+    "detect_format",
+    "finalize",
+    "finalize_all",
+    "jsonl_chunks",
+    "load_source",
+    "markdown_files",
+]
 
 FORMATS = ("beir", "markdown", "jsonl")
 FUTURE_SKEW = timedelta(days=1)
@@ -75,6 +91,16 @@ class LoadedSource:
     fmt: str
     docs: int
     chunks: list[Chunk]
+    allowlist: dict[str, Any] | None = None
+    """The allowlist that narrowed a folder walk (the report's ``allowlist``); None for BEIR and JSONL."""
+    trust: dict[str, Any] | None = None
+    """Documents per trust and per deciding rule (the report's ``trust``)."""
+
+
+def _text(name: str | Path) -> str:
+    """A file name as text for ids and source keys: bytes that are not UTF-8 (surrogate-escaped by Python) are
+    written ``\\xff``, so the stores and the ledger, which take only valid Unicode, accept every file name."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def detect_format(path: Path) -> str:
@@ -85,6 +111,7 @@ def detect_format(path: Path) -> str:
     """
     if not path.exists():
         raise IngestError(f"path: {path} does not exist")
+    check_source(path)  # a FIFO, socket or device is refused before anything opens it
     if path.is_dir():
         return "beir" if (path / "corpus.jsonl").is_file() else "markdown"
     if path.suffix.lower() == ".jsonl":
@@ -138,7 +165,7 @@ def finalize_all(chunks: Sequence[Chunk]) -> list[Chunk]:
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     try:
-        with path.open(encoding="utf-8") as fh:
+        with open_source(path) as fh:  # a regular file only: never blocks on a FIFO
             for n, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
@@ -157,7 +184,7 @@ def _load_beir(path: Path) -> LoadedSource:
     corpus = path / "corpus.jsonl" if path.is_dir() else path
     if not corpus.is_file():
         raise IngestError(f"path: {path} has no corpus.jsonl (BEIR layout)")
-    ref = f"beir:{path.name}"
+    ref = f"beir:{_text(path.name)}"
     chunks = []
     for n, row in _read_jsonl(corpus):
         if "_id" not in row:
@@ -168,7 +195,9 @@ def _load_beir(path: Path) -> LoadedSource:
             url=f"doc:{ref}/{cid}", source_kind=SourceKind.IMPORT, source_ref=ref, trust=Trust.UNTRUSTED,
         )  # fmt: skip
         chunks.append(chunk)
-    return LoadedSource(source=f"beir:{path.resolve()}", fmt="beir", docs=len(chunks), chunks=chunks)
+    trust = entries_trust(chunks, "beir import")
+    source = f"beir:{_text(path.resolve())}"
+    return LoadedSource(source=source, fmt="beir", docs=len(chunks), chunks=chunks, trust=trust)
 
 
 def _enum(cls: Any, value: Any, default: Any, where: str) -> Any:
@@ -211,9 +240,26 @@ def _triples(raw: Any, where: str) -> list[list[str]]:
     return out
 
 
-def _load_jsonl(path: Path) -> LoadedSource:
-    ref = f"jsonl:{path.name}"
-    chunks = []
+def _entry_metadata(row: dict[str, Any], where: str) -> dict[str, Any]:
+    """The metadata a JSONL entry keeps: its ``triples`` and its ``author``, when given."""
+    meta: dict[str, Any] = {}
+    if row.get("triples") is not None:
+        meta["triples"] = _triples(row["triples"], where)
+    if row.get("author") is not None:
+        if not isinstance(row["author"], str) or not row["author"].strip():
+            raise IngestError(f"{where}: author: expected a non-empty string")
+        meta["author"] = row["author"].strip()
+    return meta
+
+
+def jsonl_chunks(path: Path) -> Iterator[Chunk]:
+    """The chunks of a JSONL entry file one at a time, checked as :func:`load_source` checks them (which keeps
+    them all; a caller that only validates, like ``POST /v1/ingest``, keeps none).
+
+    Raises:
+        IngestError: naming file, line and field.
+    """
+    ref = f"jsonl:{_text(path.name)}"
     for n, row in _read_jsonl(path):
         where = f"{path}:{n}"
         missing = [f for f in ("id", "text") if not row.get(f)]
@@ -232,34 +278,42 @@ def _load_jsonl(path: Path) -> LoadedSource:
             source_kind=_enum(SourceKind, row.get("source_kind"), SourceKind.IMPORT, f"{where}: source_kind"),
             source_ref=str(row.get("source_ref") or ref),
             trust=_enum(Trust, row.get("trust"), Trust.UNTRUSTED, f"{where}: trust"),
-            metadata={"triples": _triples(row["triples"], where)} if row.get("triples") is not None else {},
+            metadata=_entry_metadata(row, where),
         )  # fmt: skip
-        chunks.append(chunk)
-    return LoadedSource(source=f"jsonl:{path.resolve()}", fmt="jsonl", docs=len(chunks), chunks=chunks)
+        yield chunk
 
 
-def _load_markdown(path: Path) -> LoadedSource:
-    root = path if path.is_dir() else path.parent
-    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in _TEXT_SUFFIXES and p.is_file())
+def _load_jsonl(path: Path) -> LoadedSource:
+    chunks = list(jsonl_chunks(path))
+    trust = entries_trust(chunks, "entry field")
+    source = f"jsonl:{_text(path.resolve())}"
+    return LoadedSource(source=source, fmt="jsonl", docs=len(chunks), chunks=chunks, trust=trust)
+
+
+def markdown_files(path: Path) -> tuple[Path, list[Path]]:
+    """The folder a Markdown source's paths are relative to, and its files (sorted; dot-files and dot-folders such
+    as ``.git`` left out), before the allowlist narrows them."""
     if not path.is_dir():
-        files = [path]
-    source = root.resolve().name or "docs"
+        return path.parent, [path]
+    files = sorted(p for p in path.rglob("*") if p.suffix.lower() in _TEXT_SUFFIXES and p.is_file())
+    return path, [f for f in files if not any(part.startswith(".") for part in f.relative_to(path).parts)]
+
+
+def _load_markdown(path: Path, selection: Selection) -> LoadedSource:
+    root, files = markdown_files(path)
+    files, tally = selection.admitted(root, files)
+    source = _text(root.resolve().name) or "docs"
     chunks = []
     for file in files:
-        rel = file.relative_to(root).as_posix()
-        if any(part.startswith(".") for part in Path(rel).parts):
-            continue
-        try:
-            raw = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise IngestError(f"{file}: cannot read: {exc}") from None
+        rel = _text(file.relative_to(root).as_posix())
+        raw = read_source(file)  # a regular file only: never blocks on a FIFO
         meta, body = split_frontmatter(raw)
         doc_id = f"{source}:{rel}"
         title = meta.get("title") or _first_heading(body) or file.stem
         published = _check_date(parse_date(meta.get("date")) or parse_date(file.name), str(file))
-        kind = _enum(SourceKind, meta.get("source_kind"), SourceKind.OPERATOR, f"{file}: source_kind")
-        trust = _enum(Trust, meta.get("trust"), Trust.TRUSTED, f"{file}: trust")
-        extra = {"path": rel, **{k: v for k, v in meta.items() if k in ("doc_kind", "tags", "commit")}}
+        kind, trust, rule = selection.decide(rel, meta, str(file))
+        tally.count(trust, rule)
+        extra = {"path": rel, **{k: v for k, v in meta.items() if k in ("doc_kind", "tags", "commit", "author") and v}}
         for sec in chunk_markdown(body, title):
             path_title = " › ".join(dict.fromkeys((title, *sec.heading_path)))
             chunk = Chunk(
@@ -269,7 +323,10 @@ def _load_markdown(path: Path) -> LoadedSource:
                 metadata={**extra, "heading_path": list(sec.heading_path)},
             )  # fmt: skip
             chunks.append(chunk)
-    return LoadedSource(source=f"markdown:{path.resolve()}", fmt="markdown", docs=len(files), chunks=chunks)
+    return LoadedSource(
+        source=f"markdown:{_text(path.resolve())}", fmt="markdown", docs=len(files), chunks=chunks,
+        allowlist=tally.allowlist(len(files)), trust=tally.trust(),
+    )  # fmt: skip
 
 
 def _first_heading(body: str) -> str:
@@ -279,21 +336,27 @@ def _first_heading(body: str) -> str:
     return ""
 
 
-def load_source(path: Path, fmt: str | None = None) -> LoadedSource:
-    """Load and chunk ``path`` in ``fmt`` (auto-detected when None).
+def load_source(path: Path, fmt: str | None = None, selection: Selection | None = None) -> LoadedSource:
+    """Load and chunk ``path`` in ``fmt`` (auto-detected when None); a Markdown source is narrowed and trusted by
+    ``selection`` (default: the shipped trust rules, no allowlist).
 
     Raises:
-        IngestError: missing path, unknown format, unreadable or malformed input (naming file, line, field).
+        IngestError: missing path, unknown format, unreadable or malformed input (naming file, line, field), an
+            allowlist given for a BEIR or JSONL source, or one that admits none of a folder's files.
     """
     fmt = (fmt or detect_format(path)).lower()
+    selection = selection or Selection()
     if fmt not in FORMATS:
         raise IngestError(f"format: unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
     if not path.exists():
         raise IngestError(f"path: {path} does not exist")
+    check_source(path)
+    if fmt != "markdown" and selection.explicit and (selection.include or selection.exclude):
+        raise IngestError(f"allowlist: include/exclude narrow folder walks (markdown); a {fmt} source is one file")
     if fmt == "beir":
         return _load_beir(path)
     if fmt == "jsonl":
         if path.is_dir():
             raise IngestError(f"path: {path} is a folder; --format jsonl expects a .jsonl file")
         return _load_jsonl(path)
-    return _load_markdown(path)
+    return _load_markdown(path, selection)

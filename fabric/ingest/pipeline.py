@@ -12,7 +12,10 @@ For one source, each loaded chunk is compared with the ledger:
   compared with that list's ledger entry and reported ``updated`` or ``unchanged``, never ``created`` again);
 - an id that occurs more than once in one load (two JSONL lines, two BEIR rows): **the last one wins**, and the
   report names them (``duplicates``: how many entries were superseded and which ids, the first
-  :data:`MAX_SHOWN_IDS`), and a warning is logged; the file is not refused, since public corpora hold such repeats.
+  :data:`MAX_SHOWN_IDS`), and a warning is logged; the file is not refused, since public corpora hold such repeats;
+- chunks to write or delete that the actor may not change → :class:`~fabric.ingest.provenance.ProvenanceError`
+  before anything is written (a writer key's run over what the operator or an admin key wrote, what is marked
+  trusted, or the tombstone of either); every chunk written records the actor's role and key id.
 
 Write-ahead: chunks to write or delete are marked ``pending`` first, then stores are written, then the ledger
 records ``done`` with the stores that succeeded (and the audit history). A store that fails (a locked Qdrant
@@ -34,14 +37,16 @@ from fabric.core.chunks import Chunk, PrefetchingStore, StoreWriter
 from fabric.core.errors import FabricError, LaneError
 from fabric.core.logs import get_logger
 from fabric.core.models import Embedder
-from fabric.ingest.audit import EntryChange
+from fabric.ingest.audit import EntryChange, current_actor
 from fabric.ingest.audit_trail import graph_triples, record_changes, triple_changes
 from fabric.ingest.conflicts import MAX_SHOWN_IDS, IdConflictError, shown_source, source_origin
 from fabric.ingest.crashpoints import crash_point
 from fabric.ingest.ledger import LEDGER_FILE, Ledger, LedgerEntry
 from fabric.ingest.loaders import finalize_all, load_source
 from fabric.ingest.privacy import WITHHELD, is_private, is_remote
+from fabric.ingest.provenance import PRIVILEGED, Provenance, check_writable, chunk_trusted
 from fabric.ingest.report import IngestReport, Progress
+from fabric.ingest.selection import Selection, record_selection
 
 __all__ = ["ingest"]
 
@@ -165,14 +170,24 @@ def _dedupe(chunks: Sequence[Chunk], report: IngestReport) -> list[Chunk]:
 
 
 async def _mark_pending(
-    ledger: Ledger, todo: Sequence[tuple[Chunk, str, set[str]]], gone: Sequence[LedgerEntry], source: str
+    ledger: Ledger,
+    todo: Sequence[tuple[Chunk, str, set[str]]],
+    gone: Sequence[LedgerEntry],
+    source: str,
+    entries: dict[str, LedgerEntry],
 ) -> None:
-    """Record the chunks about to be written and the entries about to be deleted as pending in the ledger."""
-    await asyncio.to_thread(
-        ledger.mark_pending,
-        [(c.id, c.doc_id, source, c.content_hash) for c, _, _ in todo],
-        [e.id for e in gone],
-    )
+    """Record the chunks about to be written (as the current actor's; a repair keeps its provenance) and the entries
+    about to be deleted as pending in the ledger, once the actor may change them all (a writer key's are read)."""
+    who = current_actor()
+    if who.role not in PRIVILEGED:  # ids held or tombstoned; the operator's and admins' runs read nothing
+        check_writable(who.role, await asyncio.to_thread(ledger.provenance, [c.id for c, _, _ in todo]), "replace")
+        check_writable(who.role, {e.id: e.provenance for e in gone}, "delete")
+    rows = [
+        (c.id, c.doc_id, source, c.content_hash, entries[c.id].provenance if action == "repair" else
+         Provenance(who.role, who.key_id, chunk_trusted(c)))
+        for c, action, _ in todo
+    ]  # fmt: skip
+    await asyncio.to_thread(ledger.mark_pending, rows, [e.id for e in gone])
 
 
 async def ingest(
@@ -184,10 +199,11 @@ async def ingest(
     fmt: str | None = None,
     progress: Progress | None = None,
     private_sources: Sequence[str] = (),
+    selection: Selection | None = None,
 ) -> IngestReport:
     """Ingest ``path`` into every store of ``writers``; see the module docstring for the protocol.
 
-    A source matching ``private_sources`` is not embedded by a remote embedder (:mod:`fabric.ingest.privacy`).
+    ``private_sources``: :mod:`fabric.ingest.privacy`; ``selection`` (allowlist, trust): :mod:`fabric.ingest.selection`.
 
     Raises:
         IngestError: the source cannot be read or parsed.
@@ -195,7 +211,7 @@ async def ingest(
     """
     progress = progress or Progress()
     t0 = time.perf_counter()
-    source, chunks, report = await _load(path, fmt, progress)
+    source, chunks, report = await _load(path, fmt, progress, selection)
     t2 = time.perf_counter()
 
     withheld = is_remote(embedder) and await asyncio.to_thread(is_private, path, private_sources)
@@ -206,6 +222,7 @@ async def ingest(
             report.embeddings = WITHHELD if withheld else "disabled: no embedder (lexical only)"
         stored = _Store(ledger=ledger, source=source, home=home, writers=writers, progress=progress, report=report)
         await stored.run(chunks, embedder, since=t2)
+        await asyncio.to_thread(record_selection, home / LEDGER_FILE, source, report.allowlist, report.trust)
     finally:
         await asyncio.to_thread(ledger.close)
     report.seconds["total"] = time.perf_counter() - t0
@@ -213,13 +230,15 @@ async def ingest(
     return report
 
 
-async def _load(path: Path, fmt: str | None, progress: Progress) -> tuple[str, list[Chunk], IngestReport]:
+async def _load(
+    path: Path, fmt: str | None, progress: Progress, selection: Selection | None
+) -> tuple[str, list[Chunk], IngestReport]:
     """Load and chunk ``path``: its source name, its chunks (duplicates counted in the report) and the report."""
     t0 = time.perf_counter()
     progress.stage("load", 1)
-    loaded = await asyncio.to_thread(load_source, path, fmt)
+    loaded = await asyncio.to_thread(load_source, path, fmt, (selection or Selection()).for_role(current_actor().role))
     progress.advance("load", 1)
-    report = IngestReport(source=loaded.source, format=loaded.fmt, docs=loaded.docs)
+    report = IngestReport(loaded.source, loaded.fmt, loaded.docs, allowlist=loaded.allowlist, trust=loaded.trust)
     t1 = time.perf_counter()
     progress.stage("chunk", len(loaded.chunks))
     chunks = await asyncio.to_thread(lambda: _dedupe(finalize_all(loaded.chunks), report))
@@ -251,7 +270,7 @@ class _Store:
         report.contended = sum(1 for e in entries.values() if e.state == "pending")
         todo, gone, report.unchanged = await asyncio.to_thread(_plan, chunks, entries, adopted, targets)
         entries |= adopted
-        await _mark_pending(ledger, todo, gone, source)
+        await _mark_pending(ledger, todo, gone, source, entries)
         touched = [c.id for c, action, _ in todo if action != "repair"] + [e.id for e in gone]
         ta = time.perf_counter()  # a created chunk had no triples: only updates and deletes are read before
         before = await graph_triples(

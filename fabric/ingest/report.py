@@ -44,6 +44,12 @@ class IngestReport:
     embeddings: str = "ok"
     stores: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    allowlist: dict[str, Any] | None = None
+    """The allowlist that narrowed a folder walk: ``include``, ``exclude``, ``set_by``, files ``admitted`` and
+    ``excluded``, the globs that matched no file (``unmatched``); None for BEIR and JSONL
+    (:mod:`fabric.ingest.selection`)."""
+    trust: dict[str, Any] | None = None
+    """Documents per trust (``trusted``, ``untrusted``) and per deciding rule (``rules``)."""
 
     @property
     def failed_stores(self) -> dict[str, str]:
@@ -72,4 +78,6 @@ class IngestReport:
             "stores": dict(self.stores),
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
             "docs_per_s": rates,
+            "allowlist": self.allowlist,
+            "trust": self.trust,
         }

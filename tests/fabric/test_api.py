@@ -96,3 +96,21 @@ def test_import_fabric_is_cheap_and_silent() -> None:
     code = "import sys, fabric; print(sorted(m for m in sys.modules if m.startswith(('fabric.', 'lanes', 'fusion'))))"
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert (done.stdout.strip(), done.stderr) == ("[]", "")
+
+
+async def test_ingest_a_folder_through_an_allowlist(tmp_path: Path) -> None:
+    """``include`` / ``exclude`` narrow a folder as ``fabric ingest`` does; the report names them (set by the API)
+    and counts each file's trust; entries take no allowlist."""
+    notes = tmp_path / "notes"
+    for rel in ("decisions/d1.md", "drafts/wip.md", "README.md"):
+        (notes / rel).parent.mkdir(parents=True, exist_ok=True)
+        (notes / rel).write_text(f"# {rel}\n\nAbout {rel}.\n")
+    async with fabric.open(home=tmp_path / "kb") as kb:
+        report = await kb.ingest(notes, include=["**/*.md"], exclude=["drafts"])
+        assert report.docs == 2
+        assert report.allowlist is not None
+        assert report.allowlist["set_by"] == {"include": "api", "exclude": "api"}
+        assert report.trust is not None
+        assert (report.trust["trusted"], report.trust["untrusted"]) == (1, 1)
+        with pytest.raises(fabric.FabricError, match="entries are not a folder"):
+            await kb.ingest(ENTRIES, exclude=["x"])

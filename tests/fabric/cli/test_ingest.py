@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -124,6 +125,8 @@ class TestHostileInput:
             (b"[" * 100_000 + b"]" * 100_000, "2: nested too deeply"),
             (b'{"id": "a", "text": "t", "m": ' + b"[" * 70 + b"]" * 70 + b"}", "nested deeper than 64 levels"),
             (b'{"id": "a", "text": "t", "score": NaN}', "2: invalid JSON: NaN"),
+            (b'{"id": "a", "text": "t", "n": ' + b"9" * 5000 + b"}", "2: a number of 5000 digits (at most 64)"),
+            (b'{"id": ' + b"9" * 100_000 + b', "text": "t"}', "2: a number of 100000 digits (at most 64)"),
         ],
     )
     def test_bad_jsonl_line_exits_2_naming_line_and_field(
@@ -135,6 +138,29 @@ class TestHostileInput:
         err = capsys.readouterr().err
         assert words in err
         assert "Traceback" not in err
+
+    @pytest.mark.parametrize("name", ["pipe.jsonl", "pipe.md"])
+    def test_a_fifo_exits_2_without_blocking(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+    ) -> None:
+        """A path naming a FIFO exits 2 with one line saying so; it is never opened for a blocking read (the run
+        goes in a thread joined with a bound: were it blocked, a writer releases it and the test fails)."""
+        pipe = tmp_path / name
+        os.mkfifo(pipe)
+        for extra in ([], ["--format", "jsonl" if name.endswith("jsonl") else "markdown"]):
+            codes: list[int] = []
+            argv = ["--home", str(tmp_path / "h"), "ingest", str(pipe), *extra]
+            run = threading.Thread(target=lambda a=argv, c=codes: c.append(main(a)), daemon=True)
+            run.start()
+            run.join(timeout=60)
+            if run.is_alive():
+                os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+                run.join(timeout=60)
+                pytest.fail("fabric ingest blocked opening a FIFO")
+            assert codes == [2]
+            err = capsys.readouterr().err
+            assert f"path: {pipe} is a FIFO (named pipe); ingest reads regular files and folders only" in err
+            assert "Traceback" not in err
 
 
 @pytest.fixture

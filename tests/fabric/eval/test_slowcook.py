@@ -155,9 +155,15 @@ class TestLoadPrevious:
         assert str(path) in str(caught.value)
 
 
+ALLOWLIST = {"include": ["decisions"], "exclude": [], "set_by": {"include": "config", "exclude": "default"},
+             "admitted": 4, "excluded": 2, "unmatched": []}  # fmt: skip
+TRUST = {"trusted": 4, "untrusted": 0, "rules": [{"rule": "**/decisions/**", "trust": "trusted", "docs": 4}]}
+
+
 def _receipt(previous: dict[str, Any] | None, rankings: dict[str, list[str]]) -> dict[str, Any]:
     counts = {"docs": 4, "chunks": 4, "created": 0, "updated": 1, "unchanged": 3, "deleted": 0, "repaired": 0}
-    ingest = {"source": "markdown:corpus", **counts, "pending": 0, "embeddings": "ok", "stores": {"sqlite_fts": "ok"}}
+    ingest = {"source": "markdown:corpus", **counts, "pending": 0, "embeddings": "ok", "stores": {"sqlite_fts": "ok"},
+              "allowlist": ALLOWLIST, "trust": TRUST}  # fmt: skip
     return build_receipt(
         settings=load_settings(env={}), dataset=_dataset(), lanes=["keyword"], ingest=ingest,
         fused=_pass(rankings), hints=None, previous=previous, extra={"receipt_path": "r.json"},
@@ -166,13 +172,14 @@ def _receipt(previous: dict[str, Any] | None, rankings: dict[str, list[str]]) ->
 
 class TestBuildReceipt:
     def test_first_receipt_then_a_regression(self) -> None:
-        """A first receipt is the baseline; losing b's target from the top 5 then fails naming b."""
+        """A first receipt is the baseline (naming the allowlist and trust that produced the corpus); losing b's
+        target from the top 5 then fails naming b."""
         first = _receipt(None, RANKED)
         assert first["kind"] == RECEIPT_KIND
         assert (first["verdict"]["status"], first["verdict"]["exit_code"]) == ("baseline", 0)
         assert first["corpus"] == {"source": "markdown:corpus", "docs": 4, "chunks": 4, "added": 0, "updated": 1,
                                    "unchanged": 3, "deleted": 0, "repaired": 0, "pending": 0, "embeddings": "ok",
-                                   "stores": {"sqlite_fts": "ok"}}  # fmt: skip
+                                   "stores": {"sqlite_fts": "ok"}, "allowlist": ALLOWLIST, "trust": TRUST}  # fmt: skip
         assert first["metrics"]["hit_at_5"] == 0.5
         assert first["per_query"] == per_query(_dataset(), _pass(RANKED))
         assert json.loads(json.dumps(first)) == first

@@ -226,3 +226,24 @@ class TestJsonlFuzz:
         else:
             assert isinstance(outcome, LoadedSource)
             assert outcome.docs == len(outcome.chunks) <= len(lines)
+
+
+class TestAuthor:
+    """The bibliography's author (fabric.core.sources): kept in the chunks' metadata at ingest."""
+
+    def test_markdown_front_matter_author(self, tmp_path: Path) -> None:
+        """front matter ``author:`` is kept on every chunk of the note; a note without one has none."""
+        (tmp_path / "a.md").write_text("---\ntitle: A\nauthor: Ada Lovelace\n---\n# A\n\nOne.\n\n## B\n\nTwo.\n")
+        (tmp_path / "b.md").write_text("# B\n\nThree.\n")
+        chunks = load_source(tmp_path).chunks
+        got = {(c.doc_id.split(":")[1], c.metadata.get("author")) for c in chunks}
+        assert got == {("a.md", "Ada Lovelace"), ("b.md", None)}
+
+    def test_jsonl_author(self, tmp_path: Path) -> None:
+        """A JSONL entry's ``author`` string is kept; anything else names line and field."""
+        p = tmp_path / "e.jsonl"
+        p.write_text(json.dumps({"id": "a", "text": "x", "author": " Grace Hopper "}) + "\n")
+        assert load_source(p).chunks[0].metadata == {"author": "Grace Hopper"}
+        p.write_text(json.dumps({"id": "a", "text": "x", "author": ["G"]}) + "\n")
+        with pytest.raises(IngestError, match=r"e.jsonl:1: author: expected a non-empty string"):
+            load_source(p)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -313,6 +315,39 @@ class TestPaths:
             body = await resp.json()
         assert (resp.status, body["error"]["field"]) == (403, "path")
         assert "allowed_root" in body["error"]["message"]
+
+    async def test_a_fifo_under_the_root_is_400_without_blocking(self, client: TestClient, root: Path) -> None:
+        """A path naming a FIFO (a socket, a device) is refused at submission, never opened: it would block the
+        tenant's task queue for good. The test holds the FIFO's write end meanwhile and closes it at the end, so
+        a reader the fix failed to stop sees end-of-file instead of blocking the suite."""
+        os.mkfifo(root / "pipe.jsonl")
+        held = os.open(root / "pipe.jsonl", os.O_RDWR | os.O_NONBLOCK)  # a writer: opening it never blocks
+        try:
+            resp = await asyncio.wait_for(client.post("/v1/ingest", json={"path": "pipe.jsonl"}), 60)
+            body = await resp.json()
+        finally:
+            os.close(held)
+        assert (resp.status, body["error"]["field"]) == (400, "path")
+        assert body["error"]["message"] == (
+            "path: pipe.jsonl is a FIFO (named pipe); ingest reads regular files and folders only"
+        )
+
+    async def test_a_writer_cannot_probe_which_paths_exist(self, tmp_path: Path, root: Path) -> None:
+        """A writer's path submission answers the same 403 whether the path exists under the root, does not exist,
+        or lies outside it: the server's disk is never looked at for a key that may not ingest paths."""
+        from fabric.serve.keys.store import KeyStore, Role
+
+        home = tmp_path / "home"
+        writer = KeyStore(home).create("acme", Role.WRITER)[1]
+        answers = set()
+        async with TestClient(TestServer(_app(home, root), host="127.0.0.1")) as c:
+            for path in ("good.jsonl", "nope.jsonl", "../secret.jsonl", "/etc/passwd", "/nowhere/x.jsonl"):
+                resp = await c.post("/v1/ingest", json={"path": path}, headers={"Authorization": f"Bearer {writer}"})
+                answers.add((resp.status, json.dumps(await resp.json(), sort_keys=True)))
+        assert answers == {
+            (403, json.dumps({"error": {"field": "path", "message": "only an admin key may ingest a path on the "
+                                                                    "server"}}, sort_keys=True)),
+        }  # fmt: skip
 
     async def test_missing_root_fails_at_start_up(self, tmp_path: Path) -> None:
         """A configured root that is not a folder fails when the app is built, naming the key."""
