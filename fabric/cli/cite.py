@@ -5,6 +5,9 @@ Usage::
     fabric cite --answer "TEXT" --query "QUERY" [--json]          # runs the engine for the passages
     fabric cite --answer-file answer.txt --items results.json       # passages from `fabric search --json`
 
+The bibliography lists every source document of the items: ``[n]`` for the cited ones, ``[-]`` for the others
+(:mod:`fabric.core.sources`); each disagreement names its kind, severity and topic (:mod:`fusion.disagree`).
+
 ``--items`` accepts the result JSON of ``fabric search --json`` (its ``items``; the ``text`` field is used when
 present, else the ``snippet``) or a bare JSON list of such items. ``--semantic`` uses the configured embedder
 (cosine of embeddings) instead of lexical containment when one is available. ``--threshold`` (0.7) and
@@ -117,9 +120,13 @@ def run(args: argparse.Namespace) -> int:
     print(result.text)
     if result.bibliography:
         print()
-        for n, h in enumerate(result.bibliography, 1):
-            where = h.url or h.id
-            print(f"[{n}] {h.title or h.id} — {where}")
+        for source in result.bibliography:
+            tag = f"[{source.marker}]" if source.marker is not None else "[-]"
+            by = f" ({source.author})" if source.author else ""
+            print(f"{tag} {source.title or source.id}{by} — {source.url or source.id}")
     for d in result.disagreements:
-        print(f"! sentence {d.sentence + 1}: [{d.markers[0]}] and [{d.markers[1]}] disagree on {d.term!r} ({d.detail})")
+        print(
+            f"! sentence {d.sentence + 1}: [{d.markers[0]}] and [{d.markers[1]}] disagree on {d.term!r} "
+            f"({d.kind}, {d.severity}; topic: {d.topic}): {d.detail}"
+        )
     return 0

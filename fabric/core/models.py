@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from fabric.core.search_models import PreflightResult, SearchRequest, SearchResult
+from fabric.core.sources import author_of, document_id
 from fabric.core.vocabulary import (
     EMPTY_MAPPING,
     BoundConstraints,
@@ -196,6 +197,8 @@ class FusedItem:
             "source_ref": h.source_ref,
             "trust": h.trust.value,
             "published_at": iso_utc(h.published_at),
+            "doc_id": document_id(h),
+            "author": author_of(h),
             "score_total": round(self.score_total, 6),
             "scores": {k: round(v, 6) for k, v in self.scores.items()},
             "lanes": list(self.lanes),

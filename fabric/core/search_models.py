@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabric.core.checks import budget_ms, choice, page_size, query_text, weight
 from fabric.core.errors import QueryError
+from fabric.core.sources import Source, build_bibliography, document_id
 from fabric.core.strategies import ROUTES
 from fabric.core.vocabulary import EMPTY_MAPPING, Constraints, FusionMode, Mode
 
@@ -177,6 +178,18 @@ class SearchResult:
         uncited = [it.id for it in self.items if self.citations.get(it.id) is None]
         return {"required": True, "citable": len(self.items) - len(uncited), "uncited": uncited}
 
+    def bibliography(self) -> tuple[Source, ...]:
+        """Every source document of the page (:mod:`fabric.core.sources`); with ``citations_required`` the cited
+        ones carry their citation's marker and passage (as excerpt), else none is cited."""
+        markers: dict[str, int] = {}
+        excerpts: dict[str, str] = {}
+        for it in self.items:
+            cite = (self.citations or EMPTY_MAPPING).get(it.id)
+            if cite is not None:
+                markers.setdefault(document_id(it.hit), int(cite["marker"]))
+                excerpts.setdefault(document_id(it.hit), str(cite["passage"]))
+        return build_bibliography([it.hit for it in self.items], markers, excerpts)
+
     def receipt(self, per_lane: int = 10) -> dict[str, Any]:
         """Per-lane top-k ids with native scores, and the fused ranking with totals (the docs-memory policy's
         receipts)."""
@@ -206,5 +219,6 @@ class SearchResult:
             "route": dict(self.route),
             "budget": dict(self.budget),
             "citations": self.citation_summary(),
+            "bibliography": [source.to_dict() for source in self.bibliography()],
             "receipt": self.receipt(),
         }

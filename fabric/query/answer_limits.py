@@ -11,8 +11,10 @@ sub-word tokenizer counts somewhat more.
 sentence of its text (split as :mod:`fusion.citations` splits passages) that contains the most of the query's
 content words (:func:`fusion.citations.lexical_similarity`). An item is citation-ready when it has a reference to
 cite (its URL, else its ``source_ref``) and a passage sharing at least one content word with the query; it then
-gets the next ``[n]`` marker in page order. Items without one are kept in place and marked ``citation: null``;
-the result lists their ids under ``citations.uncited``.
+gets the next ``[n]`` marker in page order, or the marker of its document when an item of the same document
+(``doc_id``) already has one: markers number source documents, as in the result's ``bibliography``
+(:mod:`fabric.core.sources`). Items without one are kept in place and marked ``citation: null``; the result lists
+their ids under ``citations.uncited``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fabric.core.models import FusedItem, iso_utc
+from fabric.core.sources import document_id
 from fusion.citations import lexical_similarity, split_sentences
 
 __all__ = ["Budgeted", "apply_token_budget", "citation_passages", "count_tokens", "cut_to_tokens"]
@@ -97,7 +100,7 @@ def citation_passages(query: str, items: Sequence[FusedItem]) -> dict[str, dict[
     """Item id → its citation (marker, passage, similarity, ref, title, published_at), or None when the item has
     no citation-ready passage (see the module docstring)."""
     out: dict[str, dict[str, Any] | None] = {}
-    marker = 0
+    markers: dict[str, int] = {}  # document id → its marker
     for it in items:
         h = it.hit
         ref = h.url or h.source_ref
@@ -105,7 +108,7 @@ def citation_passages(query: str, items: Sequence[FusedItem]) -> dict[str, dict[
         if score <= 0.0:
             out[it.id] = None
             continue
-        marker += 1
+        marker = markers.setdefault(document_id(h), len(markers) + 1)
         out[it.id] = {
             "marker": marker,
             "passage": passage,

@@ -8,7 +8,7 @@ The fusion policy's monitoring table is computable from them (:meth:`EngineMetri
 - fusion-quality proxy = ``fabric_lane_agreement`` (histogram, per query with two or more lanes returning hits):
   the mean over lane pairs of the overlap of their top 10 ids, ``|A ∩ B| / min(10, |A|, |B|)``;
 - empty-answer rate = ``fabric_empty_answers_total`` / ``fabric_queries_total`` (no lane returned a hit);
-- citation support rate = ``fabric_citation_sentences_total{supported="true"}`` / all aligned sentences (fed by
+- citation coverage = ``fabric_citation_sentences_total{supported="true"}`` / all aligned sentences (fed by
   :meth:`EngineMetrics.observe_citations` wherever citations are aligned for a client: ``POST /v1/cite``).
 
 Per tenant (the API contract's asks for them; the service observes each answer with the caller's tenant,
@@ -18,12 +18,13 @@ Per tenant (the API contract's asks for them; the service observes each answer w
 - ``fabric_tenant_lane_agreement{tenant}``: the fusion-quality proxy above, per tenant;
 - ``fabric_top_score_mass{tenant}`` (histogram): the share of the answer's top-10 ``score_total`` mass held by its
   first 3 items, a hit-quality proxy (near 1: a few clear winners; near 0.3: a flat, undecided list);
-- ``fabric_tenant_citation_sentences_total{tenant, supported}``: citation support rate per tenant;
+- ``fabric_tenant_citation_sentences_total{tenant, supported}``: citation coverage per tenant;
 - ``fabric_mutations_total{tenant, op="ingest"|"delete", outcome="success"|"failure"|"conflict"}``: mutation
   success rate;
 - ``fabric_conflicts_total{tenant, kind}``: conflict incidence: ``id_collision`` (ids another source holds, each
-  id counted), ``concurrent_update`` (chunks a run found mid-write by another run: pending in the ledger) and
-  ``idempotency_key`` (a key reused with a different body).
+  id counted), ``concurrent_update`` (chunks a run found mid-write by another run: pending in the ledger),
+  ``idempotency_key`` (a key reused with a different body) and ``provenance`` (ids a writer key may not replace or
+  delete, each id counted: :mod:`fabric.ingest.provenance`).
 
 The API contract and the fusion policy give no thresholds for the per-tenant, mutation and conflict series, so no alert
 rule uses them.

@@ -1,6 +1,7 @@
 """Result items read back as hits: the JSON of ``fabric search --json`` / ``POST /v1/search`` (its ``items``, or a
 bare list of them), as ``fabric cite --items`` and ``POST /v1/cite`` receive it. The ``text`` field is used when
-present, else the ``snippet``."""
+present, else the ``snippet``; ``doc_id`` and ``author`` (the bibliography's document and author,
+:mod:`fabric.core.sources`) are read when present."""
 
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ def hits_from_json(data: Any) -> list[Hit]:
                 url=str(item.get("url", "")),
                 domain=str(item.get("domain", "")),
                 published_at=_date(item.get("published_at")),
+                doc_id=str(item.get("doc_id") or ""),
+                metadata={"author": str(item["author"])} if item.get("author") else {},
             )
         )
     return hits

@@ -5,7 +5,9 @@
     triples and edges and the ledger included (:mod:`fabric.ingest.deletion`); ``writer`` role. ``200`` with the
     report, ``404`` when nothing is stored under the id, ``503`` naming the stores that failed (repeat the
     delete to finish it). A tenant deletes only what it wrote (the audit history's latest write of each chunk);
-    another tenant's entries answer as unknown.
+    another tenant's entries answer as unknown. A writer key deletes only what writer keys wrote untrusted: an entry
+    the operator or an admin key wrote, or one marked trusted, answers ``403`` naming the rule and the ``protected``
+    ids (who holds each), and nothing is deleted (:mod:`fabric.ingest.provenance`).
 ``DELETE /v1/entries?source=...``
     The same for every entry of a source (``api``, ``<format>:<file name>`` as conflicts and audit records name
     it). An id holding ``/`` is sent percent-encoded (``%2F``); ids are taken as given (not trimmed).
@@ -42,12 +44,14 @@ from fabric.core.models import Hit
 from fabric.ingest.audit import Actor, AuditLog, acting_as, parse_since
 from fabric.ingest.conflicts import IdConflictError
 from fabric.ingest.deletion import NothingToDelete, delete_entries
+from fabric.ingest.provenance import ProvenanceError
 from fabric.ingest.report import IngestReport, Progress
 from fabric.ingest.writers import build_writers
 from fabric.query.engine import Engine
 from fabric.query.result_items import hits_from_json
 from fabric.serve.auth import principal
-from fabric.serve.openapi import CITE_LIMITS, MAX_AUDIT_LIMIT, MAX_PARAM_CHARS, build_openapi
+from fabric.serve.bodies import parse_cite
+from fabric.serve.openapi import MAX_AUDIT_LIMIT, MAX_PARAM_CHARS, build_openapi
 
 __all__ = ["CITE_MAX_BODY_BYTES", "ReadJson", "add_data_routes", "observed_runner", "write_lock"]
 
@@ -63,8 +67,6 @@ _READ = web.AppKey("data_read_json", object)
 _OPENAPI = web.AppKey("openapi_bytes", bytes)
 _AUDIT_PARAMS = ("entry_id", "since", "limit", "after")
 _DELETE_PARAMS = ("source",)
-_CITE_KEYS = ("answer", "items", "query", "top_k", "threshold", "max_per_sentence", "semantic")
-_ITEM_TEXT = ("title", "text", "snippet", "url", "domain", "published_at")
 
 
 _LOCKS: weakref.WeakKeyDictionary[Engine, asyncio.Lock] = weakref.WeakKeyDictionary()
@@ -88,7 +90,7 @@ class _Refused(Exception):
 
 def _actor(request: web.Request) -> Actor:
     who = principal(request)
-    return Actor(tenant=who.tenant, key_id=who.key_id, task_id=None, via="api")
+    return Actor(tenant=who.tenant, key_id=who.key_id, task_id=None, via="api", role=who.role.label)
 
 
 def _params(request: web.Request, known: tuple[str, ...]) -> None:
@@ -137,6 +139,9 @@ async def _delete(request: web.Request, ids: list[str], source: str | None) -> w
     except NothingToDelete as exc:
         engine.metrics.observe_mutation(actor.tenant, "delete", "failure")
         raise _Refused(exc.field, str(exc), status=404) from None
+    except ProvenanceError as exc:
+        engine.metrics.observe_mutation(actor.tenant, "delete", "conflict", {"provenance": len(exc.protected)})
+        raise _Refused(exc.field, str(exc), status=403, protected=exc.shown()) from None
     finally:
         for writer in writers:
             await writer.aclose()
@@ -200,48 +205,15 @@ async def _audit(request: web.Request) -> web.Response:
 # ---------------------------------------------------------------------------------------------------- cite
 
 
-def _number(data: dict[str, Any], name: str, default: float, low: float, high: float, *, integer: bool) -> Any:
-    value = data.get(name, default)
-    if integer and isinstance(value, float) and value.is_integer():  # JSON Schema: 3.0 is an integer
-        value = int(value)
-    kind_ok = isinstance(value, int) if integer else isinstance(value, int | float)
-    if isinstance(value, bool) or not kind_ok or not low <= value <= high:
-        kind = "an integer" if integer else "a number"
-        raise _Refused(name, f"expected {kind} in [{low:g}, {high:g}], got {value!r}")
-    return value
-
-
-def _items(value: Any) -> list[Hit]:
-    if not isinstance(value, list) or not value:
-        raise _Refused("items", "expected a non-empty list of result items (objects with a string id)")
-    if len(value) > CITE_LIMITS["items"]:
-        raise _Refused("items", f"at most {CITE_LIMITS['items']} items, got {len(value)}")
-    for i, item in enumerate(value):
-        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not item["id"]:
-            raise _Refused(f"items[{i}].id", "expected an object with a non-empty string id")
-        for key in _ITEM_TEXT:
-            if item.get(key) is not None and not isinstance(item[key], str):
-                raise _Refused(f"items[{i}].{key}", "expected a string")
-        score = item.get("score_total")
-        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-            raise _Refused(f"items[{i}].score_total", "expected a number")
-    try:
-        return hits_from_json(value)
-    except QueryError as exc:
-        raise _Refused(exc.field, exc.message) from None
-
-
-async def _cite_hits(request: web.Request, data: dict[str, Any]) -> list[Hit]:
-    if ("items" in data) == ("query" in data):
-        raise _Refused("body", "expected exactly one of items (result items) or query (search first)")
-    if "items" in data:
-        return _items(data["items"])
+async def _cite_hits(request: web.Request, body: dict[str, Any]) -> list[Hit]:
+    if "items" in body:
+        return hits_from_json(body["items"])  # validated by the contract (fabric.serve.bodies)
     from fabric.query.validation import parse_request
 
     engine = await _engine(request)
-    top_k = _number(data, "top_k", 10, 1, engine.settings.engine.max_top_k, integer=True)
     try:
-        result = await engine.search(parse_request({"query": data["query"], "top_k": top_k}, engine.settings))
+        search = parse_request({"query": body["query"], "top_k": body["top_k"]}, engine.settings)
+        result = await engine.search(search)
     except QueryError as exc:
         raise _Refused(exc.field, exc.message, 422 if isinstance(exc, UnprocessableQueryError) else 400) from None
     return [it.hit for it in result.items]
@@ -252,28 +224,21 @@ async def _cite(request: web.Request) -> web.Response:
 
     read: ReadJson = request.app[_READ]  # type: ignore[assignment]
     data = await read(request, CITE_MAX_BODY_BYTES)
-    if not isinstance(data, dict):
-        raise _Refused("body", "expected a JSON object")
-    unknown = sorted(set(data) - set(_CITE_KEYS))
-    if unknown:
-        raise _Refused("body", f"unknown field(s) {', '.join(unknown)}; valid: {', '.join(_CITE_KEYS)}")
-    answer = data.get("answer")
-    if not isinstance(answer, str) or not answer.strip():
-        raise _Refused("answer", "expected a non-empty string")
-    if len(answer) > CITE_LIMITS["answer_chars"]:
-        raise _Refused("answer", f"at most {CITE_LIMITS['answer_chars']} characters, got {len(answer)}")
-    threshold = _number(data, "threshold", 0.7, 0.01, 1.0, integer=False)
-    per_sentence = _number(data, "max_per_sentence", 3, 1, CITE_LIMITS["max_per_sentence"], integer=True)
-    semantic = data.get("semantic", False)
-    if not isinstance(semantic, bool):
-        raise _Refused("semantic", "expected true or false")
-    hits = await _cite_hits(request, data)
     engine = await _engine(request)
-    embedder = engine.resources.embedder if engine.resources is not None and semantic else None
+    try:
+        body = parse_cite(data, engine.settings)  # the model GET /openapi.json publishes
+    except QueryError as exc:
+        raise _Refused(exc.field, exc.message) from None
+    hits = await _cite_hits(request, body)
+    embedder = engine.resources.embedder if engine.resources is not None and body["semantic"] else None
     similarity = embedding_similarity(embedder) if embedder is not None else None
-    result = await asyncio.to_thread(
-        align_citations, answer, hits, similarity=similarity, threshold=threshold, max_per_sentence=per_sentence
-    )
+    try:  # off the loop, and within the alignment's work budget (fusion.citations): over it, a 422
+        result = await asyncio.to_thread(
+            align_citations, body["answer"], hits, similarity=similarity, threshold=body["threshold"],
+            max_per_sentence=body["max_per_sentence"],
+        )  # fmt: skip
+    except QueryError as exc:
+        raise _Refused(exc.field, exc.message, 422) from None
     supported = sum(1 for s in result.sentences if s.citations)
     engine.metrics.observe_citations(supported=supported, total=len(result.sentences), tenant=principal(request).tenant)
     return web.json_response(result.to_dict())
@@ -329,6 +294,9 @@ def observed_runner(runner: Runner, engine: Engine) -> Runner:
                 report = await runner(path, fmt, progress)
         except IdConflictError as exc:
             metrics.observe_mutation(tenant, "ingest", "conflict", {"id_collision": len(exc.taken)})
+            raise
+        except ProvenanceError as exc:
+            metrics.observe_mutation(tenant, "ingest", "conflict", {"provenance": len(exc.protected)})
             raise
         except (FabricError, OSError):
             metrics.observe_mutation(tenant, "ingest", "failure")

@@ -26,7 +26,7 @@ SEED_THRESHOLDS = {  # seed 003's monitoring table and seed 001's latency bound:
     "FabricLaneSuccessRateLow": ("<", 0.90),
     "FabricFusionQualityLow": ("<", 0.7),
     "FabricDedupRateLow": ("<", 0.10),
-    "FabricCitationAccuracyLow": ("<", 0.80),
+    "FabricCitationCoverageLow": ("<", 0.80),
     "FabricResponseTimeHigh": (">", 3.0),
     "FabricSearchP95High": (">", 0.3),
 }

@@ -74,3 +74,14 @@ class TestCitationPassages:
     def test_item_without_reference_is_not_citable(self) -> None:
         out = citation_passages("vitamin", [item("a", "Vitamin D.")])
         assert out == {"a": None}
+
+    def test_items_of_one_document_share_its_marker(self) -> None:
+        """Markers number source documents: a second chunk of a document gets the document's marker."""
+        hits = [
+            Hit(id="d#1", rank=1, score=1.0, doc_id="d", text="Vitamin D helps.", url="doc:d#1"),
+            Hit(id="e", rank=2, score=1.0, text="Vitamin E helps.", url="https://x.org/e"),
+            Hit(id="d#2", rank=3, score=1.0, doc_id="d", text="Vitamin D again.", url="doc:d#2"),
+        ]
+        items = [FusedItem(hit=h, score_total=1.0, scores={}, lanes=("a",), ranks={"a": 1}) for h in hits]
+        out = citation_passages("vitamin", items)
+        assert {k: v["marker"] for k, v in out.items() if v is not None} == {"d#1": 1, "e": 2, "d#2": 1}

@@ -176,6 +176,29 @@ class TestCite:
         assert (await resp.json())["error"]["field"] == field
 
 
+class TestCiteWorkBudget:
+    @pytest.mark.parametrize(
+        ("payload", "field"),
+        [
+            ({"answer": "Rollback! " * 201, "items": [{"id": "a", "text": "Rollback."}]}, "answer"),
+            (
+                {"answer": "Rollback.", "items": [{"id": f"i{k}", "text": "Rollback! " * 21} for k in range(100)]},
+                "items",
+            ),
+            ({"answer": "Rollback! " * 60, "items": [{"id": "a", "text": "Rollback! " * 1_700}]}, "items"),
+        ],
+        ids=["sentences", "passages", "pairs"],
+    )
+    async def test_over_the_budget_is_a_422(
+        self, client: TestClient, keys: dict[str, str], payload: dict[str, Any], field: str
+    ) -> None:
+        """Within the length caps, an answer or items over the alignment's work budget (fusion.citations) is a 422
+        naming the field, before any comparison (``"a! "`` repeated cost seconds of CPU per request)."""
+        resp = await client.post("/v1/cite", json=payload, headers=_auth(keys["reader"]))
+        assert resp.status == 422
+        assert (await resp.json())["error"]["field"] == field
+
+
 class TestOpenApiAndMetrics:
     async def test_openapi_is_served_without_a_key(self, client: TestClient) -> None:
         """The document answers without a key."""
