@@ -4,12 +4,13 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test-deps demo test lint docs gate baseline bench compose-up compose-test clean
+.PHONY: setup test-deps demo test lint docs gate baseline bench compose-up compose-test clean schemathesis
 
 setup: $(STAMP)
 
 # deploy/install.sh: torch's CPU build first (a plain `torch` pulls a multi-GB CUDA build), then the project.
-# The framework extras are installed too: tests/fabric/integrations runs against the pinned packages.
+# The framework extras are installed too: tests/fabric/integrations runs against the pinned packages, and so is the
+# lancedb extra: tests/lanes/vector/lancedb runs the LanceDB backend for real.
 # The `ann` extra (hnswlib, the vector store's optional HNSW accelerator) has no wheel: pip compiles it, so a C++
 # compiler is installed first when missing (apt-get, as root). A user's `pip install retrieval-fabric` needs none.
 $(STAMP): pyproject.toml
@@ -18,7 +19,7 @@ $(STAMP): pyproject.toml
 	  { command -v g++ >/dev/null 2>&1 || echo "make setup: no g++: pip cannot build hnswlib; install a C++ compiler" >&2; }
 	python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	sh deploy/install.sh $(PY) -e '.[embeddings,ann,dev,langchain,llamaindex,haystack]'
+	sh deploy/install.sh $(PY) -e '.[embeddings,ann,lancedb,dev,langchain,llamaindex,haystack]'
 	touch $(STAMP)
 
 demo: setup
@@ -63,6 +64,10 @@ baseline: setup
 	@if [ ! -d ../shared/datasets/scifact ] && [ ! -d ../shared/datasets/cisi ]; then \
 	  $(PY) -m fabric.cli eval fabric/demo/queries --split test --write-baseline evals/baselines/retrieval-demo.json; \
 	fi
+
+# A stock `schemathesis run --checks all` against a live service (every check, no filter; bounded by examples).
+schemathesis: setup
+	PY=$(PY) .ci/schemathesis
 
 lint: setup
 	$(VENV)/bin/ruff check .

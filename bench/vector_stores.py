@@ -11,8 +11,10 @@ Candidates (each skipped when its package is missing): ``numpy_flat`` (this proj
 ``numpy_flat_ann`` (the same store with its HNSW accelerator, :mod:`lanes.vector.numpy_flat.ann`: graph built as
 ``fabric
 ingest`` builds it, ``index_s``; unfiltered searches through it, filtered ones exact), ``lancedb``
-(pinned 0.40.0: flat, and with an IVF_HNSW_SQ index when ``--lance-index``), ``hnswlib`` (filter callback),
-``usearch`` (no filter in its Python API: it over-fetches and post-filters), ``qdrant_local`` (``--qdrant``).
+(this project's LanceDB backend, :mod:`lanes.vector.lancedb`, the extra's pinned 0.40.0: exact, and as
+``lancedb_ivf_hnsw_sq`` with the IVF_HNSW_SQ index its ingest builds when ``--lance-index``), ``hnswlib``
+(filter callback), ``usearch`` (no filter in its Python API: it over-fetches and post-filters), ``qdrant_local``
+(``--qdrant``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queries", type=int, default=200, help="SciFact queries timed per size")
     p.add_argument("--candidates", default="numpy_flat,numpy_flat_ann,lancedb,hnswlib,usearch", help="comma separated")
     p.add_argument("--qdrant", action="store_true", help="also Qdrant local mode (slow to write at 50K)")
-    p.add_argument("--lance-index", action="store_true", help="also LanceDB with an IVF_HNSW_SQ index")
+    p.add_argument("--lance-index", action="store_true", help="also the lancedb backend with its IVF_HNSW_SQ index")
     p.add_argument("--ef", default="64,128,256", help="HNSW search breadth(s) tried for recall")
     p.add_argument("--with-encoding", action="store_true", help="numpy_flat: also time cold MiniLM encoding + search")
 
@@ -136,26 +139,35 @@ def _encode_and_search(index: Any, texts: Sequence[str]) -> dict[str, float]:
     return {"encode_p50_ms": ep50, "encode_p95_ms": ep95, "c1_p50_ms": tp50, "c1_p95_ms": tp95}
 
 
+class _Named:
+    """The embedder a store writer is given here: writers read only its name (for their file or table name)."""
+
+    name, dim = "bench", 0
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+
+def _chunks(m: np.ndarray, years: np.ndarray) -> list[Any]:
+    """One chunk per vector: id ``str(i)``, its year, a payload of a typical length."""
+    from fabric.core.chunks import Chunk
+
+    base = Chunk(id="", doc_id="", chunk_id="", title="t", text="passage text of a typical length " * 6)
+    return [replace(base, id=str(i), years=(int(years[i]),), vector=tuple(v.tolist())) for i, v in enumerate(m)]
+
+
 def _numpy_flat(
     m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, texts: Sequence[str] = (), *, ann: bool = False
 ) -> dict[str, Any]:
-    from fabric.core.chunks import Chunk
     from fabric.core.models import LaneKind
     from lanes.base import LaneResources, LaneSpec
     from lanes.vector.numpy_flat.ann import AnnConfig
     from lanes.vector.numpy_flat.index import FlatIndex, VectorFilter, build_for_store
     from lanes.vector.numpy_flat.writer import FlatVectorWriter
 
-    class _Named:  # the writer only reads the model name (for its file name)
-        name, dim = "bench", 0
-
-        def embed(self, texts: Sequence[str]) -> list[list[float]]:
-            raise NotImplementedError
-
     spec = LaneSpec(name="v", kind=LaneKind.VECTOR, backend="numpy_flat")
     store = FlatVectorWriter(spec, LaneResources(home=tmp, embedder=_Named()))
-    base = Chunk(id="", doc_id="", chunk_id="", title="t", text="passage text of a typical length " * 6)
-    chunks = [replace(base, id=str(i), years=(int(years[i]),), vector=tuple(v.tolist())) for i, v in enumerate(m)]
+    chunks = _chunks(m, years)
 
     async def write() -> None:
         await store.open()
@@ -187,31 +199,49 @@ def _numpy_flat(
 
 
 def _lancedb(m: np.ndarray, years: np.ndarray, qs: np.ndarray, tmp: Path, *, index: bool) -> dict[str, Any]:
-    import lancedb
-    import pyarrow as pa
+    """The ``lancedb`` backend (:mod:`lanes.vector.lancedb`): written in batches of 256 through its writer, as
+    ``fabric ingest`` writes it; ``index``: its ``finish`` builds the ANN index (``index_s``), else it stays exact."""
+    import lancedb  # noqa: F401  (ImportError: the candidate is skipped)
 
-    db = lancedb.connect(str(tmp / "lance"))
-    vec = pa.FixedSizeListArray.from_arrays(pa.array(m.reshape(-1), type=pa.float32()), m.shape[1])
-    table = pa.table({"id": pa.array(np.arange(len(m), dtype=np.int64)), "year": pa.array(years), "vector": vec})
-    t0 = time.perf_counter()
-    tbl = db.create_table("v", table, mode="overwrite")
-    write_s = time.perf_counter() - t0
-    index_s = 0.0
-    if index:
+    from fabric.core.models import BoundConstraints, LaneKind
+    from lanes.base import LaneResources, LaneSpec
+    from lanes.vector.lancedb.lane import nearest, vector_where
+    from lanes.vector.lancedb.store import LanceOptions, connect, open_table
+    from lanes.vector.lancedb.writer import LanceWriter
+
+    options = {"index_min_rows": 1 if index else len(m) + 1}
+    spec = LaneSpec(name="v", kind=LaneKind.VECTOR, backend="lancedb", options=options)
+    store = LanceWriter(spec, LaneResources(home=tmp, embedder=_Named()))
+    chunks = _chunks(m, years)
+
+    async def write() -> dict[str, Any]:
+        await store.open()
+        for s in range(0, len(chunks), 256):
+            await store.upsert(chunks[s : s + 256])
         t0 = time.perf_counter()
-        tbl.create_index(metric="cosine", index_type="IVF_HNSW_SQ")
-        index_s = time.perf_counter() - t0
+        done = await store.finish()
+        done["index_s"] = time.perf_counter() - t0
+        await store.aclose()
+        return done
 
-    def search(q: np.ndarray, where: str | None = None) -> list[int]:
-        b: Any = tbl.search(q)
-        b = b.distance_type("cosine").limit(K).select(["id"])
-        if where:
-            b = b.where(where, prefilter=True)
-        return [int(x) for x in b.to_arrow()["id"].to_pylist()]
+    t0 = time.perf_counter()
+    done = asyncio.run(write())
+    write_s = time.perf_counter() - t0 - done["index_s"]
+    table = open_table(connect(store.folder), store.folder, store.name)
+    opts = LanceOptions.parse(spec)
+    where = vector_where(
+        BoundConstraints(
+            date_from=datetime(YEARS[0], 1, 1, tzinfo=UTC), date_to=datetime(YEARS[1], 12, 31, tzinfo=UTC)
+        ),
+        None,
+    )
+
+    def search(q: np.ndarray, flt: str | None = None) -> list[int]:
+        return [int(row["id"]) for _, row in nearest(table, q.tolist(), K, flt, opts, ("id",))]
 
     got, ts = _time(search, qs)
-    fgot, fts = _time(lambda q: search(q, f"year >= {YEARS[0]} AND year <= {YEARS[1]}"), qs)
-    return {"write_s": round(write_s, 2), "index_s": round(index_s, 2), "results": got, "times": ts,
+    fgot, fts = _time(lambda q: search(q, where), qs)
+    return {"write_s": round(write_s, 2), "index_s": round(done["index_s"], 2), "results": got, "times": ts,
             "filtered_results": fgot, "filtered_times": fts}  # fmt: skip
 
 

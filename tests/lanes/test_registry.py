@@ -69,7 +69,7 @@ class TestDerived:
     def test_writers(self) -> None:
         """The backends ingestion writes to are the ones whose declaration names a writer."""
         assert set(mod.writers()) == set(WRITERS) == {
-            "sqlite_fts", "qdrant", "numpy_flat", "sqlite_graph", "meilisearch", "arango",
+            "sqlite_fts", "qdrant", "numpy_flat", "lancedb", "sqlite_graph", "meilisearch", "arango",
         }  # fmt: skip
 
     def test_environment_variables(self) -> None:

@@ -1,0 +1,1 @@
+"""LanceDB vector backend: an embedded table per embedding model with an ANN index (the ``lancedb`` extra)."""
