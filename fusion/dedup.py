@@ -11,6 +11,9 @@ Two candidates are duplicates when any criterion holds (thresholds from ``[fusio
   the query pairs). Only ``http(s)`` URLs take part (``doc:`` references name whole documents, not passages);
 - ``near``: SimHash similarity ``1 - hamming / 64`` ≥ ``near_duplicate`` (0.9) of the bodies (:mod:`fusion.simhash`).
 
+A criterion whose ``[fusion.dedup.weights]`` weight is 0 is off (the fusion policy's table weighs domain + title,
+content hash and URL 70/20/10 and has no ``near``; its deduplicator merges on any one criterion, as here).
+
 The features compared are computed once per document at ingest and read off the hits (``Hit.simhash``,
 ``Hit.url_key``, ``Hit.title_key``); a hit without them (a web result) has them computed here, per call.
 
@@ -18,7 +21,8 @@ Cost: exact criteria are dict lookups. Jaccard criteria use the prefix-filtered 
 (titles blocked by domain, :mod:`fusion.titles`). SimHash: identical signatures are grouped in a dict; distinct
 ones go through the pigeonhole tables of :mod:`fusion.near`. ``find_duplicates`` returns the comparison count.
 
-Merging (union-find): the representative is the member ahead by ``(stage, best rank, id)``; it keeps the
+Merging (union-find): the representative is the member ahead by ``(vouched for, stage, best rank, id)`` (a
+trusted original or a fetched page stands for its untrusted copies, :mod:`fusion.provenance`); it keeps the
 union of lanes, the best rank per lane (with that rank's native score), the highest normalised score per lane,
 and ``merged`` (the other ids); ranks after a merged copy close up, as for a repeat inside a lane (criteria: ``why``).
 """
@@ -36,6 +40,7 @@ import numpy as np
 from fabric.settings import DedupConfig
 from fusion.jaccard import jaccard_join
 from fusion.near import near_pairs
+from fusion.provenance import vouched
 from fusion.simhash import simhash_many
 from fusion.titles import title_join
 from fusion.types import Candidates, FusionRun
@@ -80,16 +85,17 @@ def _url_duplicates(hits: Sequence[Any], g: Groups) -> list[tuple[int, str, Sequ
 
 
 def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
-    """Group duplicates among the rows of ``cands``; each group's root is its best row by ``(stage, best rank, id)``.
+    """Group duplicates among the rows of ``cands``; each group's root is its best row (see the module docstring).
 
     Returns:
         The groups (union-find over rows) and the number of pairwise comparisons made.
     """
     hits = cands.hits
-    stage, best, ids = cands.stage, cands.best, cands.ids
-    g = Groups(len(hits), lambda i: (stage[i], best[i], ids[i]))
-    long_urls = _url_duplicates(hits, g)
-    comparisons = title_join(hits, cfg.title_jaccard, g)
+    stage, best, ids, fetched = cands.stage, cands.best, cands.ids, cands.fetched
+    g = Groups(len(hits), lambda i: (not vouched(hits[i], fetched[i]), stage[i], best[i], ids[i]))
+    w = cfg.weights  # a criterion weighted 0 is off
+    long_urls = _url_duplicates(hits, g) if w.url > 0 else []
+    comparisons = title_join(hits, cfg.title_jaccard, g) if w.title > 0 else 0
     comparisons += jaccard_join(long_urls, cfg.url_similarity, g, "url")
     # Identical signatures first (a pile of copies costs one step each), then the table search over distinct ones.
     sigs = _signatures(hits)
@@ -101,10 +107,12 @@ def find_duplicates(cands: Candidates, cfg: DedupConfig) -> tuple[Groups, int]:
             if sigs[i] is not None:
                 j = first[sigs[i]]
                 ta, tb = hits[j].text, hits[i].text
-                g.union(j, i, "content" if ta == tb or _norm_text(ta) == _norm_text(tb) else "near")
+                why = "content" if ta == tb or _norm_text(ta) == _norm_text(tb) else "near"
+                if getattr(w, why) > 0:
+                    g.union(j, i, why)
     first.pop(None, None)
     signed = n - sigs.count(None)
-    uniq = [s for s in first if s is not None]
+    uniq = [s for s in first if s is not None] if w.near > 0 else []
     pairs, near_cmp = near_pairs(np.array(uniq, dtype=np.uint64), max_bits)
     # In ascending signature order, as the unique signatures were once sorted.
     for a, b in sorted((min(uniq[pa], uniq[pb]), max(uniq[pa], uniq[pb])) for pa, pb in pairs):
@@ -164,6 +172,7 @@ def _merge(cands: Candidates, root: list[int], members: list[int]) -> None:
     to = [new[r] for r in root]
     cands.ids = [ids[i] for i in keep]
     cands.hits = [cands.hits[i] for i in keep]
+    cands.fetched = [cands.fetched[i] for i in keep]
     cands.stage = [stage[i] for i in keep]
     cands.best = best = [best[i] for i in keep]
     cands.merged = {new[r]: m for r, m in merged.items()}

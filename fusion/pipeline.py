@@ -7,6 +7,8 @@ The stages, in order (each a :data:`fusion.types.Stage`)::
              → AuthorityBooster → QualityBooster → Ranker → FusedItems (frozen lazily, page by page)
 
 Deduplication runs before scoring so that merged duplicates are scored once, from their best rank per lane.
+The configuration may rank by the fusion policy's formulas as written or order a staged fusion by its fused score
+alone (:mod:`fusion.literal`) instead of the ranker.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from fabric.settings import FactorWeights
 from fusion.boosts import AuthorityBooster, DomainDiversityBooster, QualityBooster, RecencyBooster
 from fusion.combine import COMPONENT_OF_KIND, ModeScorer, collect
 from fusion.dedup import Deduplicator
+from fusion.literal import policy_ranker
 from fusion.rank import Ranker
 from fusion.types import FusedItems, FusionContext, FusionOutput, Stage
 
@@ -51,7 +54,7 @@ def fuse(outcomes: Mapping[str, LaneOutcome], ctx: FusionContext) -> FusionOutpu
         cands = Deduplicator(ctx.config.dedup, merged)(cands, run)
     for stage in _SCORING:
         cands = stage(cands, run)
-    cands = _ranker(ctx.config.factors)(cands, run)
+    cands = (policy_ranker(ctx.config, run) or _ranker(ctx.config.factors))(cands, run)  # fusion.literal
     components = [COMPONENT_OF_KIND.get(run.lanes[name].kind) for name in cands.lanes]
     return FusionOutput(
         items=FusedItems(cands, components),

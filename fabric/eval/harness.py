@@ -341,6 +341,7 @@ def artifact_config(settings: Settings, plan: EvalPlan) -> dict[str, Any]:
         "fusion_mode": fusion.value,
         "rrf_k": settings.fusion.rrf_k,
         "combmnz": settings.fusion.combmnz,
+        "factor_scaling": settings.fusion.factor_scaling,
         "weights": {lane: settings.lanes[lane].weight for lane in plan.lanes},
         "lanes": list(plan.lanes),
         "route": plan.route,

@@ -4,8 +4,9 @@ The artifact holds the git revision, the baseline's revision, the dataset, the c
 ``metrics.fused`` and ``metrics.lanes.<lane>``, the breakdown by scenario class, stage-usage and lane-status
 counters (the staged-retrieval policy: queries per stage-2 outcome), the graph lane's entity match rate (the router
 policy: share of queries
-with >= 1 entity match), the calibration figure of the latency gate, the worst queries and, when gated, the per-metric
-decisions under ``gate``.
+with >= 1 entity match), the staged-retrieval policy's acceptance verdict when stage-2 lanes ran
+(:mod:`fabric.eval.acceptance`), the calibration figure of the latency gate, the worst queries and, when gated, the
+per-metric decisions under ``gate``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from fabric.eval.acceptance import acceptance_lines, staged_acceptance
 from fabric.eval.compare import COMPARED_METRICS, best_lane, compare_runs, comparison_lines
 from fabric.eval.dataset import Dataset
 from fabric.eval.gate import normalised_p95
@@ -180,8 +182,7 @@ def build_artifact(
         dataset: the judged queries.
         passes: pass name → result; ``fused`` must be present.
         config: fusion mode, k, weights, lanes, mode, top_k, ... as run.
-        calibration_ms: median calibration sample of the run (None when not measured).
-        calibration_samples: how many samples the median is over.
+        calibration_ms: median of the run's ``calibration_samples`` calibration samples (None: not measured).
         latency_attempts: the timed fused passes for the gate (:class:`fabric.eval.latency.LatencyAttempt`
             dicts); ``latency.p95_normalised`` is the best of them when given.
         corpus_hash: the dataset's corpus hash.
@@ -209,6 +210,7 @@ def build_artifact(
             "scenario": _scenarios(dataset, fused, per_query),
         },
         "stages": stage_counters(fused),
+        "acceptance": staged_acceptance(config, metrics),
         "graph": entity_match(fused),
         "lane_status": _lane_status(fused),
         "latency": _latency_section(config, calibration_ms, calibration_samples, latency_attempts),
@@ -325,6 +327,7 @@ def render_markdown(artifact: Mapping[str, Any]) -> str:
         lines.append(f"| {label} | {m['queries']} | " + " | ".join(cells) + " |")
     lines += comparison_lines(artifact.get("comparison"))
     lines += _gate_lines(artifact.get("gate"))
+    lines += acceptance_lines(artifact.get("acceptance"))
     lines += ["", "## Stage usage and lane status (fused pass)", ""]
     gates = cfg.get("stages")
     if gates:

@@ -14,6 +14,9 @@ module splits that sum back into parts that add up to ``score_total`` (to roundi
   (``keyword`` → ``lexical``, ``vector`` → ``semantic``, ``graph`` → ``graph``, other kinds under their name);
 - each factor in ``F`` adds ``w_f · f / norm`` under its own name.
 
+With ``[fusion] factor_scaling = "literal"`` (:mod:`fusion.literal`) the total is the plain sum
+``w_rrf · rrf + Σ w_f · f``: each lane's part is ``w_rrf · w / (k + rank)`` and each factor's ``w_f · f``.
+
 It reads only what fusion returns (the page's items and the lane outcomes): ``F`` is the subset of factors whose
 weighted mean reproduces the page's totals (the ranker drops constant factors, so it is not a setting). The raw
 lane scores (BM25, cosine, graph score) stay in ``FusedItem.scores`` under ``lexical`` / ``semantic`` / ``graph``.
@@ -104,6 +107,8 @@ def contributions(
     """Item id → contribution name → its part of the item's ``score_total`` (parts add up to the total)."""
     if not items:
         return {}
+    if config.factor_scaling == "literal" and _literal_error(items, config) <= _TOLERANCE:
+        return _literal_parts(items, lanes, config)
     used = informative_factors(items, config)
     w = config.factors
     w_base = max(0.0, w.rrf)
@@ -129,5 +134,37 @@ def contributions(
         parts = {c: base_part * t / total_terms for c, t in terms.items()} if total_terms > 0 else {}
         for f in used:
             parts[f] = getattr(w, f) * it.scores.get(f, 0.0) / norm
+        out[it.id] = parts
+    return out
+
+
+def _literal_error(items: Sequence[FusedItem], config: FusionConfig) -> float:
+    """The largest gap between an item's ``score_total`` and the literal sum ``w_rrf · rrf + Σ w_f · f``
+    (:mod:`fusion.literal`; a staged fusion ordered by its fused score alone does not fit it)."""
+    w = config.factors
+    err = 0.0
+    for it in items:
+        total = max(0.0, w.rrf) * it.scores.get("rrf", 0.0)
+        total += sum(max(0.0, getattr(w, f)) * it.scores.get(f, 0.0) for f in FACTOR_NAMES)
+        err = max(err, abs(total - it.score_total))
+    return err
+
+
+def _literal_parts(
+    items: Sequence[FusedItem], lanes: Mapping[str, LaneOutcome], config: FusionConfig
+) -> dict[str, dict[str, float]]:
+    """The literal sum split: ``w_rrf · w_lane / (k + rank)`` per lane (summed per kind), ``w_f · f`` per factor."""
+    w = config.factors
+    w_rrf = max(0.0, w.rrf)
+    out: dict[str, dict[str, float]] = {}
+    for it in items:
+        parts: dict[str, float] = {}
+        for name, rank in it.ranks.items():
+            lane = lanes.get(name)
+            if lane is not None:
+                comp = COMPONENTS.get(lane.kind, lane.kind.value)
+                parts[comp] = parts.get(comp, 0.0) + w_rrf * lane.weight / (config.rrf_k + rank)
+        for f in FACTOR_NAMES:
+            parts[f] = max(0.0, getattr(w, f)) * it.scores.get(f, 0.0)
         out[it.id] = parts
     return out

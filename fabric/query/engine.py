@@ -251,7 +251,7 @@ class Engine:
         t_pf = time.perf_counter()
         pf = await self._preflight(request, plan)
         preflight_ms = (time.perf_counter() - t_pf) * 1000.0
-        bound = bind_constraints(request.constraints, now=plan.now, preflight=pf)
+        bound = bind_constraints(request.constraints, now=plan.now, preflight=pf, engine=s.engine)
         lane_top_k = s.engine.lane_top_k if bound.max_results is None else min(s.engine.lane_top_k, bound.max_results)
         lane_request = LaneRequest(query=pf.refined_query, top_k=lane_top_k, constraints=bound, trace_id=trace_id)
         routed = await self._route(request, plan, pf, lane_request)

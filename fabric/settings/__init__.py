@@ -34,14 +34,18 @@ from pathlib import Path
 from typing import Any
 
 from fabric.core.errors import ConfigError
+from fabric.core.globs import PathGlob
 from fabric.core.models import Mode
+from fabric.settings.checks import read_engine, read_fusion
 from fabric.settings.paths import default_cache_dir, default_config_dir, default_home, user_config_file
 from fabric.settings.readers import SCHEMA, build, coerce, env_overrides, merge, positive, read_toml
 from fabric.settings.router import RouterConfig, validate_router_config
 from fabric.settings.sections import (
     METRIC_KEYS,
+    AdditiveBoosts,
     AuthorityEntry,
     DedupConfig,
+    DedupWeights,
     EmbeddingsConfig,
     EngineConfig,
     FactorWeights,
@@ -53,6 +57,8 @@ from fabric.settings.sections import (
     PreflightConfig,
     SlowCookConfig,
     StageConfig,
+    TrustConfig,
+    TrustRule,
 )
 
 __all__ = [
@@ -61,8 +67,10 @@ __all__ = [
     "METRIC_KEYS",
     "SCHEMA",
     "SELF_HOSTED_BACKENDS",
+    "AdditiveBoosts",
     "AuthorityEntry",
     "DedupConfig",
+    "DedupWeights",
     "EmbeddingsConfig",
     "EngineConfig",
     "FactorWeights",
@@ -75,6 +83,8 @@ __all__ = [
     "Settings",
     "SlowCookConfig",
     "StageConfig",
+    "TrustConfig",
+    "TrustRule",
     "default_config_dir",
     "load_settings",
     "setting_layers",
@@ -164,8 +174,9 @@ class Settings:
     ``fabric serve --workers`` sets); empty: the embedded SQLite and file backends (one process)."""
 
     def mode(self, mode: Mode) -> ModeConfig:
-        """The budgets of ``mode``."""
-        return self.modes.get(mode, ModeConfig())
+        """The budgets of ``mode``; a mode without budgets gets ``engine.unknown_mode``'s when that is set."""
+        fallback = self.engine.unknown_mode
+        return self.modes.get(mode) or (self.modes.get(fallback) if fallback is not None else None) or ModeConfig()
 
     def enabled_lanes(self) -> list[LaneConfig]:
         """Enabled lanes in file order."""
@@ -243,10 +254,7 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
     unknown = sorted(set(data) - _SECTIONS)
     if unknown:
         raise ConfigError(f"unknown section(s) {', '.join(unknown)}", source=src)
-    fusion: FusionConfig = build(FusionConfig, data.get("fusion", {}), src, "fusion")
-    positive(fusion.rrf_k, src, "fusion.rrf_k")
-    for key in ("min_must_count", "stage1_top_n", "stage2_top_n", "max_appended"):
-        positive(getattr(fusion.stages, key), src, f"fusion.stages.{key}")
+    fusion = read_fusion(data.get("fusion", {}), src)
     home = Path(env.get("FABRIC_HOME") or data.get("home") or default_home())
     cache_dir = Path(env.get("FABRIC_CACHE_DIR") or data.get("cache_dir") or default_cache_dir())
     lanes = _read_lanes(data.get("lanes", {}), src, env)
@@ -259,7 +267,7 @@ def _validate(data: dict[str, Any], src: str, env: Mapping[str, str], sources: t
         fusion=fusion,
         authority=_read_authority(data.get("domains", {}), src),
         authority_default=coerce(float, data.get("default", 0.5), src, "default"),
-        engine=build(EngineConfig, data.get("engine", {}), src, "engine"),
+        engine=read_engine(data.get("engine", {}), src),
         preflight=build(PreflightConfig, data.get("preflight", {}), src, "preflight"),
         penalties=build(PenaltyConfig, data.get("penalties", {}), src, "penalties"),
         embeddings=build(EmbeddingsConfig, data.get("embeddings", {}), src, "embeddings"),
@@ -340,8 +348,15 @@ def _read_authority(data: Mapping[str, Any], src: str) -> dict[str, AuthorityEnt
 
 
 def _read_ingest(data: Any, src: str) -> IngestConfig:
-    """``[ingest]``: positive limits, a non-negative synchronous-ingest threshold."""
+    """``[ingest]``: positive limits, a non-negative synchronous-ingest threshold, valid allowlist and rule globs."""
     ingest: IngestConfig = build(IngestConfig, data, src, "ingest")
+    globs = [(f"{name}[{i}]", g) for name in ("include", "exclude") for i, g in enumerate(getattr(ingest, name))]
+    globs += [(f"trust.rules[{i}].glob", r.glob) for i, r in enumerate(ingest.trust.rules)]
+    for key, glob in globs:
+        try:
+            PathGlob(glob)
+        except ValueError as exc:
+            raise ConfigError(str(exc), source=src, key=f"ingest.{key}") from None
     for name in ("max_entries", "max_body_bytes", "max_queued", "history", "replica_poll_s"):
         positive(getattr(ingest, name), src, f"ingest.{name}")
     if ingest.sync_max_entries < 0:

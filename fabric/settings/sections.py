@@ -11,12 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from fabric.core.models import FusionMode, LaneKind, Mode
+from fabric.core.models import FusionMode, LaneKind, Mode, Trust
 
 __all__ = [
     "METRIC_KEYS",
+    "AdditiveBoosts",
     "AuthorityEntry",
     "DedupConfig",
+    "DedupWeights",
     "EmbeddingsConfig",
     "EngineConfig",
     "FactorWeights",
@@ -28,6 +30,8 @@ __all__ = [
     "PreflightConfig",
     "SlowCookConfig",
     "StageConfig",
+    "TrustConfig",
+    "TrustRule",
 ]
 
 
@@ -94,12 +98,39 @@ class FactorWeights:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class DedupWeights:
+    """Weight of each deduplication criterion (the fusion policy's criteria table: domain + title 70 %, content hash
+    20 %, URL 10 %, and no near-duplicate criterion). As the policy's own deduplicator reads them, any criterion with
+    a weight above 0 merges on its own; a weight of 0 turns the criterion off."""
+
+    title: float = 1.0
+    content: float = 1.0
+    url: float = 1.0
+    near: float = 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DedupConfig:
     """Deduplication thresholds (the fusion policy)."""
 
     title_jaccard: float = 0.8
     url_similarity: float = 0.9
     near_duplicate: float = 0.9
+    weights: DedupWeights = field(default_factory=DedupWeights)
+    """Criteria in use (``[fusion.dedup.weights]``): every one by default."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdditiveBoosts:
+    """The fusion policy's additive boosts (its ``ReciprocalRankFusion``): added to every lane occurrence's RRF term,
+    into the fused score (:mod:`fusion.literal`). 0 turns a boost off, the default."""
+
+    domain: float = 0.0
+    """``domain / (n + 1)``, ``n`` the candidates of the item's domain fused before it (the policy: 0.1)."""
+    recency: float = 0.0
+    """``recency × step(age)`` (the policy: 0.05)."""
+    recency_steps: tuple[tuple[float, float], ...] = ((1.0, 1.0), (7.0, 0.5), (30.0, 0.2))
+    """(max age in days, step) in increasing age; older or undated items get 0 (the policy: 1, 0.5, 0.2, 0)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,6 +147,12 @@ class StageConfig:
     """N2: hits asked of each stage-2 lane."""
     max_appended: int = 10
     """At most this many stage-2-only items reach the answer (the staged-retrieval policy: practically fill-to-k)."""
+    ranking: str = "factors"
+    """How a staged fusion (``append_fill``, or a stage-2 lane among the fused ones) is ordered: ``factors`` (the
+    ranking factors, as any fusion) or ``fused`` (the staged-retrieval policy: the fused score alone with its
+    deterministic tie-break; ``append_fill`` then keeps stage 1's order as it is)."""
+    p95_target_ms: float = 1500.0
+    """The acceptance verdict of an eval with stage-2 lanes: fused p95 at most this (the staged-retrieval policy)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,6 +163,10 @@ class FusionConfig:
     rrf_k: int = 60
     combmnz: bool = False
     """Score modes: multiply the fused score by the number of lanes that returned the item (CombMNZ)."""
+    factor_scaling: str = "normalised"
+    """``normalised``: every factor on [0, 1] and a weighted mean of the informative ones (:mod:`fusion.rank`);
+    ``literal``: the fusion policy's weighted sum with the raw RRF (:mod:`fusion.literal`)."""
+    boosts: AdditiveBoosts = field(default_factory=AdditiveBoosts)
     factors: FactorWeights = field(default_factory=FactorWeights)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     stages: StageConfig = field(default_factory=StageConfig)
@@ -143,10 +184,20 @@ class AuthorityEntry:
 class EngineConfig:
     """Request limits."""
 
-    max_query_bytes: int = 4096
+    max_query_bytes: int = 16384
     max_top_k: int = 200
     lane_top_k: int = 50
     default_mode: Mode = Mode.TECHNICAL
+    unknown_mode: Mode | None = None
+    """A request's mode outside the vocabulary, or one without budgets, runs as this mode (the fusion policy's
+    ``calculate_lane_budgets``: ``simple``); unset: an unknown mode is refused and a mode without budgets gets
+    the defaults of :class:`ModeConfig`."""
+    all_time_years: int = 0
+    """``time_range = "all_time"`` binds the last this many years (the fusion policy's ``get_date_from``: 10); 0: no
+    date bound."""
+    source_binding: str = "filter"
+    """What ``sources`` keeps: ``filter`` (the policy's domains, imported corpora as academic, news feeds as news)
+    or ``sites`` (only the ``site:`` domains of the policy's query modifier, on every lane)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -205,8 +256,44 @@ class EmbeddingsConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TrustRule:
+    """One rule of ``[ingest.trust] rules``: files whose relative path matches ``glob`` get ``trust``."""
+
+    glob: str
+    """A path glob (:mod:`fabric.core.globs`): relative to the ingested folder, ``**`` spans folders."""
+    trust: Trust = Trust.TRUSTED
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrustConfig:
+    """``[ingest.trust]``: the trust of each file a Markdown folder ingest reads (:mod:`fabric.ingest.selection`)."""
+
+    rules: tuple[TrustRule, ...] = (
+        TrustRule(glob="**/DECISION*.md"),
+        TrustRule(glob="**/decisions/**"),
+        TrustRule(glob="**/roadmap*.md"),
+        TrustRule(glob="**/roadmap/**"),
+        TrustRule(glob="**/spec*/**"),
+        TrustRule(glob="**/design/**"),
+    )
+    """Ordered rules, the first match decides (decision records, operator roadmaps and specs are trusted)."""
+    default: Trust = Trust.UNTRUSTED
+    """The trust of a file no rule matches (repository text is not trusted automatically)."""
+    front_matter: bool = True
+    """Whether a file's front matter ``trust:`` / ``source_kind:`` overrides the rules (honoured for the operator and
+    admin keys only: the roles that may set trust)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IngestConfig:
-    """Ingestion over HTTP (``POST /v1/ingest`` of ``fabric serve``)."""
+    """Ingestion: what a folder ingest reads and trusts, and ``POST /v1/ingest`` of ``fabric serve``."""
+
+    include: tuple[str, ...] = ()
+    """The allowlist of folder walks: path globs a file must match to be read (empty: every file)."""
+    exclude: tuple[str, ...] = ()
+    """Path globs of files never read, even when included (``fabric ingest --include/--exclude`` replace them)."""
+    trust: TrustConfig = field(default_factory=TrustConfig)
+    """The trust rules (``[ingest.trust]``)."""
 
     sync_max_entries: int = 100
     """Entry requests up to this size run inline (200 with the report) when no task is queued or running;

@@ -19,6 +19,8 @@ class TestArtifactConfig:
             "stage1_top_n": 20,
             "stage2_top_n": 20,
             "max_appended": 10,
+            "ranking": "factors",
+            "p95_target_ms": 1500.0,
             "stage2_lanes": [],
         }
 

@@ -102,3 +102,33 @@ class TestBindConstraints:
         assert b.date_from is None
         assert b.query_years is None
         assert b.sites == ()
+
+
+class TestLiteralBinding:
+    """``[engine] all_time_years`` and ``source_binding = "sites"``: seed 003's ConstraintBinder as written."""
+
+    def test_all_time_is_the_last_ten_years(self) -> None:
+        """get_date_from: 365 × 10 days back from now; 0 (the default) binds no date."""
+        from fabric.settings import EngineConfig
+
+        b = bind_constraints(Constraints(time_range="all_time"), now=NOW, engine=EngineConfig(all_time_years=10))
+        assert (b.date_from, b.date_to) == (NOW - timedelta(days=3650), NOW)
+        recent = bind_constraints(Constraints(time_range="recent"), now=NOW, engine=EngineConfig(all_time_years=10))
+        assert recent.date_from == NOW - timedelta(days=730)  # the other ranges are unchanged
+
+    def test_sources_keep_the_site_modifier_domains(self) -> None:
+        """apply_source_constraints' site: domains, nothing else (no imported corpora, no news-feed lanes)."""
+        from fabric.settings import EngineConfig
+
+        sites = EngineConfig(source_binding="sites")
+        academic = bind_constraints(Constraints(sources="academic"), now=NOW, engine=sites).source_filter
+        news = bind_constraints(Constraints(sources="news"), now=NOW, engine=sites).source_filter
+        assert academic is not None
+        assert news is not None
+        assert (academic.domains, academic.kinds, academic.lane_kinds) == (
+            ("edu", "ac.uk", "scholar.google.com"),
+            (),
+            (),
+        )
+        assert (news.domains, news.kinds, news.lane_kinds) == (("news.google.com", "reuters.com", "bbc.com"), (), ())
+        assert bind_constraints(Constraints(sources="both"), now=NOW, engine=sites).source_filter is None

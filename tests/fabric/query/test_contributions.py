@@ -173,3 +173,33 @@ def test_no_subset_fits_gives_the_closest() -> None:
     config = FusionConfig(factors=FactorWeights(rrf=0.5, domain_diversity=0.0, recency=0.5, authority=0.0, quality=0.0))
     a = _item("a", 0.5 * 0.2 + 0.5 * 0.9 + 0.01, fused=0.2, recency=0.9)  # recency's mean, off by 0.01
     assert informative_factors([a], config) == ("recency",)
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "score_zscore"])
+async def test_literal_contributions_add_up_to_total(tmp_path: Path, fusion: str) -> None:
+    """[fusion] factor_scaling = "literal": each lane's part is w_rrf · w / (k + rank), each factor's w_f · f, and
+    the parts add up to score_total (every factor counts, none is divided by the weights)."""
+    import dataclasses
+
+    from fabric.settings import AdditiveBoosts
+
+    settings = _engine(tmp_path, dated=True).settings
+    fusion_cfg = dataclasses.replace(
+        settings.fusion, factor_scaling="literal", boosts=AdditiveBoosts(domain=0.1, recency=0.05)
+    )
+    lanes = {
+        "kw": FakeLane(name="kw", kind=LaneKind.KEYWORD, hits=_hits("kw", ["a", "b", "c", "d"], dated=True)),
+        "vec": FakeLane(name="vec", kind=LaneKind.VECTOR, hits=_hits("vec", ["b", "a", "e"], dated=True)),
+        "gr": FakeLane(name="gr", kind=LaneKind.GRAPH, hits=_hits("gr", ["e", "f"], dated=True)),
+    }
+    literal = Engine(dataclasses.replace(settings, fusion=fusion_cfg), lanes=lanes)
+    async with literal:
+        res = await _search(literal, fusion=fusion, top_k=6)
+    assert len(res.items) == 6
+    for item in res.items:
+        parts = res.contributions[item.id]
+        assert sum(parts.values()) == pytest.approx(item.score_total, abs=1e-9)
+        assert set(parts) >= {"domain_diversity", "recency", "authority", "quality"}
+    a = next(it for it in res.items if it.id == "a")  # kw rank 1, vec rank 2: 0.5 / 61 + 0.5 / 62 from the lanes
+    assert res.contributions["a"]["lexical"] + res.contributions["a"]["semantic"] == pytest.approx(0.5 / 61 + 0.5 / 62)
+    assert a.scores["rrf"] == pytest.approx(1 / 61 + 1 / 62)
