@@ -133,6 +133,12 @@ class BaseLane:
     """Optional convenience base: stores name/kind/provider, no-op ``open``/``aclose``, context manager."""
 
     provider: str = "base"
+    year_filter_native: bool = False
+    """Whether the backend applies a hard date range (``date_from``/``date_to``) as the temporal route's year filter
+    before its top-k: an item passes only when a year it mentions or its publication year is in the range, undated
+    items without one do not. Such a lane is asked for its usual ``top_k`` under that filter; any other is asked
+    for ``[router] temporal_depth`` hits and the executor drops those outside the years
+    (:mod:`fabric.query.year_filter`)."""
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
         self.name = spec.name

@@ -24,7 +24,15 @@ from fabric.core.errors import QueryError
 from fabric.core.models import SearchRequest, SearchResult
 from fabric.settings import Settings, load_settings
 
-__all__ = ["empty_home_notice", "load_cli_settings", "parse_constraints", "register", "run", "run_now"]
+__all__ = [
+    "empty_home_notice",
+    "home_and_tenant",
+    "load_cli_settings",
+    "parse_constraints",
+    "register",
+    "run",
+    "run_now",
+]
 
 T = TypeVar("T")
 
@@ -66,6 +74,27 @@ def load_cli_settings(args: argparse.Namespace) -> Settings:
         env["FABRIC_HOME"] = str(args.home)
     config = getattr(args, "config", None)
     return load_settings(user_file=Path(config) if config else None, profile=getattr(args, "profile", None), env=env)
+
+
+def home_and_tenant(settings: Settings, tenant: str) -> tuple[Settings, str]:
+    """The settings over the home that holds ``settings.home``, and the tenant whose stores a command reads or writes:
+    ``--home <home>/tenants/acme`` means ``--home <home> --tenant acme`` (:func:`fabric.ingest.homelock.owning_home`),
+    so the lock, the audit records and the server stores' names are that tenant's.
+
+    Raises:
+        ConfigError: an invalid tenant name, or ``--tenant`` naming another tenant than the folder ``--home`` is.
+    """
+    from fabric.core.errors import ConfigError
+    from fabric.core.tenants import DEFAULT_TENANT, check_tenant
+    from fabric.ingest.homelock import owning_home
+
+    check_tenant(tenant)
+    home, owner = owning_home(settings.home)
+    if owner == DEFAULT_TENANT:
+        return settings, tenant
+    if tenant not in (DEFAULT_TENANT, owner):
+        raise ConfigError(f"--home {settings.home} is the folder of tenant {owner}, not of --tenant {tenant}")
+    return dataclasses.replace(settings, home=home), owner
 
 
 def parse_constraints(pairs: list[str]) -> dict[str, str]:
@@ -229,3 +258,7 @@ def _print_tables(result: SearchResult, *, explain: bool) -> None:
         f" · total {result.timings.get('total_ms', 0.0):.1f} ms · partial={str(result.partial).lower()}"
         f" · next_cursor={result.next_cursor or '-'}"
     )
+    short = result.route.get("temporal_shortfall")
+    if short:  # Temporal's hard year filter found fewer items than asked: said, never padded with other years
+        lo, hi = short["years"]
+        console.print(f"temporal: {short['found']} of {short['k']} items match the years {lo}-{hi}")

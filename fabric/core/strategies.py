@@ -1,9 +1,10 @@
 """Strategies, routes and the route record a result carries (the router policy).
 
-A *strategy* is a lane plan: **Dense** (the vector lane, the cheapest strong plan), **Temporal** (Dense with the
-query's year range as a filter, deep-filled), **Graph** (Dense plus 1-hop graph evidence). A *route* is what a
-request asks for: ``all`` (every planned lane, the federation; the default), ``auto`` (the router decides) or a
-strategy name (forced).
+A *strategy* is a lane plan (``[router.strategies]``): **Dense** (keyword + vector as shipped, the cheapest strong
+plan), **Temporal** (with the query's year range as a hard filter, pulled deep, plus the graph lane), **Graph**
+(Dense plus 1-hop graph evidence). A *route* is what a request asks for: ``all`` (every planned lane, the
+federation), ``auto`` (the router decides) or a strategy name (forced); a request that names none gets
+``[router] default_route``, ``auto`` in the shipped ``fabric/config/router.toml`` (``all`` in settings built in code).
 """
 
 from __future__ import annotations

@@ -162,7 +162,15 @@ class BoundConstraints:
     query_years: tuple[int, int] | None = None
     """Year range inferred from the query text (pre-flight): a soft filter. Lanes rank items published inside it
     or undated first and deep-fill from the unfiltered ranking (items published outside come last); never a hard
-    constraint, and years a text only mentions do not date it."""
+    constraint, and years a text only mentions do not date it (Temporal's hard filter is :attr:`year_filter`)."""
+    year_filter: tuple[int, int] | None = None
+    """The temporal route's year range as a hard filter (set by the router only, never by binding): an item passes
+    when a year it mentions or its publication year is in the range, or when it is undated and mentions no year.
+    Lanes get the range as :attr:`query_years` too (the matching items first, over the whole store); the executor
+    drops whatever fails it (:mod:`fabric.query.year_filter`)."""
+    year_depth: int = 0
+    """With :attr:`year_filter`: how many hits every lane is asked for, so that the hits dropped are made up for
+    from deeper in its ranking (``[router] temporal_depth``)."""
     preferred_domains: tuple[str, ...] = ()
     """Domains (or suffixes such as ``edu``) of the ``sources`` constraint (also part of ``source_filter``)."""
     source_filter: SourceFilter | None = None

@@ -16,7 +16,8 @@ suspended lanes run their configured fallback inside their own remaining budget 
 After every successful call of a web-kind lane the executor writes the answer to the web response cache
 (:class:`~fabric.net.webcache.WebCache`), which the ``web_cache`` fallback lane reads: web lanes only call and parse.
 The ``sources`` constraint is applied to every call's hits here, after the cache write, the lane having been
-asked for more hits (bounded) to make up for the ones it drops (:mod:`fabric.query.source_filter`). Retries
+asked for more hits (bounded) to make up for the ones it drops (:mod:`fabric.query.source_filter`); so is the
+temporal route's hard year filter (:mod:`fabric.query.year_filter`). Retries
 (:mod:`fabric.query.retries`) happen only on ``LaneUnavailable``, only while
 budget is left and only within the provider's retry budget; ``except Exception`` appears only in
 :meth:`LaneExecutor._call`.
@@ -49,6 +50,7 @@ from fabric.query.penalties import ProviderPenalties
 from fabric.query.retries import search_with_retries
 from fabric.query.sanitize import sanitize_hits
 from fabric.query.source_filter import restrict_sources, widen_request
+from fabric.query.year_filter import lane_native, restrict_years, widen_for_years
 from lanes.base import Lane
 
 __all__ = ["LaneExecutor", "PlannedLane", "RunStats"]
@@ -281,7 +283,8 @@ class LaneExecutor:
             return LaneStatus.SUSPENDED, admission.reason
         clock = CallClock() if is_lane_pool(loop) else None
         t0 = loop.time()
-        call = await self._call(lane, widen_request(request, lane.kind), cut_at, clock)
+        asked = widen_request(widen_for_years(request, lane_native(lane)), lane.kind)
+        call = await self._call(lane, asked, cut_at, clock)
         stats.mark(t_wait, loop.time())
         latency_ms = (loop.time() - t0) * 1000.0
         charged_ms = clock.charged_ms(latency_ms) if clock is not None else latency_ms
@@ -289,8 +292,9 @@ class LaneExecutor:
             self.penalties.record_success(provider, charged_ms)
             if self.web_cache is not None and lane.kind is LaneKind.WEB and provider != WEB_CACHE_PROVIDER:
                 self.web_cache.remember(request.query, provider, call.hits)
-            kept = restrict_sources(call.hits, lane.kind, request.constraints.source_filter)
-            return (kept if kept is call.hits else kept[: request.top_k]), None
+            c = request.constraints
+            kept = restrict_years(restrict_sources(call.hits, lane.kind, c.source_filter), c.year_filter)
+            return (kept if kept is call.hits and asked is request else kept[: request.top_k]), None
         if call.timed_out:
             if charged_ms < _CHARGED_SHARE * latency_ms:  # mostly waiting in this process: not the store's fault
                 return LaneStatus.TIMEOUT, self._uncharged(provider, latency_ms, charged_ms)

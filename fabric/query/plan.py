@@ -29,6 +29,7 @@ from fabric.query.answer_limits import apply_token_budget, citation_passages
 from fabric.query.budgets import lane_budget_ms
 from fabric.query.contributions import contributions
 from fabric.query.executor import PlannedLane
+from fabric.query.year_filter import shortfall
 from fabric.settings import FusionConfig, LaneConfig, ModeConfig
 from fusion.cursor import fingerprint
 from fusion.pipeline import FusionOutput
@@ -138,6 +139,18 @@ def request_fingerprint(request: SearchRequest, names: Sequence[str], default_fu
     )
 
 
+def _route(run: QueryRun, plan: QueryPlan, request: SearchRequest) -> dict[str, Any]:
+    """The ``route`` section: the router's record (the federation's without one), with ``temporal_shortfall`` when
+    the year filter left fewer matching items than the pages up to this one ask for."""
+    if run.routed is None:
+        return RouteRecord.federation(plan.names).to_dict()
+    route = run.routed.record.to_dict()
+    short = shortfall(run.bound, len(run.fused.items), plan.offset + request.top_k)
+    if short is not None:
+        route["temporal_shortfall"] = short
+    return route
+
+
 def build_result(
     request: SearchRequest,
     plan: QueryPlan,
@@ -191,7 +204,7 @@ def build_result(
         fusion_mode=mode,
         total=len(fused.items),
         contributions=contributions(page, ordered, fusion_config, mode) if fusion_config is not None else {},
-        route=(run.routed.record if run.routed is not None else RouteRecord.federation(plan.names)).to_dict(),
+        route=_route(run, plan, request),
         budget=budgeted.record,
         citations=citation_passages(request.query, page) if bound.citations_required else None,
     )

@@ -64,6 +64,10 @@ class RouterConfig:
     graph_weight: float | None = 0.35
     """Fusion weight of the lanes the Graph strategy adds to Dense's (the graph lane) when Graph runs; None keeps
     the lane's configured weight (a request's own ``weights`` always win)."""
+    temporal_depth: int = 100
+    """Temporal's hard year filter (:mod:`fabric.query.year_filter`): how many hits a lane that cannot apply the
+    year range itself is asked for, so that the hits of other years dropped are made up for from deeper in its
+    ranking (store lanes filter natively and go as deep as their store)."""
     delta: float = 0.05
     """Oracle margin δ."""
     epsilon: float = 1e-6
@@ -96,6 +100,8 @@ def validate_router_config(cfg: RouterConfig, lanes: Mapping[str, object], src: 
         )
     if cfg.probe_k < 2:
         raise ConfigError(f"must be >= 2, got {cfg.probe_k}", source=src, key="router.probe_k")
+    if cfg.temporal_depth < 1:
+        raise ConfigError(f"must be >= 1, got {cfg.temporal_depth}", source=src, key="router.temporal_depth")
     if cfg.graph_weight is not None and cfg.graph_weight < 0:
         raise ConfigError(f"must be >= 0, got {cfg.graph_weight}", source=src, key="router.graph_weight")
     for name in ("delta", "epsilon", "probe_alone_margin"):

@@ -5,13 +5,15 @@ priority check                                                       route to   
 ======== ============================================================ =========== =====================
 1        regex ``(from|between|in) \\d{4}`` or "timeline", "history of"  Temporal    ``temporal_regex``
 2        "connection between", "relationship", "how does X affect Y"  Graph       ``relational_phrase``
-3        probe ``skewness < 0.5 and max_score > 0.65``                Graph       ``probe_flat``
+3        probe ``skewness < skew_max and max_score > max_score_min``  Graph       ``probe_flat``
 4        always                                                       Dense       ``fallback``
 ======== ============================================================ =========== =====================
 
 Rules 1 and 2 read the text only, so :func:`decide_text` answers without a probe; :func:`decide` needs the
 probe's signals only when the text decided nothing. Thresholds, phrases and patterns come from
-:class:`~fabric.settings.router.RouterConfig`.
+:class:`~fabric.settings.router.RouterConfig`: the seed's initial 0.5 / 0.65 for rule 3 were tuned to 0.5 / 1.01
+(``fabric/config/router.toml``), so rule 3 does not fire with the shipped settings (the ``seed`` profile keeps
+0.65).
 """
 
 from __future__ import annotations

@@ -12,9 +12,10 @@ through the executor (budget, fallback and penalties apply); the signals come fr
 for the classifier only, the embeddings of the same hits (re-embedded through the content-hash cache: a lookup when
 ingestion filled it, a model run per hit when not). The heuristic reads the scores alone, so it embeds nothing.
 
-Temporal with a probe: the probe's hits are filtered by year (``Hit.metadata["years"]``, else the publication
-year) and reused when at least ``top_k`` pass; otherwise the lane runs again with the native year filter, which
-fills from as deep as needed (the router policy).
+Temporal with a year range: the lanes get the range as a hard filter (:func:`fabric.query.year_filter.hard_years`),
+so they rank only among the items of those years, as deep as their store goes, and never pad with other years.
+With a probe, its hits are filtered by year (``Hit.metadata["years"]``, else the publication year) and reused when
+at least ``top_k`` pass; otherwise the lane runs again with the hard filter (the router policy's deep fill).
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ from fabric.core.errors import ConfigError
 from fabric.core.logs import get_logger
 from fabric.core.models import Embedder, Hit, LaneOutcome, LaneRequest, LaneStatus, PreflightResult, SearchRequest
 from fabric.core.strategies import STRATEGY_ORDER, RouteRecord, Strategy
-from fabric.query.constraints import bind_constraints
 from fabric.query.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.query.router.heuristic import Decision, decide_signals, decide_text
 from fabric.query.router.signals import ProbeSignals, compute_signals
 from fabric.query.source_filter import STORE_KINDS
+from fabric.query.year_filter import hard_years, restrict_years
 from fabric.settings.router import RouterConfig
 
 if TYPE_CHECKING:
@@ -78,13 +79,7 @@ class Probe:
 
 def filter_years(hits: Sequence[Hit], years: tuple[int, int]) -> list[Hit]:
     """Hits mentioning a year in ``years`` (``metadata["years"]``, else the publication year), re-ranked 1..n."""
-    lo, hi = sorted(years)
-    kept: list[Hit] = []
-    for h in hits:
-        mentioned = h.metadata.get("years") or ([h.published_at.year] if h.published_at else [])
-        if any(lo <= int(y) <= hi for y in mentioned):
-            kept.append(dataclasses.replace(h, rank=len(kept) + 1))
-    return kept
+    return restrict_years(list(hits), years)
 
 
 class Router:
@@ -119,10 +114,9 @@ class Router:
     ) -> RoutedPlan:
         """Decide the strategy of ``request`` and return the lanes to run (see :class:`RoutedPlan`)."""
         unfiltered = lane_request
-        if preflight.years is not None and not preflight.bypassed:
-            pf = dataclasses.replace(preflight, years=None)
+        if preflight.years is not None and not preflight.bypassed:  # the same binding without the query's years
             unfiltered = dataclasses.replace(
-                lane_request, constraints=bind_constraints(request.constraints, now=now, preflight=pf)
+                lane_request, constraints=dataclasses.replace(lane_request.constraints, query_years=None)
             )
         available = {p.name: p for p in plan}
         probe: Probe | None = None
@@ -307,7 +301,8 @@ class Router:
         extra: dict[str, Any] = {}
         reused = probe is not None and probe.outcome.lane in names
         if decision.strategy is Strategy.TEMPORAL and years is not None:
-            lane_request = filtered
+            hard = hard_years(filtered.constraints, years, self.config.temporal_depth)
+            lane_request = dataclasses.replace(filtered, constraints=hard)
             if reused and probe is not None and probe.outcome.status is LaneStatus.SUCCESS:
                 kept = filter_years(probe.outcome.hits, years)
                 extra["probe_year_hits"] = len(kept)
@@ -336,7 +331,7 @@ class Router:
             lane_calls=calls,
             signals=probe.signals.to_dict() if probe is not None and probe.signals is not None else None,
             probabilities={s.value: v for s, v in probs.items()} if probs is not None else None,
-            year_filter=years if lane_request is filtered and years is not None else None,
+            year_filter=lane_request.constraints.year_filter,
             extra=extra,
         )
         wait_ms = probe.wait_ms if probe is not None else 0.0

@@ -63,6 +63,7 @@ class SqliteGraphLane(BaseLane):
     """Entity match → hop expansion → evidence chunks, scored with hop decay."""
 
     provider = "sqlite_graph"
+    year_filter_native = True  # the date range filters in the store, before the top-k
 
     def __init__(self, spec: LaneSpec, resources: LaneResources, extractor: EntityExtractor | None = None) -> None:
         super().__init__(spec, resources)

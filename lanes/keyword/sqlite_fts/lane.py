@@ -151,6 +151,7 @@ class SqliteFtsKeywordLane(BaseLane):
     """BM25 over SQLite FTS5 with porter stemming; title weighted above body."""
 
     provider = "sqlite_fts5"
+    year_filter_native = True  # the date range filters in the store, before the top-k
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
         super().__init__(spec, resources)

@@ -57,6 +57,7 @@ class FlatVectorLane(BaseLane):
     """Exact cosine nearest neighbours over the flat store, with filters applied before the top-k."""
 
     provider = "numpy_flat"
+    year_filter_native = True  # the date range filters in the store, before the top-k
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
         super().__init__(spec, resources)

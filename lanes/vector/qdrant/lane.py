@@ -75,6 +75,7 @@ class QdrantVectorLane(BaseLane):
     """Cosine nearest neighbours in Qdrant, with payload filters and temporal deep fill."""
 
     provider = "qdrant"
+    year_filter_native = True  # the date range filters in the store, before the top-k
 
     def __init__(self, spec: LaneSpec, resources: LaneResources) -> None:
         super().__init__(spec, resources)

@@ -142,18 +142,20 @@ async def test_auto_relational_text_needs_no_probe(tmp_path: Path) -> None:
 
 
 async def test_temporal_filters_by_year(tmp_path: Path) -> None:
-    """Rule 1 with a year range: the vector lane gets the query's years (listed first, then deep-filled)."""
+    """Rule 1 with a year range: the vector lane gets the query's years as a hard filter (issue 41, seed 004 §4B):
+    its preference, asked to the depth cap, and only the items of those years reach the answer."""
     years = [2018, 2019, 2020, 2021, 2022, 2019, 2005, 2020, 2001, 2021]
     fakes = lanes(vec_hits(PEAKED, years), keyword=False)
     res = await run(tmp_path, fakes, route="auto", query="what changed between 2019 and 2021 in rail policy")
     (req,) = fakes["vector"].requests
-    # pre-flight years bind softly (issue 19): in-range items first, the rest deep-filled by the lane (seed 004 §4B)
-    assert req.constraints.query_years == (2019, 2021)
-    assert req.constraints.date_from is None
+    c = req.constraints
+    assert (c.year_filter, c.query_years) == ((2019, 2021), (2019, 2021))
+    assert (c.date_from, c.date_to) == (None, None)  # undated items may still answer (fabric.query.year_filter)
+    assert req.top_k >= 100  # [router] temporal_depth
     assert res.route["strategy"] == "temporal"
     assert res.route["year_filter"] == [2019, 2021]
-    # the scripted lane ignores the years (the lanes' own tests check in-range-first and deep fill): all come back
-    assert {"v1", "v2", "v3", "v5", "v7", "v9"} <= {it.id for it in res.items}
+    assert {it.id for it in res.items} == {"v1", "v2", "v3", "v5", "v7", "v9"}  # never padded with other years
+    assert res.route["temporal_shortfall"]["found"] == 6
 
     fakes = lanes(vec_hits(PEAKED, years), keyword=False)
     res = await run(tmp_path, fakes, route="dense", query="what changed between 2019 and 2021 in rail policy")
@@ -190,6 +192,8 @@ async def test_temporal_deep_fills_when_the_probe_is_short(tmp_path: Path) -> No
     assert calls(fakes)["vector"] == 2
     assert res.route["deep_fill"] is True
     assert res.route["lane_calls"] == 2
+    assert [it.id for it in res.items] == ["v0"]  # the one item of 2020, no padding from 1990
+    assert res.route["temporal_shortfall"] == {"found": 1, "k": 5, "years": [2020, 2020], "depth": 100}
 
 
 async def test_missing_classifier_falls_back_to_heuristic(tmp_path: Path) -> None:
