@@ -140,6 +140,7 @@ class TestHostileInput:
         assert "Traceback" not in err
 
     @pytest.mark.parametrize("name", ["pipe.jsonl", "pipe.md"])
+    @pytest.mark.fault
     def test_a_fifo_exits_2_without_blocking(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
     ) -> None:

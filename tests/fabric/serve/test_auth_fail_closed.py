@@ -90,6 +90,7 @@ async def _every_door(client: TestClient, headers: dict[str, str] | None = None)
 
 
 class TestLocked:
+    @pytest.mark.fault
     async def test_cli_revoke_of_the_last_key_locks_a_running_service(
         self, served: tuple[TestClient, Clock, Path], capsys: pytest.CaptureFixture[str]
     ) -> None:
@@ -182,6 +183,7 @@ class TestUnavailable:
         finally:
             await client.close()
 
+    @pytest.mark.fault
     async def test_corrupt_keys_sqlite_is_503(
         self, served: tuple[TestClient, Clock, Path], capsys: pytest.CaptureFixture[str]
     ) -> None:

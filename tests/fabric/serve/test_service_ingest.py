@@ -316,6 +316,7 @@ class TestPaths:
         assert (resp.status, body["error"]["field"]) == (403, "path")
         assert "allowed_root" in body["error"]["message"]
 
+    @pytest.mark.fault
     async def test_a_fifo_under_the_root_is_400_without_blocking(self, client: TestClient, root: Path) -> None:
         """A path naming a FIFO (a socket, a device) is refused at submission, never opened: it would block the
         tenant's task queue for good. The test holds the FIFO's write end meanwhile and closes it at the end, so

@@ -295,6 +295,7 @@ async def _crash_during_ingest(home: Path, token: str, tmp_path: Path) -> str:
     return task_id
 
 
+@pytest.mark.fault
 class TestStartUp:
     async def test_a_torn_tenant_is_repaired_and_resumed_before_ready(
         self, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
