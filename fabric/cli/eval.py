@@ -22,6 +22,7 @@ from typing import Any
 from fabric.core.errors import ConfigError
 from fabric.core.models import FusionMode, Mode
 from fabric.core.strategies import ROUTES
+from fabric.eval.acceptance import acceptance_lines
 
 __all__ = ["add_common_arguments", "execute", "load_cli_settings", "register", "run"]
 
@@ -299,6 +300,8 @@ def _print_summary(artifact: dict[str, Any]) -> None:
         for metric, c in gate["checks"].items():
             mark = "ok  " if c["passed"] else "FAIL"
             console.print(f"  {mark} {metric:15} {c['baseline']:.4f} → {c['current']:.4f} ({c['change']:+.2%})")
+    for line in filter(None, acceptance_lines(artifact.get("acceptance"))):  # runs with stage-2 lanes
+        console.print(line, markup=False)
     attempts = artifact.get("latency", {}).get("attempts") or []
     if len(attempts) > 1:
         figures = ", ".join(f"{a['p95_ms']:.1f} ms / {a['p95_normalised'] or 0:.2f} units" for a in attempts)

@@ -9,9 +9,11 @@ Routes:
 ``GET /healthz`` (liveness: the process answers), ``GET /readyz``
     Readiness: the engine is open, at least one lane was built and none is still warming (the keyword lane
     reading its in-memory postings), the home is locked by this process, the start-up repair made the stores agree
-    with the ledger and the stores can be written (:mod:`fabric.serve.homegate`); ``503`` otherwise, with per-lane
-    health and ``stores`` (``writable``, ``error``, ``startup_repair``). With ``fabric serve --workers``, every
-    worker must be ready (:func:`fabric.serve.worker_metrics.not_ready`); ``workers`` names those that are not.
+    with the ledger, the stores can be written (:mod:`fabric.serve.homegate`) and the API key store can be read
+    (:mod:`fabric.serve.auth`); ``503`` otherwise, with per-lane health, ``stores`` (``writable``, ``error``,
+    ``startup_repair``) and ``keys`` (``mode``: ``open``, ``keyed``, ``locked`` or ``unavailable``). With
+    ``fabric serve --workers``, every worker must be ready (:func:`fabric.serve.worker_metrics.not_ready`);
+    ``workers`` names those that are not.
 ``GET /metrics``
     Prometheus text of the engine's registry; every request is counted and logged (:mod:`fabric.serve.observe`).
 ``POST /v1/ingest``, ``GET /v1/ingest/<task_id>``
@@ -32,10 +34,13 @@ exist and is limited per tenant (:mod:`fabric.serve.auth`, :mod:`fabric.serve.li
 or ``429`` in the same error shape. An empty answer over a tenant with nothing ingested carries a ``notice``.
 
 Operator trust (``trust: trusted``, ``source_kind: operator``) and path submissions need an admin key (``403``
-naming the field); an id another source holds answers ``409`` with ``conflicts`` (id → source).
+naming the field); so does a writer key's entry whose id the operator or an admin key wrote, one marked trusted, or
+the tombstone of one (``403``, :mod:`fabric.ingest.provenance`: a writer never replaces, nor downgrades, what it did
+not write); an id another source holds answers ``409`` with ``conflicts`` (id → source).
 
 On start-up the home is locked, the engine opened and the stores reconciled with the ledger (then interrupted
-tasks resume). Bodies are capped per route (search ``max_body_bytes``, ``ingest.max_body_bytes``): ``413`` beyond.
+tasks resume), every other tenant's stores too (and its interrupted tasks). Bodies are capped per route (search
+``max_body_bytes``, ``ingest.max_body_bytes``): ``413`` beyond.
 """
 
 from __future__ import annotations
@@ -51,14 +56,15 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from fabric.core.errors import FabricError, PartialResultError, QueryError, UnprocessableQueryError
+from fabric.core.errors import FabricError, PartialResultError, QueryError, StaleQueryError, UnprocessableQueryError
 from fabric.core.logs import get_logger
 from fabric.ingest.ledger import empty_tenant_notice
 from fabric.query.engine import Engine
-from fabric.query.validation import parse_request
-from fabric.serve.auth import Guard, install_guard, principal
+from fabric.query.validation import validate_body
+from fabric.serve.auth import GUARD_KEY, Guard, identified, install_guard, principal
 from fabric.serve.console import add_console
 from fabric.serve.homegate import HomeGate
+from fabric.serve.hosts import HostPolicy
 from fabric.serve.keys.store import Role
 from fabric.serve.limits.admission import (
     ADMISSION_KEY,
@@ -67,18 +73,20 @@ from fabric.serve.limits.admission import (
     Overloaded,
     overloaded_response,
 )
-from fabric.serve.limits.server import request_marks
+from fabric.serve.limits.server import TRUSTED_REQUEST_KEY, request_marks
 from fabric.serve.looplag import LoopLag
 from fabric.serve.observe import HTTP_METRICS_KEY, TRACE_KEY, HttpMetrics, observe
+from fabric.serve.protocol import HANDLER_ARGS
 from fabric.serve.replicas import Replica, default_guard, ingest_tasks, store_runner, tenant_tasks
-from fabric.serve.requests import BodyError, error_body, json_errors, read_json
+from fabric.serve.requests import BodyError, error_body, json_errors, read_json, spool_body
 from fabric.serve.service_data import add_data_routes, observed_runner
 from fabric.serve.tasks.queue import IngestTasks, TaskStatus
+from fabric.serve.tasks.stream import SpooledEntries, read_submission
 from fabric.serve.tasks.submission import (
     IDEMPOTENCY_KEY_PATTERN,
     SubmitError,
     check_operator_fields,
-    parse_submission,
+    check_provenance,
 )
 from fabric.serve.tenant_engines import TENANTS_KEY, TenantEngines, scope_middleware, scope_of
 from fabric.serve.worker_metrics import WORKERS_KEY
@@ -112,6 +120,7 @@ LOOP_LAG_KEY = web.AppKey("loop_lag", LoopLag)
 """The service's event-loop lag sampler (:mod:`fabric.serve.looplag`; in ``/metrics`` as
 ``fabric_event_loop_lag_seconds``)."""
 _SEARCH_LIMIT_KEY = web.AppKey("search_max_body_bytes", int)
+_SPOOLED_KEY = web.RequestKey("ingest_spooled_entries", SpooledEntries)
 
 _Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -126,7 +135,7 @@ async def _search(request: web.Request) -> web.StreamResponse:
     if not isinstance(data, dict):
         return web.json_response(error_body("body", "expected a JSON object"), status=400)
     try:
-        search_request = parse_request(data, engine.settings)
+        search_request = validate_body(data, engine.settings)  # the contract's model (GET /openapi.json)
         async with admission.slot():  # fabric.serve.limits.admission: the budget starts once admitted
             result = await engine.search(search_request)
         request[TRACE_KEY] = result.trace_id
@@ -135,8 +144,8 @@ async def _search(request: web.Request) -> web.StreamResponse:
         return admission.hand_back(overloaded_response(exc), refused=True)
     except PartialResultError as exc:
         return web.json_response(error_body(exc.field, exc.message, lanes=exc.lanes), status=503)
-    except QueryError as exc:  # 422: well-formed, refused by a rule the OpenAPI document cannot express
-        status = 422 if isinstance(exc, UnprocessableQueryError) else 400
+    except QueryError as exc:  # 409: a cursor another query issued; 422: every lane weighted 0
+        status = 409 if isinstance(exc, StaleQueryError) else 422 if isinstance(exc, UnprocessableQueryError) else 400
         return web.json_response(error_body(exc.field, exc.message), status=status)
     except FabricError as exc:
         log.warning("search_failed", error=str(exc))
@@ -160,18 +169,32 @@ def _idempotency_key(request: web.Request) -> str | None:
 
 
 async def _ingest(request: web.Request) -> web.Response:
+    try:
+        return await _submit_ingest(request)
+    finally:  # the streamed body's entries file, once answered (an inline task has read it by then)
+        spooled = request.get(_SPOOLED_KEY)
+        if spooled is not None:
+            spooled.close()
+
+
+async def _submit_ingest(request: web.Request) -> web.Response:
     scope = await scope_of(request)
     tasks, config = scope.tasks, scope.engine.settings.ingest
-    try:
-        data = await read_json(request, config.max_body_bytes, in_thread=True)
+    home = (scope.engine.resources or scope.engine.settings).home
+    try:  # streamed to a file, then parsed entry by entry (fabric.serve.tasks.stream): memory never scales with it
+        raw = await spool_body(request, config.max_body_bytes, home)
     except BodyError as exc:
         return exc.response
     try:
-        key = _idempotency_key(request)
-        sub = await asyncio.to_thread(parse_submission, data, config, tasks.root)
-        who = principal(request)
+        who = principal(request)  # a writer's path is refused before it is looked at: no probing the disk
+        with raw:
+            key = _idempotency_key(request)
+            sub = await asyncio.to_thread(read_submission, raw, config, tasks.root, home, paths=who.role >= Role.ADMIN)
+        if isinstance(sub.entries, SpooledEntries):
+            request[_SPOOLED_KEY] = sub.entries
         check_operator_fields(sub, allowed=who.role >= Role.ADMIN)
-        sub = replace(sub, tenant=who.tenant, key_id=who.key_id)
+        sub = replace(sub, tenant=who.tenant, key_id=who.key_id, role=who.role.label)
+        await asyncio.to_thread(check_provenance, sub, home)
         inline = sub.kind == "entries" and not sub.force_async and sub.count <= config.sync_max_entries and tasks.idle
         task, created = await tasks.submit(sub, key=key)
     except SubmitError as exc:
@@ -186,6 +209,11 @@ async def _ingest(request: web.Request) -> web.Response:
         return web.json_response(body)
     if task.status is TaskStatus.FAILED and inline:
         status, field = (409, "entries") if task.conflicts else (500, None)
+        if not task.conflicts:  # refused by provenance in the pipeline (a write raced the check above)? 403 then
+            try:
+                await asyncio.to_thread(check_provenance, sub, home)
+            except SubmitError as exc:
+                status, field = 403, exc.field
         return web.json_response(error_body(field, task.error or "ingestion failed", task=body), status=status)
     return web.json_response(body, status=202, headers={"Location": body["status_url"]})
 
@@ -208,12 +236,14 @@ async def own_readiness(app: web.Application) -> tuple[bool, dict[str, Any]]:
     the body of its ``/readyz``."""
     health = app[ENGINE_KEY].health()
     home_ok, home = await app[GATE_KEY].ready()
+    keys_ok, keys = await app[GUARD_KEY].readiness()  # a key store that cannot be read: every request is a 503
     lanes = health["lanes"].values()
-    ready = bool(health["open"]) and any(lane["built"] for lane in lanes) and home_ok
+    ready = bool(health["open"]) and any(lane["built"] for lane in lanes) and home_ok and keys_ok
     ready = ready and not any(lane["warming"] for lane in lanes)
     body = {
         "status": "ready" if ready else "not_ready",
         "stores": home,
+        "keys": keys,
         "lanes": health["lanes"],
         "inflight": health["inflight"],
     }
@@ -250,8 +280,8 @@ def _add_lifecycle(
     lag: LoopLag,
     replica: Replica | None,
 ) -> None:
-    """Start-up: open the replicas' database, lock the home, open the engine, repair the stores, resume tasks;
-    clean-up in reverse (other tenants' stores are repaired when their scope opens: :class:`TenantEngines`)."""
+    """Start-up: open the replicas' database, lock the home, open the engine, repair the stores, resume tasks, then
+    the same for every other tenant with a folder (:meth:`TenantEngines.recover`); clean-up in reverse."""
 
     async def on_startup(_app: web.Application) -> None:
         if replica is not None:
@@ -262,6 +292,7 @@ def _add_lifecycle(
             raise RuntimeError("the engine is not open")
         await gate.open_stores(engine.settings, engine.resources, exclusive=tasks.exclusive)
         await tasks.start()
+        gate.tenants_repaired(await tenants.recover())
         lag.start()
         # Everything built at start-up (models, stores, config) lives for the process: move it out of the
         # collector's reach so full collections do not pause the loop for tens of ms under load.
@@ -299,7 +330,7 @@ def create_app(
         guard: the request guard (API keys, roles, per-tenant limits: :mod:`fabric.serve.auth`) of every route but the
             probes, ``/mcp`` included; default :func:`default_guard` (the keys of the engine's home).
         mcp: whether to mount the MCP streamable HTTP transport at ``/mcp``.
-        host: the address the service binds (the MCP transport's DNS rebinding protection is on for loopback).
+        host: the address the service binds (``Host`` checks are the guard's: :mod:`fabric.serve.hosts`).
         admission: limits of the search route's admission control (:mod:`fabric.serve.limits.admission`); default from
         the cores.
         replica: this process's share of the replicas' database; default one when ``FABRIC_STATE_URL`` is set
@@ -312,6 +343,7 @@ def create_app(
     app = web.Application(
         middlewares=[observe, json_errors, request_marks],
         client_max_size=max(max_body_bytes, ingest_cfg.max_body_bytes),
+        handler_args=HANDLER_ARGS,  # every documented URL fits the request line (fabric.serve.protocol)
     )
     app[ENGINE_KEY], app[HTTP_METRICS_KEY] = engine, HttpMetrics(engine.metrics.registry)
     app[_SEARCH_LIMIT_KEY] = max_body_bytes
@@ -324,7 +356,8 @@ def create_app(
     )
     gate = HomeGate(engine.settings.home, shared=replica is not None)
     app[GATE_KEY] = gate
-    install_guard(app, guard or default_guard(engine, replica=replica))
+    install_guard(app, guard or default_guard(engine, replica=replica, hosts=HostPolicy.of((), bind=host)))
+    app[TRUSTED_REQUEST_KEY] = lambda r: identified(r) is not None  # its connection never gives way at a cap
 
     lag = LoopLag(registry=engine.metrics.registry)
     app[LOOP_LAG_KEY] = lag
@@ -335,7 +368,8 @@ def create_app(
         from fabric.serve.mcp.server import build_server
 
         app.middlewares.append(scope_middleware(MCP_PATH))  # after the guard: tenant, role and admission per call
-        mount_mcp(app, build_server(engine, tasks), host=host)
+        cap = max(max_body_bytes, ingest_cfg.max_body_bytes)  # the ingest tool's entries come in this body
+        mount_mcp(app, build_server(engine, tasks), host=host, max_body_bytes=cap)
     return app
 
 
