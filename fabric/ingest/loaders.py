@@ -9,12 +9,13 @@
   ``published_at`` from front matter ``date:`` or a ``YYYY-MM-DD`` in the file name; front matter ``author:`` is kept
   in the chunks' metadata (the bibliography's ``author``, :mod:`fabric.core.sources`).
 - ``jsonl``: one entry per line with ``id``, ``title``, ``text`` and optional ``url``, ``published_at``,
-  ``author`` (a string, kept in the chunk's metadata), ``source_kind``, ``trust`` and ``triples``
+  ``author`` (a string, kept in the chunk's metadata), ``source_kind``, ``source_ref``, ``trust`` and ``triples``
   (``[[subject, predicate, object], ...]``: relations the graph stores as given, next to those it extracts; kept in
-  the chunk's metadata); one chunk per entry. A ``url`` must be an
-  absolute ``http(s)`` URL.
+  the chunk's metadata); one chunk per entry. The rules of each field: :mod:`fabric.ingest.entries`.
 
-Publication dates later than now plus :data:`FUTURE_SKEW` are refused in every format.
+Each JSONL entry is checked by :class:`fabric.ingest.entries.Entry`, the model whose JSON Schema
+``GET /openapi.json`` publishes. A publication date in the future is kept as given in every format (no JSON Schema can
+state "not after now"; fusion's recency counts it as age 0, :mod:`fusion.boosts`).
 
 JSON lines (``jsonl`` and BEIR's ``corpus.jsonl``) are parsed by :func:`fabric.core.safejson.loads`: a line nested
 deeper than 64 levels, holding a lone surrogate (``"\ud800"``) or ``NaN`` is an :class:`IngestError` naming
@@ -32,16 +33,18 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+from pydantic import ValidationError
 
 from fabric.core import safejson
 from fabric.core.chunks import Chunk
 from fabric.core.errors import IngestError
 from fabric.core.models import SourceKind, Trust
 from fabric.ingest.chunking import chunk_markdown, extract_years, parse_date, split_frontmatter
+from fabric.ingest.entries import Entry, entry_error, entry_id, parse_published
 from fabric.ingest.selection import Selection, entries_trust
 from fabric.ingest.sourcefile import check_source, open_source, read_source
 from fusion.quality import content_quality
@@ -51,7 +54,6 @@ from fusion.urls import url_key
 
 __all__ = [
     "FORMATS",
-    "FUTURE_SKEW",
     "LoadedSource",
     "detect_format",
     "finalize",
@@ -62,9 +64,6 @@ __all__ = [
 ]
 
 FORMATS = ("beir", "markdown", "jsonl")
-FUTURE_SKEW = timedelta(days=1)
-"""How far past now a publication date may lie (time zones, clock skew); later dates are refused."""
-_MAX_URL_CHARS = 2048
 _TEXT_SUFFIXES = (".md", ".markdown", ".txt")
 
 
@@ -200,55 +199,13 @@ def _load_beir(path: Path) -> LoadedSource:
     return LoadedSource(source=source, fmt="beir", docs=len(chunks), chunks=chunks, trust=trust)
 
 
-def _enum(cls: Any, value: Any, default: Any, where: str) -> Any:
-    if value in (None, ""):
-        return default
-    try:
-        return cls.from_str(str(value))
-    except ValueError as exc:
-        raise IngestError(f"{where}: {exc}") from None
-
-
-def _check_url(raw: Any, where: str) -> str:
-    """An entry's ``url``: absolute ``http(s)://host...`` only (``javascript:``, ``data:``, ``file:`` and relative
-    URLs are refused: clients render it as a link)."""
-    url = str(raw).strip()
-    plain = len(url) <= _MAX_URL_CHARS and url.isprintable() and not any(c.isspace() for c in url)
-    parts = urlsplit(url) if plain else None
-    if parts is None or parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        shown = url if len(url) <= 80 else url[:77] + "..."
-        raise IngestError(f"{where}: url: expected an absolute http(s) URL, got {shown!r}")
-    return url
-
-
-def _check_date(value: datetime | None, where: str) -> datetime | None:
-    """A publication date no later than now plus :data:`FUTURE_SKEW` (future dates would rank as fresh)."""
-    if value is not None and value > datetime.now(UTC) + FUTURE_SKEW:
-        raise IngestError(f"{where}: published_at: {value.date().isoformat()} is in the future")
-    return value
-
-
-def _triples(raw: Any, where: str) -> list[list[str]]:
-    """The ``triples`` field: a list of ``[subject, predicate, object]`` lists of non-empty strings."""
-    if not isinstance(raw, list):
-        raise IngestError(f"{where}: triples: expected a list of [subject, predicate, object]")
-    out = []
-    for i, row in enumerate(raw):
-        if not (isinstance(row, list) and len(row) == 3 and all(isinstance(x, str) and x.strip() for x in row)):
-            raise IngestError(f"{where}: triples[{i}]: expected [subject, predicate, object] as non-empty strings")
-        out.append([x.strip() for x in row])
-    return out
-
-
-def _entry_metadata(row: dict[str, Any], where: str) -> dict[str, Any]:
-    """The metadata a JSONL entry keeps: its ``triples`` and its ``author``, when given."""
+def _entry_metadata(entry: Entry) -> dict[str, Any]:
+    """The metadata a JSONL entry keeps: its ``triples`` and its ``author`` (stripped), when given."""
     meta: dict[str, Any] = {}
-    if row.get("triples") is not None:
-        meta["triples"] = _triples(row["triples"], where)
-    if row.get("author") is not None:
-        if not isinstance(row["author"], str) or not row["author"].strip():
-            raise IngestError(f"{where}: author: expected a non-empty string")
-        meta["author"] = row["author"].strip()
+    if entry.triples is not None:
+        meta["triples"] = [[x.strip() for x in row] for row in entry.triples]
+    if entry.author is not None:
+        meta["author"] = entry.author.strip()
     return meta
 
 
@@ -260,25 +217,20 @@ def jsonl_chunks(path: Path) -> Iterator[Chunk]:
         IngestError: naming file, line and field.
     """
     ref = f"jsonl:{_text(path.name)}"
+    validate = Entry.model_validate
     for n, row in _read_jsonl(path):
-        where = f"{path}:{n}"
-        missing = [f for f in ("id", "text") if not row.get(f)]
-        if missing:
-            raise IngestError(f"{where}: missing field {missing[0]}")
-        eid = str(row["id"])
-        published: datetime | None = None
-        if row.get("published_at"):
-            published = parse_date(row["published_at"])
-            if published is None:
-                raise IngestError(f"{where}: published_at: expected YYYY-MM-DD[THH:MM:SS], got {row['published_at']!r}")
+        try:
+            entry = validate(row)
+        except ValidationError as exc:
+            raise IngestError(f"{path}:{n}: {entry_error(exc)}") from None
+        eid = entry_id(entry.id)
         chunk = Chunk(
-            id=eid, doc_id=eid, chunk_id=eid, title=str(row.get("title") or ""), text=str(row["text"]),
-            url=_check_url(row["url"], where) if row.get("url") else f"doc:{ref}/{eid}",
-            published_at=_check_date(published, where),
-            source_kind=_enum(SourceKind, row.get("source_kind"), SourceKind.IMPORT, f"{where}: source_kind"),
-            source_ref=str(row.get("source_ref") or ref),
-            trust=_enum(Trust, row.get("trust"), Trust.UNTRUSTED, f"{where}: trust"),
-            metadata=_entry_metadata(row, where),
+            id=eid, doc_id=eid, chunk_id=eid, title=entry.title or "", text=entry.text,
+            url=entry.url or f"doc:{ref}/{eid}", published_at=parse_published(entry.published_at),
+            source_kind=SourceKind(entry.source_kind.lower()) if entry.source_kind else SourceKind.IMPORT,
+            source_ref=entry.source_ref or ref,
+            trust=Trust(entry.trust.lower()) if entry.trust else Trust.UNTRUSTED,
+            metadata=_entry_metadata(entry),
         )  # fmt: skip
         yield chunk
 
@@ -310,7 +262,7 @@ def _load_markdown(path: Path, selection: Selection) -> LoadedSource:
         meta, body = split_frontmatter(raw)
         doc_id = f"{source}:{rel}"
         title = meta.get("title") or _first_heading(body) or file.stem
-        published = _check_date(parse_date(meta.get("date")) or parse_date(file.name), str(file))
+        published = parse_date(meta.get("date")) or parse_date(file.name)
         kind, trust, rule = selection.decide(rel, meta, str(file))
         tally.count(trust, rule)
         extra = {"path": rel, **{k: v for k, v in meta.items() if k in ("doc_kind", "tags", "commit", "author") and v}}

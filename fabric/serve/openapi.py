@@ -2,8 +2,10 @@
 
 The search and cite bodies are the JSON Schemas of their pydantic models (:mod:`fabric.query.contract`,
 :mod:`fabric.serve.bodies`): the same objects refuse a request and write what the document says of it, so the two
-cannot drift. The ingest body comes from :mod:`fabric.serve.tasks.submission` and the ``[ingest]`` settings, the data
-routes' limits from the constants below (which :mod:`fabric.serve.service_data` enforces).
+cannot drift. Each entry of an ingest body is the JSON Schema of :class:`fabric.ingest.entries.Entry`, the model the
+JSONL loader checks entries with; the body around it comes from :mod:`fabric.serve.tasks.submission` and the
+``[ingest]`` settings, the data routes' limits from the constants below (:mod:`fabric.serve.service_data` enforces
+them).
 ``tests/fabric/serve/test_openapi.py`` checks the routes against the document, and a stock
 ``schemathesis run --checks all`` against the live service (``.ci/schemathesis``) checks the answers.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from fabric import __version__
+from fabric.ingest.entries import Entry
 from fabric.ingest.loaders import FORMATS
 from fabric.query.contract import NOT_BLANK, WEIGHT_COMPONENTS, clean_schema, json_schema, search_model
 from fabric.serve.bodies import CITE_LIMITS, cite_adapter
@@ -26,12 +29,12 @@ from fusion.disagree import KINDS, SEVERITIES
 
 __all__ = [
     "CITE_LIMITS",
-    "ENTRY_FIELDS",
     "MAX_AUDIT_LIMIT",
     "MAX_PARAM_CHARS",
     "NOT_BLANK",
     "WEIGHT_COMPONENTS",
     "build_openapi",
+    "entry_schema",
     "search_schema",
 ]
 
@@ -39,8 +42,6 @@ MAX_AUDIT_LIMIT = 1000
 """Largest ``limit`` of ``GET /v1/audit``."""
 MAX_PARAM_CHARS = 1024
 """Longest query parameter or path id of the data routes."""
-ENTRY_FIELDS = ("id", "title", "text", "url", "published_at", "author", "source_kind", "source_ref", "trust")
-"""The JSONL entry fields ``POST /v1/ingest`` documents (``id`` and ``text`` required)."""
 
 _STR: dict[str, Any] = {"type": "string"}
 _REF = "#/components/schemas/"
@@ -66,23 +67,27 @@ def search_schema(settings: Settings, defs: dict[str, Any] | None = None) -> dic
     return _lift(json_schema(search_model(settings), _REF), {} if defs is None else defs)
 
 
+def entry_schema() -> dict[str, Any]:
+    """One entry of ``POST /v1/ingest``: the JSON Schema of :class:`fabric.ingest.entries.Entry`, the model the JSONL
+    loader checks every entry with."""
+    schema = json_schema(Entry)
+    schema["description"] = "One entry of the JSONL entry format; trust: trusted and source_kind: operator need admin."
+    return schema
+
+
 def _ingest_schema(settings: Settings) -> dict[str, Any]:
-    entry = {
-        "type": "object", "required": ["id", "text"],
-        "properties": {name: {"type": "string", "minLength": 1} for name in ENTRY_FIELDS},
-        "description": "One entry of the JSONL entry format; trust: trusted and source_kind: operator need admin.",
-    }  # fmt: skip
-    entries = {"type": "array", "minItems": 1, "maxItems": settings.ingest.max_entries, "items": entry}
+    entries = {"type": "array", "minItems": 1, "maxItems": settings.ingest.max_entries, "items": _ref("IngestEntry")}
     flag = {"async": {"type": "boolean"}}
     path = {"type": "string", "minLength": 1, "allOf": [{"pattern": NOT_BLANK}, {"pattern": "^[^\\x00]*$"}],
             "description": "Not only whitespace, no NUL (parse_submission refuses them)."}  # fmt: skip
+    globs = {"type": "array", "items": _STR, "description": "Path globs replacing [ingest] include / exclude."}
     return {
         "oneOf": [
             {"type": "object", "required": ["entries"], "additionalProperties": False,
              "properties": {"entries": entries, "format": _enum(["jsonl"]), **flag}},
             {"type": "object", "required": ["path"], "additionalProperties": False,
-             "properties": {"path": path, "format": _enum(FORMATS), **flag},
-             "description": "A file or folder under ingest.allowed_root (admin only)."},
+             "properties": {"path": path, "format": _enum(FORMATS), **flag, "include": globs, "exclude": globs},
+             "description": "A file or folder under ingest.allowed_root (admin only); include / exclude: markdown."},
         ]
     }  # fmt: skip
 
@@ -251,6 +256,7 @@ def build_openapi(settings: Settings) -> dict[str, Any]:
     schemas = {
         "SearchRequest": search_schema(settings, defs),
         "IngestRequest": _ingest_schema(settings),
+        "IngestEntry": entry_schema(),
         "CiteRequest": _cite_schema(settings, defs),
         **defs,
         **_response_schemas(),

@@ -198,7 +198,7 @@ async def _submit_ingest(request: web.Request) -> web.Response:
         inline = sub.kind == "entries" and not sub.force_async and sub.count <= config.sync_max_entries and tasks.idle
         task, created = await tasks.submit(sub, key=key)
     except SubmitError as exc:
-        if exc.status == 422:  # an idempotency key reused with another body: a concurrent-update conflict
+        if exc.field == "Idempotency-Key" and exc.status == 409:  # reused with another body: a conflict
             metrics = request.app[ENGINE_KEY].metrics
             metrics.observe_mutation(principal(request).tenant, "ingest", "conflict", {"idempotency_key": 1})
         return web.json_response(error_body(exc.field, exc.message), status=exc.status)

@@ -15,7 +15,7 @@ removed. A task id from before the restart answers its real state. A clean stop 
 Idempotency: a submission is keyed by its ``Idempotency-Key`` header, else by the sha256 of its canonical body,
 per tenant. A key naming a queued, running or succeeded task returns that task; a failed task is replaced by a
 new one (a retry). Without a header, a ``path`` submission only matches a queued or running task (the files may
-have changed). A header reused with a different body is refused (422). A task *succeeds* when the pipeline
+have changed). A header reused with a different body is refused (409). A task *succeeds* when the pipeline
 finished and every store took its writes; a store that failed fails the task with the report attached.
 """
 
@@ -274,7 +274,7 @@ class IngestTasks:
             The task and whether it was created by this call.
 
         Raises:
-            SubmitError: a header key reused with another body (422), a full queue (503), or entries the
+            SubmitError: a header key reused with another body (409), a full queue (503), or entries the
                 loader refuses (400).
         """
         ikey = f"key:{key}" if key else f"sha256:{sub.fingerprint}"
@@ -282,7 +282,7 @@ class IngestTasks:
             existing = await self._existing(tenant, ikey)
             if existing is not None:
                 if key and existing.submission.fingerprint != sub.fingerprint:
-                    raise SubmitError("Idempotency-Key", "already used with a different body", status=422)
+                    raise SubmitError("Idempotency-Key", "already used with a different body", status=409)
                 if self._reusable(existing, sub, header=bool(key)):
                     return existing, False
             if await self._backlog() >= self.config.max_queued:

@@ -1,7 +1,8 @@
 """Validation of ``POST /v1/ingest`` bodies and the spooling of entries for the JSONL loader.
 
-A body is ``{"entries": [...]}`` in the JSONL entry format (``id``, ``text``, optional ``title``, ``url``,
-``published_at``, ``source_kind``, ``source_ref``, ``trust``) or ``{"path": "..."}`` under the configured
+A body is ``{"entries": [...]}`` in the JSONL entry format (:class:`fabric.ingest.entries.Entry`: ``id``,
+``text``, optional ``title``, ``url``, ``published_at``, ``author``, ``source_kind``, ``source_ref``, ``trust``,
+``triples``) or ``{"path": "..."}`` under the configured
 ``ingest.allowed_root``, plus optional ``"format"`` and ``"async"``; a Markdown ``path`` may carry ``"include"`` /
 ``"exclude"`` (lists of path globs replacing ``[ingest] include`` / ``exclude``, :mod:`fabric.ingest.selection`),
 checked here: a bad glob, one for another format or entries, or an allowlist admitting none of the folder's files is
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from fabric.core.errors import ConfigError, IngestError, QueryError
+from fabric.ingest.entries import entry_id
 from fabric.ingest.ledger import LEDGER_FILE, Ledger
 from fabric.ingest.loaders import FORMATS, detect_format, jsonl_chunks, markdown_files
 from fabric.ingest.provenance import PRIVILEGED, ProvenanceError, check_writable
@@ -61,9 +63,9 @@ class SubmitError(QueryError):
     Args:
         field: the body field or header at fault.
         message: what is wrong.
-        status: 400 bad input, 403 path not allowed, 422 an entry the JSONL loader refuses (a date in the
-            future, a URL that is not http(s), an unknown trust value...) or an idempotency key reused, 503 queue
-            full.
+        status: 400 bad input, 403 path not allowed, 409 an idempotency key reused with another body, 422 an
+            entry the JSONL loader refuses (:class:`fabric.ingest.entries.Entry`: a URL that is not http(s), an
+            unknown trust value...), 503 queue full.
     """
 
     def __init__(self, field: str, message: str, *, status: int = 400) -> None:
@@ -171,7 +173,7 @@ def parse_submission(data: Any, config: IngestConfig, root: Path | None, *, path
     if not isinstance(force_async, bool):
         raise SubmitError("async", "expected true or false")
     fmt = data.get("format")
-    if fmt is not None and fmt not in FORMATS:
+    if "format" in data and fmt not in FORMATS:  # null too: the document allows a format name or no key
         raise SubmitError("format", f"unknown format {fmt!r}; valid: {', '.join(FORMATS)}")
     if ("entries" in data) == ("path" in data):
         raise SubmitError("body", "expected exactly one of entries (a list of objects) or path")
@@ -223,7 +225,7 @@ def _allowlist(
     lists: dict[str, tuple[str, ...] | None] = {}
     for name in ("include", "exclude"):
         raw = data.get(name)
-        if raw is not None and not (isinstance(raw, list) and all(isinstance(g, str) for g in raw)):
+        if name in data and not (isinstance(raw, list) and all(isinstance(g, str) for g in raw)):
             raise SubmitError(name, "expected a list of path globs (strings)")
         lists[name] = tuple(raw) if raw is not None else None
     field = "include" if lists["include"] else "exclude"
@@ -274,7 +276,7 @@ def check_provenance(sub: Submission, home: Path) -> None:
     """
     if sub.role in PRIVILEGED or sub.kind != "entries" or not (home / LEDGER_FILE).is_file():
         return
-    ids = [str(e["id"]) for e in sub.entries if e.get("id")]
+    ids = [entry_id(e["id"]) for e in sub.entries if e.get("id") is not None]
     ledger = Ledger(home / LEDGER_FILE)
     try:
         held = ledger.provenance(ids)
@@ -283,7 +285,9 @@ def check_provenance(sub: Submission, home: Path) -> None:
     try:
         check_writable(sub.role, held, "replace")
     except ProvenanceError as exc:
-        first = next(i for i, e in enumerate(sub.entries) if e.get("id") and str(e["id"]) in exc.protected)
+        first = next(
+            i for i, e in enumerate(sub.entries) if e.get("id") is not None and entry_id(e["id"]) in exc.protected
+        )
         raise SubmitError(f"entries[{first}].id", str(exc), status=403) from None
 
 

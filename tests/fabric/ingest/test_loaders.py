@@ -117,21 +117,17 @@ class TestJsonl:
         with pytest.raises(IngestError, match=r"e.jsonl:1: url: expected an absolute http\(s\) URL"):
             load_source(p)
 
-    def test_future_dates_are_refused(self, tmp_path: Path) -> None:
-        """A publication date past now + FUTURE_SKEW is refused; today is accepted."""
+    def test_future_dates_are_kept_as_given(self, tmp_path: Path) -> None:
+        """A publication date in the future is accepted as given (no JSON Schema can say "not after now"); fusion's
+        recency counts it as age 0."""
         p = tmp_path / "e.jsonl"
-        today = datetime.now(UTC).date().isoformat()
-        p.write_text(json.dumps({"id": "a", "text": "x", "published_at": today}) + "\n")
-        assert load_source(p).chunks[0].published_at is not None
         p.write_text(json.dumps({"id": "a", "text": "x", "published_at": "2999-01-01"}) + "\n")
-        with pytest.raises(IngestError, match=r"e.jsonl:1: published_at: 2999-01-01 is in the future"):
-            load_source(p)
+        assert load_source(p).chunks[0].published_at == datetime(2999, 1, 1, tzinfo=UTC)
 
-    def test_future_front_matter_date_is_refused(self, tmp_path: Path) -> None:
+    def test_future_front_matter_date_is_kept(self, tmp_path: Path) -> None:
         """Markdown front matter dates obey the same rule."""
         (tmp_path / "n.md").write_text("---\ndate: 2999-01-01\n---\n# N\n\nx\n")
-        with pytest.raises(IngestError, match="in the future"):
-            load_source(tmp_path / "n.md")
+        assert load_source(tmp_path / "n.md").chunks[0].published_at == datetime(2999, 1, 1, tzinfo=UTC)
 
     def test_invalid_json_names_the_line(self, tmp_path: Path) -> None:
         """Malformed JSON raises IngestError with the line number."""

@@ -100,7 +100,8 @@ class TestIngestSchema:
         """Documented keys, formats and the entry count limit are parse_submission's."""
         variants = build_openapi(settings)["components"]["schemas"]["IngestRequest"]["oneOf"]
         entries, path = variants
-        assert set(entries["properties"]) | set(path["properties"]) == {"entries", "path", "format", "async"}
+        documented = set(entries["properties"]) | set(path["properties"])
+        assert documented == {"entries", "path", "format", "async", "include", "exclude"}
         cfg = settings.ingest.__class__(max_entries=2)
         one = [{"id": "a", "text": "t"}]
         assert parse_submission({"entries": one * 2}, cfg, None).count == 2

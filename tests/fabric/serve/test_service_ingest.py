@@ -157,12 +157,12 @@ class TestIdempotency:
         assert again["task_id"] == first["task_id"]
         assert again["idempotency"] == "key"
 
-    async def test_header_key_with_other_body_is_422(self, client: TestClient) -> None:
-        """A key reused with a different body is refused."""
+    async def test_header_key_with_other_body_is_409(self, client: TestClient) -> None:
+        """A key reused with a different body is refused: 409 Conflict (schemathesis' and RFC drafts' answer)."""
         headers = {"Idempotency-Key": "batch-2"}
         await client.post("/v1/ingest", json={"entries": _entries(5)}, headers=headers)
         resp = await client.post("/v1/ingest", json={"entries": _entries(6)}, headers=headers)
-        assert (resp.status, (await resp.json())["error"]["field"]) == (422, "Idempotency-Key")
+        assert (resp.status, (await resp.json())["error"]["field"]) == (409, "Idempotency-Key")
 
     async def test_retry_after_success_writes_nothing(self, client: TestClient) -> None:
         """A new key over the same entries runs a task that finds every entry unchanged."""

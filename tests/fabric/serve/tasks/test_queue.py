@@ -177,12 +177,12 @@ class TestIdempotency:
         assert len({t.id for t, _ in results}) == 1
         assert sum(created for _, created in results) == 1
 
-    async def test_header_key_mismatch_is_422(self, tasks: IngestTasks) -> None:
-        """A header key bound to another body is refused."""
+    async def test_header_key_mismatch_is_409(self, tasks: IngestTasks) -> None:
+        """A header key bound to another body is refused: 409 Conflict, the conventional answer."""
         await tasks.submit(_sub(tag="a"), key="k")
         with pytest.raises(SubmitError) as err:
             await tasks.submit(_sub(tag="b"), key="k")
-        assert (err.value.status, err.value.field) == (422, "Idempotency-Key")
+        assert (err.value.status, err.value.field) == (409, "Idempotency-Key")
 
     async def test_path_without_key_reruns_after_success(self, tmp_path: Path, runner: ScriptedRunner) -> None:
         """A path body is matched only while queued or running: files may change, so a later one re-runs."""

@@ -36,7 +36,7 @@ class TestSameAsDecoded:
         [
             {"entries": _entries(3)},
             {"async": True, "entries": _entries(2), "format": "jsonl"},
-            {"format": None, "entries": [{"id": "é", "text": "naïve ☃", "triples": [["a", "b", "c"]], "n": 1.5}]},
+            {"entries": [{"id": "é", "text": "naïve ☃", "triples": [["a", "b", "c"]], "n": 1.5}]},
         ],
     )
     def test_fingerprint_and_fields_match_parse_submission(self, tmp_path: Path, body: dict[str, Any]) -> None:
