@@ -137,13 +137,15 @@ class LaneOutcome:
     hits: tuple[Hit, ...] = ()
     """Hits, best first; empty unless status is success or fallback."""
     weight: float = 1.0
-    """Fusion weight: configured lane weight times the provider penalty factor."""
+    """Fusion weight: configured lane weight times the provider penalty factor times :attr:`confidence`."""
     error: str | None = None
     """Error text for timeout/error/suspended/skipped."""
     fallback_for: str | None = None
     """For status ``fallback``: the lane whose failure this one stands in for."""
     health: Mapping[str, Any] = field(default_factory=lambda: EMPTY_MAPPING)
     """Provider health snapshot (state, failure rate, suspended_until, penalty)."""
+    confidence: float = 1.0
+    """The factor of :attr:`weight` taken from the top hit's score (``[fusion.confidence]``); 1 when not calibrated."""
 
     def to_dict(self) -> dict[str, Any]:
         """The lane section of the result JSON."""
@@ -153,6 +155,7 @@ class LaneOutcome:
             "latency_ms": round(self.latency_ms, 3),
             "hits": len(self.hits),
             "weight": round(self.weight, 4),
+            "confidence": round(self.confidence, 4),
             "fallback_for": self.fallback_for,
             "error": self.error,
             "health": dict(self.health),
@@ -258,13 +261,14 @@ def make_lane_outcome(
     error: str | None,
     fallback_for: str | None,
     health: Mapping[str, Any],
+    confidence: float = 1.0,
 ) -> LaneOutcome:
     """``LaneOutcome(...)`` for the executor's hot path (one per lane per query), slots filled directly.
 
     Every field is given, so the result equals ``LaneOutcome(lane=lane, ...)`` (tested).
     """
     out = _new(LaneOutcome)
-    s_lane, s_kind, s_provider, s_status, s_latency, s_hits, s_weight, s_error, s_for, s_health = _OUTCOME_SET
+    s_lane, s_kind, s_provider, s_status, s_latency, s_hits, s_weight, s_error, s_for, s_health, s_conf = _OUTCOME_SET
     s_lane(out, lane)
     s_kind(out, kind)
     s_provider(out, provider)
@@ -275,6 +279,7 @@ def make_lane_outcome(
     s_error(out, error)
     s_for(out, fallback_for)
     s_health(out, health)
+    s_conf(out, confidence)
     return out
 
 

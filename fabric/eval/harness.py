@@ -29,6 +29,7 @@ from fabric.eval.calibration import CalibrationClock
 from fabric.eval.dataset import Dataset
 from fabric.eval.report import percentile
 from fabric.eval.runner import FEDERATION, FUSED, PassResult, SearchEngine, run_pass
+from fabric.query.lane_setup import active_confidence
 from fabric.settings import Settings
 
 __all__ = [
@@ -343,6 +344,7 @@ def artifact_config(settings: Settings, plan: EvalPlan) -> dict[str, Any]:
         "combmnz": settings.fusion.combmnz,
         "factor_scaling": settings.fusion.factor_scaling,
         "weights": {lane: settings.lanes[lane].weight for lane in plan.lanes},
+        "confidence": {kind.value: dataclasses.asdict(cal) for kind, cal in active_confidence(settings).items()},
         "lanes": list(plan.lanes),
         "route": plan.route,
         "mode": plan.mode.value,

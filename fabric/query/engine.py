@@ -46,6 +46,7 @@ from fabric.query.executor import LaneExecutor, RunStats
 from fabric.query.fallbacks import fuse_once
 from fabric.query.lane_setup import (
     OPEN_TIMEOUT_S,
+    active_confidence,
     build_lanes,
     close_lanes,
     lane_health,
@@ -65,7 +66,7 @@ from fabric.query.stages import cap_appended, no_stage2, run_stage2, stage_reque
 from fabric.query.validation import check_request
 from fabric.settings import LaneConfig, Settings
 from fusion.cursor import decode_cursor, encode_cursor
-from fusion.pipeline import FusionContext, FusionOutput, fuse
+from fusion.pipeline import FusionContext, fuse
 from lanes.base import Lane, LaneResources
 
 __all__ = ["CURSOR_SECRET_ENV", "Engine"]
@@ -102,6 +103,7 @@ class Engine:
         self.metrics = metrics or EngineMetrics()
         self.penalties = ProviderPenalties(settings.penalties, clock=clock)
         self.executor = LaneExecutor({}, penalties=self.penalties, metrics=self.metrics)
+        self.executor.confidence = active_confidence(settings)
         self.preflight = Preflight(settings.preflight, clock=clock)
         self.loop_lag = LoopLagMonitor()
         self.router = Router(settings.router, executor=self.executor, home=settings.home)
@@ -366,7 +368,10 @@ class Engine:
             fusion_config=self.settings.fusion,
         )
         total_ms = result.timings["total_ms"]
-        self._observe(result.lanes, run.fused, total_ms, result.partial)
+        suspended = self.penalties.is_suspended
+        self.metrics.observe_search(
+            result.lanes, run.fused, total_ms=total_ms, partial=result.partial, suspended=suspended
+        )
         lanes = {n: o.status.value for n, o in result.lanes.items()}
         if enabled(logging.DEBUG):
             log.debug("search_finished", total_ms=round(total_ms, 3), partial=result.partial, lanes=lanes)
@@ -375,15 +380,6 @@ class Engine:
                 {n: v for n, v in lanes.items() if v != LaneStatus.SUCCESS.value and n not in run.by_design}
             )
         return result
-
-    def _observe(
-        self, outcomes: Mapping[str, LaneOutcome], fused: FusionOutput, total_ms: float, partial: bool
-    ) -> None:
-        m = self.metrics
-        m.observe_lanes(outcomes)
-        m.observe_query(total_ms=total_ms, partial=partial, candidates=fused.candidates, removed=fused.removed)
-        for out in outcomes.values():
-            m.set_provider(out.provider, suspended=self.penalties.is_suspended(out.provider), health=out.health)
 
     # ------------------------------------------------------------------ health
 

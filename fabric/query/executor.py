@@ -51,6 +51,8 @@ from fabric.query.retries import search_with_retries
 from fabric.query.sanitize import sanitize_hits
 from fabric.query.source_filter import restrict_sources, widen_request
 from fabric.query.year_filter import lane_native, restrict_years, widen_for_years
+from fabric.settings import LaneConfidence
+from fusion.confidence import confidence_factor
 from lanes.base import Lane
 
 __all__ = ["LaneExecutor", "PlannedLane", "RunStats"]
@@ -83,6 +85,7 @@ class LaneExecutor:
         unproven_concurrency: calls in flight to a provider whose last outcome was not a success.
         lane_threads: worker threads :meth:`reserve_threads` guarantees for ``asyncio.to_thread`` lanes.
         web_cache: written after every successful web-kind call (None: nothing is cached).
+        confidence: lane kind → the calibration of its weight by its top score (:mod:`fusion.confidence`).
     """
 
     def __init__(
@@ -97,6 +100,7 @@ class LaneExecutor:
         unproven_concurrency: int = 4,
         lane_threads: int = 64,
         web_cache: WebCache | None = None,
+        confidence: Mapping[LaneKind, LaneConfidence] | None = None,
     ) -> None:
         if max_attempts < 1 or cancel_grace_ms < 0 or max_abandoned_per_provider < 1 or lane_threads < 1:
             raise ValueError("max_attempts >= 1, cancel_grace_ms >= 0 and max_abandoned_per_provider >= 1 required")
@@ -114,6 +118,7 @@ class LaneExecutor:
         self.unavailable: dict[str, str] = {}
         """Lane name → why it could not be built (reported as status ``error``)."""
         self.web_cache = web_cache
+        self.confidence: Mapping[LaneKind, LaneConfidence] = dict(confidence or {})
         self._fallbacks: OrderedDict[str, dict[str, asyncio.Future[tuple[str, bool]]]] = OrderedDict()
 
     # ------------------------------------------------------------------ public
@@ -210,6 +215,8 @@ class LaneExecutor:
         provider = lane.provider if lane is not None else p.name
         kind = lane.kind if lane is not None else LaneKind.KEYWORD
         health = self.penalties.snapshot(provider)
+        calibration = self.confidence.get(kind) if hits else None  # the kind of the lane whose hits these are
+        factor = confidence_factor(hits[0].score, calibration) if calibration is not None else 1.0
         return make_lane_outcome(
             p.name,
             kind,
@@ -217,10 +224,11 @@ class LaneExecutor:
             status,
             latency_ms,
             tuple(hits),
-            p.weight * float(health["penalty"]),
+            p.weight * float(health["penalty"]) * factor,
             error,
             fallback_for,
             health,
+            factor,
         )
 
     def _refused_now(self, p: PlannedLane, start: float, deadline: float) -> LaneOutcome | None:

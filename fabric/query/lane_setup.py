@@ -17,13 +17,14 @@ from fabric.core.errors import ConfigError
 from fabric.core.logs import get_logger
 from fabric.core.models import Embedder, Hit, LaneKind, LaneOutcome, LaneStatus
 from fabric.query.penalties import ProviderPenalties
-from fabric.settings import FusionConfig, LaneConfig, Settings
+from fabric.settings import FusionConfig, LaneConfidence, LaneConfig, Settings
 from fusion.pipeline import FusionContext, fuse
 from lanes.base import Lane, LaneResources, LaneSpec
 from lanes.registry import build_lane
 
 __all__ = [
     "OPEN_TIMEOUT_S",
+    "active_confidence",
     "build_lanes",
     "close_lanes",
     "lane_health",
@@ -38,6 +39,22 @@ log = get_logger(__name__)
 
 OPEN_TIMEOUT_S = 60.0
 """How long opening the lanes and loading the embedding model may take at engine start."""
+
+
+def active_confidence(settings: Settings) -> dict[LaneKind, LaneConfidence]:
+    """The ``[fusion.confidence]`` calibrations that apply: a nonzero slope, and measured with the engine's
+    embedding model (a score's scale is its model's; another model's calibration would misjudge it)."""
+    active: dict[LaneKind, LaneConfidence] = {}
+    for kind, cal in settings.fusion.confidence.items():
+        if cal.slope == 0.0:
+            continue
+        if cal.model and cal.model != settings.embeddings.model:
+            log.info(
+                "confidence_calibration_inactive", kind=kind, calibrated=cal.model, model=settings.embeddings.model
+            )
+            continue
+        active[LaneKind(kind)] = cal
+    return active
 
 
 def build_lanes(settings: Settings, resources: LaneResources) -> tuple[dict[str, Lane], dict[str, str]]:

@@ -35,7 +35,7 @@ rule uses them.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
@@ -46,6 +46,7 @@ from prometheus_client.process_collector import ProcessCollector
 
 from fabric import __version__
 from fabric.core.models import LaneOutcome, SearchResult
+from fusion.types import FusionOutput
 
 __all__ = [
     "EngineMetrics",
@@ -235,6 +236,22 @@ class EngineMetrics:
         for gauge, value in zip(children, values, strict=True):
             gauge.set(value)
         self._provider_values[provider] = values
+
+    def observe_search(
+        self,
+        outcomes: Mapping[str, LaneOutcome],
+        fused: FusionOutput,
+        *,
+        total_ms: float,
+        partial: bool,
+        suspended: Callable[[str], bool],
+    ) -> None:
+        """One answered query: its lanes, its totals (``fused``: the fusion output's ``candidates`` and ``removed``)
+        and each provider's health (``suspended(provider)``: whether the penalties suspend it)."""
+        self.observe_lanes(outcomes)
+        self.observe_query(total_ms=total_ms, partial=partial, candidates=fused.candidates, removed=fused.removed)
+        for out in outcomes.values():
+            self.set_provider(out.provider, suspended=suspended(out.provider), health=out.health)
 
     def observe_query(self, *, total_ms: float, partial: bool, candidates: int, removed: int) -> None:
         """Count one answered query."""

@@ -5,11 +5,13 @@ Every bad value is a :class:`~fabric.core.errors.ConfigError` naming the file an
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from fabric.core.errors import ConfigError
+from fabric.core.models import LaneKind
 from fabric.settings.readers import build, positive
-from fabric.settings.sections import EngineConfig, FusionConfig
+from fabric.settings.sections import EngineConfig, FusionConfig, LaneConfidence
 
 __all__ = ["FACTOR_SCALINGS", "SOURCE_BINDINGS", "STAGED_RANKINGS", "read_engine", "read_fusion"]
 
@@ -53,7 +55,24 @@ def read_fusion(data: Any, src: str) -> FusionConfig:
         if step[0] <= last:
             raise ConfigError(f"days must increase, got {step[0]!r} after {last!r}", source=src, key=key)
         last = step[0]
+    for kind, cal in fusion.confidence.items():
+        _check_confidence(kind, cal, src)
     return fusion
+
+
+def _check_confidence(kind: str, cal: LaneConfidence, src: str) -> None:
+    """``[fusion.confidence.<kind>]``: a lane kind, a finite reference, a slope >= 0 and 0 < min <= 1 <= max."""
+    key = f"fusion.confidence.{kind}"
+    if kind not in {k.value for k in LaneKind}:
+        raise ConfigError(f"unknown lane kind; valid: {', '.join(k.value for k in LaneKind)}", source=src, key=key)
+    if not math.isfinite(cal.reference):
+        raise ConfigError(f"must be a finite number, got {cal.reference!r}", source=src, key=f"{key}.reference")
+    if not (math.isfinite(cal.slope) and cal.slope >= 0):
+        raise ConfigError(f"must be a finite number >= 0, got {cal.slope!r}", source=src, key=f"{key}.slope")
+    if not 0 < cal.min <= 1:
+        raise ConfigError(f"must be > 0 and <= 1, got {cal.min!r}", source=src, key=f"{key}.min")
+    if not (math.isfinite(cal.max) and cal.max >= 1):
+        raise ConfigError(f"must be a finite number >= 1, got {cal.max!r}", source=src, key=f"{key}.max")
 
 
 def read_engine(data: Any, src: str) -> EngineConfig:

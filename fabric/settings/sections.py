@@ -24,6 +24,7 @@ __all__ = [
     "FactorWeights",
     "FusionConfig",
     "IngestConfig",
+    "LaneConfidence",
     "LaneConfig",
     "ModeConfig",
     "PenaltyConfig",
@@ -156,6 +157,27 @@ class StageConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LaneConfidence:
+    """A lane's weight per query from its own top score, for lanes whose scores have an absolute scale (cosine).
+
+    ``factor = clip(1 + slope · (top score − reference), min, max)`` multiplies the lane's weight, as the provider
+    penalty does (:mod:`fusion.confidence`). The scale is the embedding model's: the calibration applies only while
+    the engine's ``[embeddings] model`` is ``model`` (another model: factor 1). ``slope = 0`` turns it off.
+    """
+
+    model: str = ""
+    """The embedding model the calibration was measured with; empty: any model."""
+    reference: float = 0.0
+    """The top score at which the factor is 1."""
+    slope: float = 0.0
+    """Change of the factor per unit of top score (0: off)."""
+    min: float = 1.0
+    """Lowest factor (> 0 and <= 1)."""
+    max: float = 1.0
+    """Highest factor (>= 1)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FusionConfig:
     """How lanes are fused and ranked."""
 
@@ -170,6 +192,8 @@ class FusionConfig:
     factors: FactorWeights = field(default_factory=FactorWeights)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     stages: StageConfig = field(default_factory=StageConfig)
+    confidence: Mapping[str, LaneConfidence] = field(default_factory=dict)
+    """Lane kind → its confidence calibration (``[fusion.confidence]``); a kind not listed keeps its weight."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -29,7 +29,9 @@ async def test_search_is_typed_and_matches_the_engine(service_url: str, fabric_h
     assert first.text == direct.items[0].hit.text
     assert page.lane_status() == {name: out.status.value for name, out in direct.lanes.items()}
     assert page.lane_status()["vector"] == "success"  # the default route (auto) runs Dense: keyword + vector
-    assert page.lanes["vector"]["weight"] == 2.0
+    vector = page.lanes["vector"]  # the requested weight, times the lane's confidence in its top hit
+    assert vector["weight"] == pytest.approx(2.0 * vector["confidence"], abs=1e-3)
+    assert vector["confidence"] == round(direct.lanes["vector"].confidence, 4)
 
 
 async def test_paging_with_cursor(service_url: str) -> None:

@@ -185,7 +185,9 @@ class TestSeed001Contract:
         body = json.loads(capsys.readouterr().out)
         assert len(body["items"]) == 4
         assert body["total"] == 24
-        assert body["lanes"]["vector"]["weight"] == 3.0
+        vector = body["lanes"]["vector"]  # the requested weight, times the lane's confidence in its top hit
+        assert vector["confidence"] != 1.0
+        assert vector["weight"] == pytest.approx(3.0 * vector["confidence"], abs=1e-3)
         first = body["items"][0]
         assert first["id"].startswith("vector-")
         assert first["score_semantic"] > first["score_lexical"]

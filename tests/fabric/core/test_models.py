@@ -47,7 +47,7 @@ class TestMakeLaneOutcome:
     def test_equals_the_dataclass_constructor(self) -> None:
         """Filling the slots directly gives the same outcome as ``LaneOutcome(...)``, fields in declared order."""
         hits = (Hit(id="a", rank=1, score=2.0),)
-        args = ("k", LaneKind.VECTOR, "prov", LaneStatus.FALLBACK, 12.5, hits, 0.5, "boom", "w", {"penalty": 0.5})
+        args = ("k", LaneKind.VECTOR, "prov", LaneStatus.FALLBACK, 12.5, hits, 0.5, "boom", "w", {"penalty": 0.5}, 0.8)
         names = [f.name for f in dataclasses.fields(LaneOutcome)]
         assert list(inspect.signature(make_lane_outcome).parameters) == names
         fast = make_lane_outcome(*args)

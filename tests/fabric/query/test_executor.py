@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from typing import ClassVar
 
 import pytest
 
@@ -14,7 +15,7 @@ from fabric.query.constraints import SOURCE_FILTERS
 from fabric.query.executor import LaneExecutor, PlannedLane, RunStats
 from fabric.query.metrics import EngineMetrics
 from fabric.query.penalties import ProviderPenalties
-from fabric.settings import PenaltyConfig
+from fabric.settings import LaneConfidence, PenaltyConfig
 from lanes.base import BaseLane, LaneResources, LaneSpec
 from lanes.fake import FakeLane, synthetic_hits
 from lanes.web.web_cache import CachedWebLane
@@ -462,3 +463,57 @@ class TestQueueTimeIsNotCharged:
         assert out["local"].status is LaneStatus.TIMEOUT
         health = penalties.snapshot("local_store")
         assert (health["samples"], health["timeout_rate"]) == (1, 1.0)
+
+
+def _scored(prefix: str, scores: list[float]) -> list[Hit]:
+    return [
+        Hit(id=f"{prefix}-{i}", rank=i + 1, score=s, title=f"{prefix} {i}", text=f"text {prefix} {i}")
+        for i, s in enumerate(scores)
+    ]
+
+
+class TestConfidence:
+    """The weight of a lane whose kind is calibrated follows its top score (``[fusion.confidence]``)."""
+
+    CAL: ClassVar = {LaneKind.VECTOR: LaneConfidence(reference=0.62, slope=2.0, min=0.25, max=1.5)}
+
+    async def test_weak_top_score_lowers_the_weight(self) -> None:
+        """A vector lane whose best cosine is 0.47 counts 0.7 of its configured weight, and says so."""
+        lane = FakeLane(name="v", kind=LaneKind.VECTOR, hits=_scored("v", [0.47, 0.40]))
+        ex = LaneExecutor({"v": lane}, confidence=self.CAL)
+        out = await run(ex, [PlannedLane(name="v", budget_ms=1000, weight=0.5)])
+        assert out["v"].confidence == pytest.approx(0.7)
+        assert out["v"].weight == pytest.approx(0.35)
+        assert out["v"].to_dict()["confidence"] == pytest.approx(0.7)
+
+    async def test_strong_top_score_raises_it_up_to_max(self) -> None:
+        """A close match counts more, never more than ``max`` times the configured weight."""
+        lane = FakeLane(name="v", kind=LaneKind.VECTOR, hits=_scored("v", [0.95, 0.9]))
+        ex = LaneExecutor({"v": lane}, confidence=self.CAL)
+        out = await run(ex, [PlannedLane(name="v", budget_ms=1000, weight=1.0)])
+        assert out["v"].weight == pytest.approx(1.5)
+
+    async def test_uncalibrated_kind_keeps_its_weight(self) -> None:
+        """A keyword lane's BM25 scores have no absolute scale: its weight is the configured one."""
+        lane = FakeLane(name="k", kind=LaneKind.KEYWORD, hits=_scored("k", [0.1, 0.05]))
+        ex = LaneExecutor({"k": lane}, confidence=self.CAL)
+        out = await run(ex, [PlannedLane(name="k", budget_ms=1000, weight=1.0)])
+        assert (out["k"].weight, out["k"].confidence) == (1.0, 1.0)
+
+    async def test_fallback_hits_are_judged_by_their_own_lane(self) -> None:
+        """When the vector lane fails and the keyword lane stands in, its BM25 scores are not read as cosines."""
+        lanes = {
+            "v": FakeLane(name="v", kind=LaneKind.VECTOR, error=LaneUnavailable("down", provider="fake")),
+            "k": FakeLane(name="k", kind=LaneKind.KEYWORD, hits=_scored("k", [0.1, 0.05])),
+        }
+        ex = LaneExecutor(lanes, confidence=self.CAL, max_attempts=1)
+        out = await run(ex, [PlannedLane(name="v", budget_ms=1000, weight=1.0, fallback="k")])
+        assert out["v"].status is LaneStatus.FALLBACK
+        assert (out["v"].weight, out["v"].confidence) == (1.0, 1.0)
+
+    async def test_no_hits_no_factor(self) -> None:
+        """An empty answer has no top score: factor 1."""
+        lane = FakeLane(name="v", kind=LaneKind.VECTOR, hits=[])
+        ex = LaneExecutor({"v": lane}, confidence=self.CAL)
+        out = await run(ex, [PlannedLane(name="v", budget_ms=1000, weight=1.0)])
+        assert out["v"].confidence == 1.0

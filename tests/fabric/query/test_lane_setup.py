@@ -8,6 +8,7 @@ from pathlib import Path
 
 from fabric.core.models import LaneKind
 from fabric.query.lane_setup import (
+    active_confidence,
     build_lanes,
     close_lanes,
     lane_health,
@@ -17,7 +18,7 @@ from fabric.query.lane_setup import (
     warm_embedder,
 )
 from fabric.query.penalties import ProviderPenalties
-from fabric.settings import LaneConfig
+from fabric.settings import EmbeddingsConfig, FusionConfig, LaneConfidence, LaneConfig
 from lanes.base import LaneResources
 from lanes.fake import FakeLane
 from tests.support.settings import make_settings
@@ -124,3 +125,32 @@ class TestLaneLifecycle:
         assert out["x"] == {
             "built": False, "opened": False, "warming": False, "provider": None, "error": "boom", "health": None
         }  # fmt: skip
+
+
+class TestActiveConfidence:
+    """Which ``[fusion.confidence]`` calibrations the executor applies."""
+
+    CAL = LaneConfidence(model="all-MiniLM-L6-v2", reference=0.62, slope=2.0, min=0.25, max=1.5)
+
+    def _settings(self, tmp_path: Path, cal: LaneConfidence, model: str = "all-MiniLM-L6-v2"):
+        s = make_settings(tmp_path)
+        return replace(s, fusion=FusionConfig(confidence={"vector": cal}), embeddings=EmbeddingsConfig(model=model))
+
+    def test_calibration_of_the_engine_model_applies(self, tmp_path: Path) -> None:
+        """Measured with the engine's embedding model: it applies to the vector kind."""
+        assert active_confidence(self._settings(tmp_path, self.CAL)) == {LaneKind.VECTOR: self.CAL}
+
+    def test_another_model_is_not_judged_by_it(self, tmp_path: Path) -> None:
+        """Another embedder's cosines have another scale: the calibration is left out."""
+        assert active_confidence(self._settings(tmp_path, self.CAL, model="text-embedding-3-small")) == {}
+
+    def test_zero_slope_is_left_out(self, tmp_path: Path) -> None:
+        """slope = 0 turns it off."""
+        assert active_confidence(self._settings(tmp_path, replace(self.CAL, slope=0.0))) == {}
+
+    def test_shipped_defaults_calibrate_the_vector_lane(self) -> None:
+        """The shipped configuration weighs the vector lane by its top cosine; the seed profile does not."""
+        from fabric.settings import load_settings
+
+        assert LaneKind.VECTOR in active_confidence(load_settings(env={}))
+        assert active_confidence(load_settings(env={"FABRIC_PROFILE": "seed"})) == {}

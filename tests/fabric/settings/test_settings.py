@@ -65,6 +65,20 @@ class TestConfigErrors:
         with pytest.raises(ConfigError, match=r"lanes\.vector\.weight"):
             load_settings(env={"FABRIC__lanes__vector__weight": "'heavy'"})
 
+    @pytest.mark.parametrize(
+        ("key", "value"),
+        [("slope", "-1"), ("min", "0"), ("min", "1.5"), ("max", "0.5"), ("reference", "nan"), ("max", "inf")],
+    )
+    def test_bad_confidence_names_key(self, key: str, value: str) -> None:
+        """A confidence calibration out of range fails naming its key."""
+        with pytest.raises(ConfigError, match=rf"fusion\.confidence\.vector\.{key}"):
+            load_settings(env={f"FABRIC__fusion__confidence__vector__{key}": value})
+
+    def test_confidence_of_unknown_kind(self) -> None:
+        """A calibration for a lane kind that does not exist fails naming it."""
+        with pytest.raises(ConfigError, match=r"fusion\.confidence\.vectr"):
+            load_settings(env={"FABRIC__fusion__confidence__vectr__slope": "1"})
+
     def test_negative_fallback_reserve_names_key(self) -> None:
         """A negative fallback reserve fails naming its key."""
         with pytest.raises(ConfigError, match=r"lanes\.web\.fallback_reserve_ms"):
