@@ -62,14 +62,22 @@ class FusionChoice:
     weights: Mapping[str, float] = field(default_factory=dict)
     combmnz: bool = False
     """Score modes: multiply by the number of lanes that returned the item."""
+    confidence: bool = True
+    """Each query's lane weights times the engine's lane confidence (:attr:`TuneSet.factors`), as the engine fuses."""
 
     def to_dict(self) -> dict[str, object]:
         """JSON shape."""
-        return {"mode": self.mode, "rrf_k": self.k, "combmnz": self.combmnz, "weights": dict(self.weights)}
+        return {
+            "mode": self.mode,
+            "rrf_k": self.k,
+            "combmnz": self.combmnz,
+            "weights": dict(self.weights),
+            "confidence": self.confidence,
+        }
 
 
-REFERENCE = FusionChoice(mode="rrf", k=60)
-"""What gains are measured against: plain RRF, k = 60, every lane weight 1."""
+REFERENCE = FusionChoice(mode="rrf", k=60, confidence=False)
+"""What gains are measured against: plain RRF, k = 60, every lane weight 1 (no lane confidence)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +89,8 @@ class TuneSet:
     """Query id → lane → hits, best first."""
     qrels: Mapping[str, Mapping[str, int]]
     query_ids: Sequence[str]
+    factors: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Query id → lane → the engine's confidence factor of that lane's weight for the query (absent: 1)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,6 +154,7 @@ def fuse_offline(
     choice: FusionChoice,
     *,
     cache: dict[tuple[int, str], dict[str, dict[str, float]]] | None = None,
+    factors: Mapping[str, float] | None = None,
 ) -> list[str]:
     """Fuse one query's lane hits with ``choice`` and return document ids, best first, deduplicated.
 
@@ -151,9 +162,11 @@ def fuse_offline(
         lanes: lane → hits, best first.
         choice: fusion mode, k and weights.
         cache: reused across calls on the same ``lanes`` object to normalise each lane once per mode.
+        factors: lane → the factor the engine applied to its weight for this query (lane confidence; absent: 1).
     """
     doc_of = {hit_id: doc_id for hits in lanes.values() for hit_id, doc_id, _ in hits}
-    weights = {lane: choice.weights.get(lane, 1.0) for lane in lanes}
+    factor = (factors or {}) if choice.confidence else {}
+    weights = {lane: choice.weights.get(lane, 1.0) * factor.get(lane, 1.0) for lane in lanes}
     if choice.mode == "rrf":
         scores = fuse_rrf({lane: [h[0] for h in hits] for lane, hits in lanes.items()}, k=choice.k, weights=weights)
     else:
@@ -176,14 +189,16 @@ def score_choice(
     choice: FusionChoice,
     *,
     cache: dict[tuple[int, str], dict[str, dict[str, float]]] | None = None,
+    factors: Mapping[str, Mapping[str, float]] | None = None,
 ) -> float:
-    """Mean nDCG@10 of ``choice`` over ``query_ids`` (``cache``: see :func:`fuse_offline`)."""
+    """Mean nDCG@10 of ``choice`` over ``query_ids`` (``cache``, ``factors`` per query: see :func:`fuse_offline`)."""
     if not query_ids:
         return 0.0
     empty: Mapping[str, Sequence[LaneHit]] = {}
+    per_query = factors or {}
     total = 0.0
     for qid in query_ids:
-        ranking = fuse_offline(rankings.get(qid, empty), choice, cache=cache)
+        ranking = fuse_offline(rankings.get(qid, empty), choice, cache=cache, factors=per_query.get(qid))
         total += query_metrics(ranking, qrels[qid])["ndcg_at_10"]
     return total / len(query_ids)
 
@@ -224,7 +239,7 @@ def _on_both_halves(
     for ts in sets:
         fit, held = halves[ts.name]
         out[ts.name] = {
-            split: round(score_choice(ts.rankings, ts.qrels, ids, c, cache=norm_cache), 6)
+            split: round(score_choice(ts.rankings, ts.qrels, ids, c, cache=norm_cache, factors=ts.factors), 6)
             for split, ids in (("fit", fit), ("heldout", held), ("all", list(ts.query_ids)))
         }
     return out
@@ -255,7 +270,7 @@ def tune(
     cache: dict[tuple[object, ...], float] = {}
 
     def fit_score(c: FusionChoice, ts: TuneSet) -> float:
-        return score_choice(ts.rankings, ts.qrels, halves[ts.name][0], c, cache=norm_cache)
+        return score_choice(ts.rankings, ts.qrels, halves[ts.name][0], c, cache=norm_cache, factors=ts.factors)
 
     reference = replace(REFERENCE, weights=dict.fromkeys(lanes, 1.0))
     base = {ts.name: fit_score(reference, ts) for ts in sets}

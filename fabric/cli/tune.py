@@ -68,8 +68,12 @@ def run(args: argparse.Namespace) -> int:
         artifact, dataset, passes = execute(one, keep_lane_hits=True)
         cfg = artifact["config"]
         name = dataset.name if dataset.name not in engine_scores else f"{dataset.name}/{dataset.split}"
-        rankings = {qid: dict(r.lane_hits) for qid, r in passes[FUSED].runs.items()}
-        sets.append(TuneSet(name=name, rankings=rankings, qrels=dataset.qrels, query_ids=dataset.query_ids))
+        runs = passes[FUSED].runs
+        rankings = {qid: dict(r.lane_hits) for qid, r in runs.items()}
+        factors = {qid: dict(r.lane_confidence) for qid, r in runs.items()}  # the engine's lane confidence
+        sets.append(
+            TuneSet(name=name, rankings=rankings, qrels=dataset.qrels, query_ids=dataset.query_ids, factors=factors)
+        )
         engine_scores[name] = artifact["metrics"]["fused"]["ndcg_at_10"]
     mnz = bool(cfg.get("combmnz"))
     default = FusionChoice(mode=cfg["fusion_mode"], k=cfg["rrf_k"], weights=cfg["weights"], combmnz=mnz)

@@ -61,6 +61,8 @@ class QueryRun:
     """Lane → status."""
     lane_hits: Mapping[str, tuple[LaneHit, ...]] = field(default_factory=dict)
     """Lane → its hits (kept for offline fusion tuning)."""
+    lane_confidence: Mapping[str, float] = field(default_factory=dict)
+    """Lane → the confidence factor the engine applied to its weight (kept with the hits, for offline tuning)."""
     top_score: float | None = None
     """``score_total`` of the first item (None when the answer is empty)."""
     top_title: str = ""
@@ -88,10 +90,12 @@ class PassResult:
 
 def _to_run(query_id: str, result: SearchResult, latency_ms: float, keep_lane_hits: bool) -> QueryRun:
     lane_hits: dict[str, tuple[LaneHit, ...]] = {}
+    confidence: dict[str, float] = {}
     if keep_lane_hits:
         lane_hits = {
             name: tuple((h.id, h.doc_id or h.id, h.score) for h in out.hits) for name, out in result.lanes.items()
         }
+        confidence = {name: out.confidence for name, out in result.lanes.items() if out.confidence != 1.0}
     overhead = result.timings.get("overhead_ms")
     first = result.items[0] if result.items else None
     return QueryRun(
@@ -103,6 +107,7 @@ def _to_run(query_id: str, result: SearchResult, latency_ms: float, keep_lane_hi
         stages=dict(result.stages),
         lane_status={name: out.status.value for name, out in result.lanes.items()},
         lane_hits=lane_hits,
+        lane_confidence=confidence,
         top_score=first.score_total if first is not None else None,
         top_title=first.hit.title if first is not None else "",
         entity_matches=_entity_matches(result),

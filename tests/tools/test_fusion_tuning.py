@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
 from fabric.settings import load_settings
-from tools.fusion_tuning import FusionChoice, TuneSet, fuse_offline, split_queries, to_toml, tune
+from tools.fusion_tuning import (
+    REFERENCE,
+    FusionChoice,
+    TuneSet,
+    fuse_offline,
+    score_choice,
+    split_queries,
+    to_toml,
+    tune,
+)
 
 
 def _hits(*doc_ids: str) -> tuple[tuple[str, str, float], ...]:
@@ -65,6 +75,29 @@ class TestFuseOffline:
         """Score fusion follows normalised native scores, not ranks."""
         lanes = {"a": (("x", "x", 10.0), ("y", "y", 9.9), ("z", "z", 0.0)), "b": (("y", "y", 1.0), ("x", "x", 0.0))}
         assert fuse_offline(lanes, FusionChoice(mode=mode))[0] == "y"
+
+
+class TestLaneConfidence:
+    """Offline fusion weighs each query's lanes as the engine did (its lane confidence); the reference does not."""
+
+    LANES: ClassVar = {"a": _hits("x", "y"), "b": _hits("y", "x")}  # a tie under equal weights, broken by the id: x
+
+    def test_factors_scale_the_query_weights(self) -> None:
+        """A lane whose weight the engine lowered for this query counts that much less offline too."""
+        assert fuse_offline(self.LANES, FusionChoice())[0] == "x"
+        assert fuse_offline(self.LANES, FusionChoice(), factors={"a": 0.5})[0] == "y"
+
+    def test_reference_is_plain_rrf(self) -> None:
+        """The reference the gains are measured against ignores them: plain RRF of equal weights."""
+        assert fuse_offline(self.LANES, REFERENCE, factors={"a": 0.5})[0] == "x"
+
+    def test_score_choice_reads_each_query_factors(self) -> None:
+        """The per-query factors of a set reach each query's fusion."""
+        rankings = {"q1": self.LANES, "q2": self.LANES}
+        qrels = {"q1": {"y": 1}, "q2": {"y": 1}}
+        plain = score_choice(rankings, qrels, ["q1", "q2"], FusionChoice())
+        weighed = score_choice(rankings, qrels, ["q1", "q2"], FusionChoice(), factors={"q1": {"a": 0.5}})
+        assert weighed > plain
 
 
 class TestTune:

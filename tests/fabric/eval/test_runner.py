@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
-from fabric.core.models import FusionMode, SearchRequest
+from fabric.core.models import FusionMode, LaneOutcome, SearchRequest
 from fabric.eval import harness
 from fabric.eval.dataset import load_dataset
 from fabric.eval.harness import EvalPlan, prepare_home, run_plan
@@ -54,6 +55,19 @@ class TestRunPass:
         hit_id, doc_id, score = p.runs["q1"].lane_hits["keyword"][0]
         assert (hit_id, doc_id) == ("d1#0", "d1")
         assert score > 0
+
+    async def test_keeps_the_lane_confidence_with_the_hits(self, dataset) -> None:
+        """The factor the engine gave a lane's weight is kept beside its hits, so offline tuning weighs as it did."""
+
+        class Confident(FakeEngine):
+            def _lane(self, name: str, query: str, top_k: int) -> LaneOutcome:
+                out = super()._lane(name, query, top_k)
+                return dataclasses.replace(out, confidence=0.7) if name == "vector" else out
+
+        p = await run_pass(
+            Confident(TINY / "corpus.jsonl"), dataset, name=FUSED, lanes=("keyword", "vector"), keep_lane_hits=True
+        )
+        assert p.runs["q1"].lane_confidence == {"vector": 0.7}
 
     async def test_records_overhead_intent_and_stages(self, dataset, engine) -> None:
         """Engine overhead, pre-flight intent and stage flags are kept per query."""
