@@ -60,7 +60,7 @@ class LaneInfo(NamedTuple):
     """What fusion knows about one usable lane (a named tuple: built once per lane per call, it must be cheap)."""
 
     weight: float
-    """Fusion weight (configured weight × provider penalty)."""
+    """Fusion weight (configured weight × provider penalty × lane confidence, :mod:`fusion.confidence`)."""
     kind: LaneKind
     """Lane kind (``keyword`` → ``lexical`` component, ``vector`` → ``semantic``, ``graph`` → ``graph``)."""
     stage: int
